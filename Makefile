@@ -1,0 +1,46 @@
+# Agent plumbing workspace. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PKG ?=
+PACKAGES := agent-accounts local-daemon forge-automation
+UV := $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
+PYTEST_ARGS ?=
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: help setup demo test test-integration lint typecheck bench build publish clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+setup: ## install uv when absent and sync every package with the locked dependencies
+	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
+	@$(UV) sync --all-packages --locked --quiet
+	@$(UV) run --no-sync python -m playwright --version >/dev/null 2>&1 || true
+
+test: setup ## run every package's tests, then tests-integration (PKG=<name> runs one package)
+ifeq ($(PKG),)
+	@set -e; for p in $(PACKAGES); do echo "== $$p"; $(UV) run --no-sync pytest packages/$$p/tests $(PYTEST_ARGS); done
+	@$(MAKE) --no-print-directory test-integration
+else
+	@$(UV) run --no-sync pytest packages/$(PKG)/tests $(PYTEST_ARGS)
+endif
+
+test-integration: setup ## run the cross-package integration suite
+	@echo "== tests-integration"; $(UV) run --no-sync pytest tests-integration $(PYTEST_ARGS)
+
+lint: setup ## ruff check and ruff format --check
+	@$(UV) run --no-sync ruff check .
+	@$(UV) run --no-sync ruff format --check .
+
+typecheck: setup ## mypy --strict over every package's src and tests
+	@set -e; for p in $(PACKAGES); do $(UV) run --no-sync mypy packages/$$p/src packages/$$p/tests; done
+	@$(UV) run --no-sync mypy tests-integration benchmarks
+
+bench: setup ## run the benchmarks and write BENCHMARKS.md
+	@$(UV) run --no-sync python benchmarks/run.py
+
+build: setup ## build three wheels and three sdists into dist/
+	@$(UV) build --all-packages --no-sources --out-dir dist
+
+clean: ## remove build output and caches
+	rm -rf dist .pytest_cache .mypy_cache .ruff_cache

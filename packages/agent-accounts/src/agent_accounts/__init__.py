@@ -1,0 +1,5 @@
+"""agent_accounts."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

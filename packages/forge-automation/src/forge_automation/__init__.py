@@ -1,0 +1,5 @@
+"""forge_automation."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""local_daemon."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
