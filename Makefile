@@ -15,7 +15,8 @@ help: ## list the targets
 setup: ## install uv when absent and sync every package with the locked dependencies
 	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
 	@$(UV) sync --all-packages --locked --quiet
-	@$(UV) run --no-sync python -m playwright --version >/dev/null 2>&1 || true
+	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
+	  [ -f $$d/package.json ] && [ ! -d $$d/node_modules ] && (cd $$d && npm ci --silent --no-audit --no-fund) || true; done
 
 test: setup ## run every package's tests, then tests-integration (PKG=<name> runs one package)
 ifeq ($(PKG),)
