@@ -1,0 +1,76 @@
+"""Errors raised by the daemon host.
+
+DaemonError
+├── CommandError            a command refuses (code 64, 65, 75 or 77)
+│   └── UnknownCommandError no command of that name (404)
+├── DaemonPortInUseError    the loopback port is taken
+├── RemoteBindError         the remote listener's address or options are refused
+├── TlsFileError            a certificate or key file fails a check
+└── TokenFileError          the gate's token file fails a check (`problem` says which)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CommandError",
+    "DaemonError",
+    "DaemonPortInUseError",
+    "RemoteBindError",
+    "TlsFileError",
+    "TokenFileError",
+    "UnknownCommandError",
+]
+
+_COMMAND_CODES = frozenset({64, 65, 75, 77})
+
+
+class DaemonError(Exception):
+    """Root of every error the daemon package raises."""
+
+
+class CommandError(DaemonError):
+    """A command refuses its input or its caller; `code` is the exit code the envelope carries."""
+
+    def __init__(self, message: str, code: int = 65) -> None:
+        if code not in _COMMAND_CODES:
+            raise ValueError("CommandError code must be one of 64, 65, 75, 77")
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class UnknownCommandError(CommandError):
+    """The registry has no command of this name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown command: {name}", 64)
+        self.name = name
+
+
+class DaemonPortInUseError(DaemonError):
+    """The requested port is already bound by another process."""
+
+    def __init__(self, port: int, host: str) -> None:
+        super().__init__(f"port {port} on {host} is already in use")
+        self.port = port
+        self.host = host
+
+
+class RemoteBindError(DaemonError):
+    """The remote listener's options are refused before anything binds."""
+
+
+class TlsFileError(DaemonError):
+    """A TLS certificate or key file fails a check; `problem` names which check."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+class TokenFileError(DaemonError):
+    """The gate's token file fails a check; `problem` names which check."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem

@@ -1,0 +1,90 @@
+"""Shared types: the registry protocol, the gate's auth record and the hooks a product passes in.
+
+These are the seams between the daemon's modules (HTTP app, MCP projection, gate); changes here must
+stay additive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from aiohttp import web
+
+__all__ = [
+    "AUTH_RECORD_KEY",
+    "AuthRecord",
+    "CommandInfo",
+    "CommandRegistry",
+    "ContextFactory",
+    "ErrorFormatter",
+    "FormattedError",
+    "Gate",
+    "HealthFn",
+    "MountRoutes",
+    "Surface",
+]
+
+Surface: TypeAlias = Literal["http", "mcp"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandInfo:
+    """One command as MCP `tools/list` shows it: name, description and JSON Schema of its args."""
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+@runtime_checkable
+class CommandRegistry(Protocol):
+    """What the daemon serves: `invoke_command` (coroutine, or sync run in a worker thread)."""
+
+    def invoke_command(self, name: str, args: Any, context: Any) -> Any: ...
+
+    def commands(self) -> Sequence[CommandInfo]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthRecord:
+    """The gate's credential record handed to `create_context(surface, auth)`."""
+
+    credential: Literal["session", "bearer"]
+    issued_at: int
+    peer_local: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FormattedError:
+    """What `format_error` returns for a thrown value: the envelope's message and code."""
+
+    message: str
+    code: int
+
+
+# Set by the gate on every request it lets through; read by /rpc to build the context.
+AUTH_RECORD_KEY: web.RequestKey[AuthRecord] = web.RequestKey("local_daemon.auth", AuthRecord)
+
+ContextFactory: TypeAlias = Callable[[Surface, AuthRecord | None], Any]
+ErrorFormatter: TypeAlias = Callable[[BaseException], FormattedError]
+HealthFn: TypeAlias = Callable[[], Mapping[str, Any]]
+MountRoutes: TypeAlias = Callable[[web.Application], None]
+Middleware: TypeAlias = Callable[
+    [web.Request, Callable[[web.Request], Awaitable[web.StreamResponse]]],
+    Awaitable[web.StreamResponse],
+]
+
+
+class Gate(Protocol):
+    """The remote gate as the HTTP app sees it: one middleware run right after the guards.
+
+    The middleware answers `/auth/login` and `/auth/logout` itself, refuses everything else without a
+    credential (401, or 503 while the token file is bad) and sets `AUTH_RECORD_KEY` on the request.
+    """
+
+    @property
+    def middleware(self) -> Middleware: ...
