@@ -22,6 +22,7 @@ __all__ = [
     "FormattedError",
     "Gate",
     "HealthFn",
+    "Middleware",
     "MountRoutes",
     "Surface",
 ]
@@ -82,8 +83,8 @@ Middleware: TypeAlias = Callable[
 class Gate(Protocol):
     """The remote gate as the HTTP app sees it: one middleware run right after the guards.
 
-    The middleware answers `/auth/login` and `/auth/logout` itself, refuses everything else without a
-    credential (401, or 503 while the token file is bad) and sets `AUTH_RECORD_KEY` on the request.
+    The middleware answers `/auth/login` and `/auth/logout` itself, refuses everything else
+    without a credential (401, or 503 while the token file is bad) and sets `AUTH_RECORD_KEY`.
     """
 
     @property
