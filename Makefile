@@ -12,7 +12,14 @@ export UV_PYTHON_DOWNLOADS := never
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-setup: ## install uv when absent and sync every package with the locked dependencies
+SYSTEM_TOOLS := gh:gh git:git chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd
+
+setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
+	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "== apt-get install$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing system tools:$$missing (install them: apt-get install$$missing)" >&2; exit 1; fi; fi
 	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
 	@$(UV) sync --all-packages --locked --quiet
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
