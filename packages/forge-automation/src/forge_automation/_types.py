@@ -1,0 +1,239 @@
+"""The forge's records as frozen values: PRs, files, comments, runs, statuses, rules and results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "AncestryStatus",
+    "CheckConclusion",
+    "CheckRun",
+    "CheckRunRequest",
+    "Commit",
+    "CommitStatus",
+    "CompareFiles",
+    "CreatedCheckRun",
+    "DeleteRefResult",
+    "EnsureBranchResult",
+    "FileEntry",
+    "ForcePush",
+    "IssueComment",
+    "NotModified",
+    "OpenPrResult",
+    "OpenPrsList",
+    "PullRequest",
+    "RequiredChecks",
+    "RequiredContext",
+    "ReviewComment",
+    "SkipReason",
+    "UpsertCommentResult",
+]
+
+AncestryStatus: TypeAlias = Literal["ahead", "behind", "identical", "diverged", "missing"]
+CheckConclusion: TypeAlias = Literal["success", "failure", "action_required"]
+SkipReason: TypeAlias = Literal["exists", "default-branch", "fork-head", "missing"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRequest:
+    """A pull request as `open_pr`, `get_pr` and `list_open_prs` return it.
+
+    `mergeable_state` is lazy on the forge: `unknown` is common and never means clean. `merge_sha`
+    is the forge's test merge on an open PR and the merge commit only once `merged` is true.
+    `behind` is computed by `get_pr` only; list rows always carry False. `changed_files` is None
+    on list rows, which the forge answers without it.
+    """
+
+    number: int
+    state: str
+    head_sha: str
+    head_ref: str
+    head_repo: str | None
+    base_ref: str
+    base_sha: str | None = None
+    mergeable_state: str = "unknown"
+    merged: bool = False
+    merge_sha: str | None = None
+    merged_at: str | None = None
+    behind: bool = False
+    behind_by: int = 0
+    draft: bool = False
+    title: str = ""
+    body: str = ""
+    changed_files: int | None = None
+    author: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileEntry:
+    """One changed file; a rename carries the old name in `previous_path`."""
+
+    path: str
+    previous_path: str | None = None
+    status: str
+    additions: int = 0
+    deletions: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareFiles:
+    """Files changed between a merge base and a head; `truncated` means cannot decide."""
+
+    merge_base_sha: str
+    files: tuple[FileEntry, ...]
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewComment:
+    """One inline review comment with its thread's resolved state."""
+
+    id: int
+    author: str | None
+    author_association: str
+    path: str
+    line: int | None
+    body: str
+    resolved: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IssueComment:
+    """One conversation comment on a PR, as `upsert_comment` reads them."""
+
+    id: int
+    author: str | None
+    body: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForcePush:
+    """One force-push; `before` is None when the forge no longer has the replaced commit."""
+
+    before: str | None
+    after: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Commit:
+    """A commit on the default branch."""
+
+    sha: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckRun:
+    """One check run; `conclusion` is None until it completes."""
+
+    id: int
+    name: str
+    status: str
+    conclusion: str | None
+    app_id: int | None
+    head_sha: str
+    completed_at: str | None = None
+    started_at: str | None = None
+    details_url: str | None = None
+    external_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitStatus:
+    """One commit status (the older, context-named CI signal)."""
+
+    context: str
+    state: str
+    created_at: str | None = None
+    target_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequiredContext:
+    """A required status context, pinned to one app when `app_id` is set."""
+
+    context: str
+    app_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequiredChecks:
+    """Required contexts of a branch and whether the head must be up to date (strict)."""
+
+    contexts: tuple[RequiredContext, ...] = ()
+    strict: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckRunRequest:
+    """What `create_check_run` posts: a completed run with one of three conclusions."""
+
+    name: str
+    head_sha: str
+    conclusion: CheckConclusion
+    title: str
+    summary: str
+    external_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatedCheckRun:
+    """The fake's record of one created check run."""
+
+    id: int
+    repo: str
+    request: CheckRunRequest
+    app_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnsureBranchResult:
+    """`done` when this call created the branch; else `skipped` says why not."""
+
+    sha: str
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteRefResult:
+    """`done` when this call deleted the branch; else `skipped` says why not."""
+
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpsertCommentResult:
+    """`done` when this call posted; else the marked comment `id` that already exists."""
+
+    id: int
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenPrResult:
+    """The PR for head→base; `done` when this call opened it, else skipped `exists`."""
+
+    pr: PullRequest
+    done: bool = True
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenPrsList:
+    """Open PR rows and the ETag to revalidate with (None when the list spans pages)."""
+
+    prs: tuple[PullRequest, ...]
+    etag: str | None
+    not_modified: Literal[False] = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotModified:
+    """The open PR list is unchanged since the given ETag (a 304; no rate point charged)."""
+
+    not_modified: Literal[True] = True
