@@ -1,4 +1,4 @@
-"""The three systemd user units: verified and scored by the real systemd-analyze, and their contents."""
+"""The three systemd user units, verified and scored by the real systemd-analyze."""
 
 from __future__ import annotations
 
