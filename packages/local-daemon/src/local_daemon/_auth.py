@@ -1,0 +1,253 @@
+"""The gate's credentials: login codes, session cookies and the bearer, all from the token file.
+
+The secret is never an HMAC key itself. HKDF derives one key per credential kind, so a MAC made for
+one kind can never be replayed as another, and every check compares two HMAC-SHA256 digests of equal
+length in constant time.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from local_daemon._tokenfile import TokenFileReader, TokenSecret, read_token_file
+
+if TYPE_CHECKING:
+    from local_daemon._types import Middleware
+
+__all__ = [
+    "CODE_LIFETIME_SECONDS",
+    "DEFAULT_SIGN_IN_HINT",
+    "SESSION_COOKIE",
+    "SESSION_LIFETIME_SECONDS",
+    "DaemonAuth",
+    "Verified",
+    "create_daemon_auth",
+    "mint_login_code",
+]
+
+CODE_LIFETIME_SECONDS = 10 * 60
+SESSION_LIFETIME_SECONDS = 30 * 24 * 60 * 60
+SESSION_COOKIE = "local_session"
+DEFAULT_SIGN_IN_HINT = "Ask the operator of this daemon for a fresh sign-in link."
+
+_COOKIE_INFO = b"local-daemon v1 session cookie"
+_CODE_INFO = b"local-daemon v1 login code"
+_BEARER_INFO = b"local-daemon v1 bearer"
+_CODE_RE = re.compile(r"v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
+_COOKIE_RE = re.compile(r"v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64_mac(text: str) -> bytes | None:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=")
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == hashlib.sha256().digest_size else None
+
+
+def _derive(key_material: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key_material)
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    cookie: bytes
+    code: bytes
+    bearer: bytes
+    bearer_digest: bytes
+    written_at: int
+
+    def __repr__(self) -> str:
+        return "_Keys(...)"
+
+
+def _keys_for(secret: TokenSecret) -> _Keys:
+    bearer = _derive(secret.key_material, _BEARER_INFO)
+    return _Keys(
+        cookie=_derive(secret.key_material, _COOKIE_INFO),
+        code=_derive(secret.key_material, _CODE_INFO),
+        bearer=bearer,
+        bearer_digest=hmac.new(bearer, secret.text.encode("ascii"), hashlib.sha256).digest(),
+        written_at=secret.written_at,
+    )
+
+
+def _mac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode("ascii"), hashlib.sha256).digest()
+
+
+def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = None) -> str:
+    """Mint a one-time login code `v1.<issuedAt>.<nonce>.<mac>` from the token file, offline."""
+    keys = _keys_for(read_token_file(token_file))
+    issued_at = int(time.time() if now is None else now)
+    body = f"v1.{issued_at}.{_b64(secrets.token_bytes(16))}"
+    return f"{body}.{_b64(_mac(keys.code, body))}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verified:
+    """A credential that passed every check: its kind and when it was issued (epoch seconds)."""
+
+    credential: Literal["session", "bearer"]
+    issued_at: int
+
+
+class DaemonAuth:
+    """The gate's state for one daemon process: token file reader, keys and the spent codes.
+
+    Pass it as `gate=` to `build_http_app`; the remote listener makes its own.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_keys",
+        "_keys_for_secret",
+        "_middleware",
+        "_reader",
+        "_spent",
+        "sign_in_hint",
+        "started_at",
+    )
+
+    def __init__(
+        self,
+        token_file: str | os.PathLike[str],
+        *,
+        sign_in_hint: str | None = None,
+        clock: Callable[[], float] = time.time,
+        started_at: float | None = None,
+    ) -> None:
+        self._reader = TokenFileReader(token_file)
+        self._clock = clock
+        self.sign_in_hint = sign_in_hint if sign_in_hint else DEFAULT_SIGN_IN_HINT
+        # Codes minted before this point may have been spent in an earlier process, whose spent set
+        # is gone; whole seconds, because a code carries whole seconds.
+        self.started_at = int(clock() if started_at is None else started_at)
+        self._spent: dict[str, int] = {}
+        self._keys: _Keys | None = None
+        self._keys_for_secret: TokenSecret | None = None
+        self._middleware: Middleware | None = None
+
+    def __repr__(self) -> str:
+        return f"DaemonAuth(token_file={str(self._reader.path)!r})"
+
+    @property
+    def token_file(self) -> str:
+        """Return the token file's path."""
+        return str(self._reader.path)
+
+    @property
+    def middleware(self) -> Middleware:
+        """Return the gate middleware that `build_http_app` runs right after the guards."""
+        if self._middleware is None:
+            from local_daemon._gate import gate_middleware
+
+            self._middleware = gate_middleware(self)
+        return self._middleware
+
+    def now(self) -> float:
+        """Return the current time in epoch seconds from this auth's clock."""
+        return self._clock()
+
+    def check(self) -> None:
+        """Raise `TokenFileError` unless the token file passes every check now."""
+        self._current_keys()
+
+    def _current_keys(self) -> _Keys:
+        secret = self._reader.current()
+        if self._keys is None or secret is not self._keys_for_secret:
+            self._keys, self._keys_for_secret = _keys_for(secret), secret
+        return self._keys
+
+    def spend_login_code(self, code: str) -> bool:
+        """Spend a login code: true once per process for a good code minted within 10 minutes."""
+        keys = self._current_keys()
+        match = _CODE_RE.fullmatch(code)
+        if match is None:
+            return False
+        issued_at = int(match.group(1))
+        presented = _unb64_mac(match.group(3))
+        if presented is None:
+            return False
+        expected = _mac(keys.code, f"v1.{match.group(1)}.{match.group(2)}")
+        if not hmac.compare_digest(expected, presented):
+            return False
+        now = self._clock()
+        if (
+            issued_at < self.started_at
+            or issued_at > now
+            or now - issued_at > CODE_LIFETIME_SECONDS
+        ):
+            return False
+        # Drop codes too old to pass the age check anyway, so the set stays small.
+        for nonce, at in list(self._spent.items()):
+            if now - at > CODE_LIFETIME_SECONDS:
+                del self._spent[nonce]
+        nonce = match.group(2)
+        if nonce in self._spent:
+            return False
+        self._spent[nonce] = issued_at
+        return True
+
+    def issue_session_cookie(self) -> str:
+        """Return a fresh session cookie value `v1.<issuedAt>.<mac>`."""
+        keys = self._current_keys()
+        body = f"v1.{int(self._clock())}"
+        return f"{body}.{_b64(_mac(keys.cookie, body))}"
+
+    def verify_session_cookie(self, value: str) -> Verified | None:
+        """Return the session a cookie value proves, or None when it fails any check."""
+        keys = self._current_keys()
+        match = _COOKIE_RE.fullmatch(value)
+        if match is None:
+            return None
+        presented = _unb64_mac(match.group(2))
+        if presented is None:
+            return None
+        if not hmac.compare_digest(_mac(keys.cookie, f"v1.{match.group(1)}"), presented):
+            return None
+        issued_at = int(match.group(1))
+        now = self._clock()
+        if issued_at > now or now - issued_at >= SESSION_LIFETIME_SECONDS:
+            return None
+        return Verified(credential="session", issued_at=issued_at)
+
+    def verify_bearer(self, token: str) -> Verified | None:
+        """Return the bearer credential when `token` is the token file's secret, else None."""
+        keys = self._current_keys()
+        presented = hmac.new(keys.bearer, token.encode("utf-8", "replace"), hashlib.sha256).digest()
+        if not hmac.compare_digest(keys.bearer_digest, presented):
+            return None
+        return Verified(credential="bearer", issued_at=keys.written_at)
+
+
+def create_daemon_auth(
+    token_file: str | os.PathLike[str],
+    *,
+    sign_in_hint: str | None = None,
+    clock: Callable[[], float] | None = None,
+    started_at: float | None = None,
+) -> DaemonAuth:
+    """Create the gate for one daemon process from a token file; it checks the file at once."""
+    auth = DaemonAuth(
+        token_file, sign_in_hint=sign_in_hint, clock=clock or time.time, started_at=started_at
+    )
+    auth.check()
+    return auth

@@ -1,0 +1,311 @@
+"""The gate middleware: the login pages, 401/503 answers and each request's credential record.
+
+It runs right after the Host/Origin guards, so a foreign Host never reaches it, and before every
+route, so no route answers without a credential. Only `/auth/login` is open, answered here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from local_daemon._auth import (
+    CODE_LIFETIME_SECONDS,
+    SESSION_COOKIE,
+    SESSION_LIFETIME_SECONDS,
+    DaemonAuth,
+    Verified,
+)
+from local_daemon._errors import TokenFileError
+from local_daemon._peer import is_local_peer
+from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Middleware
+
+__all__ = ["LOGIN_PATH", "LOGOUT_PATH", "gate_middleware", "login_page", "signed_out_page"]
+
+LOGIN_PATH = "/auth/login"
+LOGOUT_PATH = "/auth/logout"
+_LOGIN_ALLOW = "GET, HEAD, POST"
+_MAX_LOGIN_BODY = 8192
+_log = logging.getLogger("local_daemon")
+
+_LIFETIMES = (
+    f"A sign-in link works once, within {CODE_LIFETIME_SECONDS // 60} minutes of being made. "
+    f"Signing in keeps this browser signed in for {SESSION_LIFETIME_SECONDS // 86400} days."
+)
+
+
+def _envelope(status: int, code: int, message: str, **headers: str) -> web.Response:
+    body = {"ok": False, "error": {"code": code, "message": message}}
+    return web.json_response(body, status=status, headers={"Cache-Control": "no-store", **headers})
+
+
+def _script_json(value: str) -> str:
+    """Return `value` as a JS string literal that cannot end a <script> element or a line."""
+    text = json.dumps(value, ensure_ascii=False)
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escape)
+    return text
+
+
+def _page_headers(nonce: str) -> dict[str, str]:
+    csp = (
+        "default-src 'none'; "
+        f"script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+        "connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    )
+    return {
+        "Cache-Control": "no-store",
+        "Referrer-Policy": "no-referrer",
+        "Content-Security-Policy": csp,
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+    }
+
+
+_STYLE = (
+    "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}"
+    "button{font:inherit;padding:.5rem 1.25rem}#msg{min-height:1.5em}"
+)
+
+
+def login_page(sign_in_hint: str, nonce: str) -> str:
+    """Return the inert login page: its script reads the code from the address and POSTs it."""
+    script = f"""(function () {{
+  "use strict";
+  var hint = {_script_json(sign_in_hint)};
+  var code = new URLSearchParams(window.location.search).get("code");
+  // Keep the code out of the address bar and history once the page holds it.
+  window.history.replaceState(null, "", window.location.pathname);
+  var button = document.getElementById("sign-in");
+  var msg = document.getElementById("msg");
+  if (!code) {{
+    button.disabled = true;
+    msg.textContent = "This page needs a sign-in link. " + hint;
+    return;
+  }}
+  button.addEventListener("click", function () {{
+    button.disabled = true;
+    msg.textContent = "Signing in\\u2026";
+    fetch("/auth/login", {{
+      method: "POST",
+      credentials: "same-origin",
+      cache: "no-store",
+      redirect: "error",
+      headers: {{"Content-Type": "application/json"}},
+      body: JSON.stringify({{code: code}})
+    }}).then(function (response) {{
+      if (response.ok) {{
+        window.location.assign("/");
+        return;
+      }}
+      msg.textContent = "This sign-in link is invalid, expired or already used. " + hint;
+    }}, function () {{
+      button.disabled = false;
+      msg.textContent = "The daemon did not answer. Try again. " + hint;
+    }});
+  }});
+}}());"""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="referrer" content="no-referrer">'
+        f'<title>Sign in</title><style nonce="{nonce}">{_STYLE}</style></head>\n'
+        "<body><main><h1>Sign in</h1>"
+        "<p>Press the button to sign this browser in.</p>"
+        f"<p>{html.escape(_LIFETIMES)}</p>"
+        '<p><button id="sign-in" type="button">Sign in</button></p>'
+        '<p id="msg" role="status" aria-live="polite"></p></main>\n'
+        f'<script nonce="{nonce}">{script}</script></body></html>\n'
+    )
+
+
+def signed_out_page(sign_in_hint: str, nonce: str) -> str:
+    """Return the 401 page for a browser: what happened, how to get a link, and a reload link."""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>Sign-in required</title><style nonce="{nonce}">{_STYLE}</style></head>\n'
+        "<body><main><h1>Sign-in required</h1>"
+        "<p>This browser is not signed in to this daemon, or its session has ended.</p>"
+        f"<p>{html.escape(sign_in_hint)}</p>"
+        f"<p>{html.escape(_LIFETIMES)}</p>"
+        '<p><a href="">Reload this page</a> once you have signed in.</p></main></body></html>\n'
+    )
+
+
+def _html_response(status: int, text: str, nonce: str) -> web.Response:
+    return web.Response(
+        status=status,
+        text=text,
+        content_type="text/html",
+        charset="utf-8",
+        headers=_page_headers(nonce),
+    )
+
+
+def _wants_html(request: web.Request) -> bool:
+    if request.method not in ("GET", "HEAD"):
+        return False
+    accept = request.headers.get("Accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == "text/html" for part in accept.split(","))
+
+
+def _session_cookie_header(value: str, max_age: int) -> str:
+    return f"{SESSION_COOKIE}={value}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age={max_age}"
+
+
+def _bearer_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = token.strip()
+    return token or None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_login_body(request: web.Request) -> Any:
+    if request.content_length is not None and request.content_length > _MAX_LOGIN_BODY:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.content.iter_chunked(4096):
+        total += len(chunk)
+        if total > _MAX_LOGIN_BODY:
+            raise _TooLarge
+        chunks.append(chunk)
+    return json.loads(b"".join(chunks))
+
+
+class _Gate:
+    __slots__ = ("_auth", "_last_problem")
+
+    def __init__(self, auth: DaemonAuth) -> None:
+        self._auth = auth
+        self._last_problem: str | None = None
+
+    def _token_file_bad(self, exc: TokenFileError) -> web.Response:
+        message = str(exc)
+        if message != self._last_problem:
+            self._last_problem = message
+            _log.error("gate: every request answers 503 until the token file is fixed: %s", message)
+        return _envelope(
+            503,
+            75,
+            "the daemon's token file failed a check; ask its operator",
+            **{"Retry-After": "30"},
+        )
+
+    def _unauthorized(self, request: web.Request) -> web.Response:
+        if _wants_html(request):
+            nonce = secrets.token_urlsafe(16)
+            response = _html_response(401, signed_out_page(self._auth.sign_in_hint, nonce), nonce)
+        else:
+            response = _envelope(
+                401, 77, "sign-in required: send a session cookie or a bearer token"
+            )
+        response.headers["WWW-Authenticate"] = 'Bearer realm="local-daemon"'
+        return response
+
+    def _authenticate(self, request: web.Request) -> Verified | None:
+        token = _bearer_token(request)
+        if token is not None:
+            return self._auth.verify_bearer(token)
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if cookie:
+            return self._auth.verify_session_cookie(cookie)
+        return None
+
+    async def _login(self, request: web.Request) -> web.StreamResponse:
+        if request.method in ("GET", "HEAD"):
+            # Inert: the code stays in the address for the page's script; nothing here reads it.
+            nonce = secrets.token_urlsafe(16)
+            return _html_response(200, login_page(self._auth.sign_in_hint, nonce), nonce)
+        if request.method != "POST":
+            return _envelope(405, 64, "method not allowed", Allow=_LOGIN_ALLOW)
+        try:
+            body = await _read_login_body(request)
+        except _TooLarge:
+            return _envelope(413, 64, "the body is too large")
+        except ValueError:
+            return _envelope(400, 65, 'the body must be JSON: {"code": "..."}')
+        code = body.get("code") if isinstance(body, dict) else None
+        if not isinstance(code, str) or not self._auth.spend_login_code(code):
+            return _envelope(401, 77, "this sign-in link is invalid, expired or already used")
+        response = web.json_response(
+            {"ok": True, "data": {"session_lifetime_s": SESSION_LIFETIME_SECONDS}}
+        )
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Set-Cookie"] = _session_cookie_header(
+            self._auth.issue_session_cookie(), SESSION_LIFETIME_SECONDS
+        )
+        return response
+
+    def _logout(self, request: web.Request) -> web.StreamResponse:
+        if request.method != "POST":
+            return _envelope(405, 64, "method not allowed", Allow="POST")
+        response = web.json_response({"ok": True, "data": None})
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Set-Cookie"] = _session_cookie_header("", 0)
+        return response
+
+    async def __call__(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        try:
+            self._auth.check()
+            path = request.path
+            if path == LOGIN_PATH:
+                return await self._login(request)
+            verified = self._authenticate(request)
+        except TokenFileError as exc:
+            return self._token_file_bad(exc)
+        if self._last_problem is not None:
+            self._last_problem = None
+            _log.info("gate: the token file passes its checks again")
+        if verified is None:
+            return self._unauthorized(request)
+        if path == LOGOUT_PATH:
+            return self._logout(request)
+        if path == "/mcp" or path.startswith("/mcp/"):
+            # MCP is loopback only: behind the gate it does not exist, whatever the app mounted.
+            return _envelope(404, 64, "not found")
+        request[AUTH_RECORD_KEY] = AuthRecord(
+            credential=verified.credential,
+            issued_at=verified.issued_at,
+            peer_local=is_local_peer(request.remote),
+        )
+        return await handler(request)
+
+
+def gate_middleware(auth: DaemonAuth) -> Middleware:
+    """Return the gate middleware for `auth`, run right after the Host/Origin guards."""
+    gate = _Gate(auth)
+
+    @web.middleware
+    async def gate_mw(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        return await gate(request, handler)
+
+    return gate_mw

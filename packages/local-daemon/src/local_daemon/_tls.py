@@ -1,0 +1,241 @@
+"""The remote listener's certificate and key: every check of the spec, and loading a checked pair.
+
+A pair is read once, checked from those bytes, and the same bytes are what OpenSSL loads, so a file
+replaced between the check and the load can never slip an unchecked pair into service.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import ssl
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
+from local_daemon._errors import TlsFileError
+
+__all__ = [
+    "CheckedPair",
+    "PairSignature",
+    "check_tls_pair",
+    "load_pair_into",
+    "new_server_context",
+    "pair_signature",
+]
+
+_MAX_PEM_BYTES = 1024 * 1024
+
+PairSignature = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckedPair:
+    """A certificate chain and key that passed every check, as the bytes that were checked."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    not_after: dt.datetime
+    signature: PairSignature
+
+    def __repr__(self) -> str:
+        return f"CheckedPair(not_after={self.not_after.isoformat()})"
+
+
+def _file_signature(path: Path) -> tuple[int, ...] | None:
+    # Follows symlinks on purpose: certbot's live/ names are symlinks into archive/, and a renewal
+    # repoints them. The link's own stat is folded in so a repointed link counts as a change.
+    try:
+        st = os.stat(path)
+        lst = os.lstat(path)
+    except OSError:
+        return None
+    return (
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_mode,
+        st.st_uid,
+        lst.st_ino,
+        lst.st_mtime_ns,
+        lst.st_ctime_ns,
+    )
+
+
+def pair_signature(
+    cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]
+) -> PairSignature:
+    """Return what changes when either file of the pair changes."""
+    return (_file_signature(Path(cert_file)), _file_signature(Path(key_file)))
+
+
+def _read(path: Path, what: str, *, private: bool) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise TlsFileError(f"TLS {what} file {path} does not exist", problem="missing") from None
+    except OSError as exc:
+        raise TlsFileError(
+            f"TLS {what} file {path} cannot be read ({exc.strerror})", problem="unreadable"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TlsFileError(
+                f"TLS {what} file {path} is not a regular file", problem="not_regular"
+            )
+        if private and st.st_uid != os.geteuid():
+            raise TlsFileError(
+                f"TLS key file {path} is owned by uid {st.st_uid}, not by this user",
+                problem="key_owner",
+            )
+        if private and st.st_mode & 0o077:
+            mode = stat.S_IMODE(st.st_mode)
+            raise TlsFileError(
+                f"TLS key file {path} is open to group or others (mode {mode:04o}); chmod 600 it",
+                problem="key_mode",
+            )
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > _MAX_PEM_BYTES:
+                raise TlsFileError(
+                    f"TLS {what} file {path} is larger than 1 MiB", problem="invalid"
+                )
+            chunks.append(chunk)
+    except OSError as exc:
+        raise TlsFileError(
+            f"TLS {what} file {path} cannot be read ({exc.strerror})", problem="unreadable"
+        ) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    pattern, name = pattern.lower().rstrip("."), name.lower().rstrip(".")
+    if pattern == name:
+        return True
+    # One wildcard, as the whole leftmost label only (RFC 6125): *.example.com covers a.example.com.
+    if pattern.startswith("*.") and "*" not in pattern[2:]:
+        head, _, rest = name.partition(".")
+        return bool(head) and rest == pattern[2:] and rest.count(".") >= 1
+    return False
+
+
+def _covers(cert: x509.Certificate, name: str) -> bool:
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return any(_name_matches(dns, name) for dns in san.get_values_for_type(x509.DNSName))
+    return address in san.get_values_for_type(x509.IPAddress)
+
+
+def check_tls_pair(
+    cert_file: str | os.PathLike[str],
+    key_file: str | os.PathLike[str],
+    *,
+    names: tuple[str, ...] = (),
+    now: dt.datetime | None = None,
+) -> CheckedPair:
+    """Read and check a PEM certificate chain and key; `TlsFileError` names the failed check."""
+    cert_path, key_path = Path(cert_file), Path(key_file)
+    signature = pair_signature(cert_path, key_path)
+    cert_pem = _read(cert_path, "certificate", private=False)
+    key_pem = _read(key_path, "key", private=True)
+    try:
+        chain = x509.load_pem_x509_certificates(cert_pem)
+    except ValueError:
+        raise TlsFileError(
+            f"TLS certificate file {cert_path} holds no PEM certificate", problem="invalid"
+        ) from None
+    leaf = chain[0]
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except TypeError:
+        raise TlsFileError(
+            f"TLS key file {key_path} is encrypted; the daemon needs it unencrypted",
+            problem="invalid",
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise TlsFileError(
+            f"TLS key file {key_path} holds no PEM private key", problem="invalid"
+        ) from None
+    spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*spki) != leaf.public_key().public_bytes(*spki):
+        raise TlsFileError(
+            f"TLS key file {key_path} does not match the certificate {cert_path}",
+            problem="mismatch",
+        )
+    moment = now or dt.datetime.now(dt.UTC)
+    if moment < leaf.not_valid_before_utc:
+        raise TlsFileError(
+            f"TLS certificate {cert_path} is not valid before "
+            f"{leaf.not_valid_before_utc.isoformat()}",
+            problem="not_yet_valid",
+        )
+    if moment > leaf.not_valid_after_utc:
+        raise TlsFileError(
+            f"TLS certificate {cert_path} expired at {leaf.not_valid_after_utc.isoformat()}",
+            problem="expired",
+        )
+    for name in names:
+        if not _covers(leaf, name):
+            raise TlsFileError(
+                f"TLS certificate {cert_path} does not cover the name {name!r}", problem="name"
+            )
+    return CheckedPair(
+        cert_pem=cert_pem, key_pem=key_pem, not_after=leaf.not_valid_after_utc, signature=signature
+    )
+
+
+def _no_password() -> bytes:
+    # Without a callback OpenSSL would prompt on the terminal for an encrypted key.
+    raise TlsFileError(
+        "TLS key file is encrypted; the daemon needs it unencrypted", problem="invalid"
+    )
+
+
+def load_pair_into(context: ssl.SSLContext, pair: CheckedPair) -> None:
+    """Load a checked pair into `context`; new handshakes use it, open connections keep theirs."""
+    # load_cert_chain takes paths only: hand it the checked bytes through a private directory.
+    with tempfile.TemporaryDirectory(prefix="local-daemon-tls-") as tmp:
+        cert_path = Path(tmp, "cert.pem")
+        key_path = Path(tmp, "key.pem")
+        for path, data in ((cert_path, pair.cert_pem), (key_path, pair.key_pem)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        try:
+            context.load_cert_chain(cert_path, key_path, password=_no_password)
+        except ssl.SSLError:
+            raise TlsFileError(
+                "OpenSSL refused the TLS certificate and key", problem="invalid"
+            ) from None
+
+
+def new_server_context(pair: CheckedPair) -> ssl.SSLContext:
+    """Return a server-side TLS context (TLS 1.2 or later) serving `pair`."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    load_pair_into(context, pair)
+    return context

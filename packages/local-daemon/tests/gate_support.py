@@ -1,0 +1,487 @@
+"""Test helpers for the gate and the remote listener: token files, certificates, a tiny guarded app.
+
+Run as a script (`python gate_support.py SCENARIO WORKDIR [PORT]`) it plays one side of a network
+namespace test and prints its observations as one JSON line; the tests assert on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import http.client
+import json
+import logging
+import os
+import socket
+import ssl
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, cast
+
+import trustme
+from aiohttp import web
+from aiohttp.typedefs import Middleware as AiohttpMiddleware
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from local_daemon._auth import mint_login_code
+from local_daemon._remote import RemoteOptions, TlsFiles, open_remote_listener
+from local_daemon._tokenfile import ensure_token_file, rotate_token_file
+from local_daemon._types import AUTH_RECORD_KEY, Gate
+
+__all__ = [
+    "NS_CLIENT_ADDR",
+    "NS_SERVER_ADDR",
+    "build_test_app",
+    "custom_pair",
+    "secret_of",
+    "tiny_guard",
+    "write_pair",
+]
+
+NS_SERVER_ADDR = "192.0.2.10"
+NS_CLIENT_ADDR = "192.0.2.20"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def secret_of(token_file: Path) -> str:
+    """Return the secret text of a token file."""
+    return token_file.read_text().strip()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def write_pair(directory: Path, cert_pem: bytes, key_pem: bytes, stem: str = "tls") -> TlsFiles:
+    """Write a certificate chain and key (0600) and return them as `TlsFiles`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = directory / f"{stem}.crt", directory / f"{stem}.key"
+    cert_file.write_bytes(cert_pem)
+    _write_private(key_file, key_pem)
+    return TlsFiles(cert_file=cert_file, key_file=key_file)
+
+
+def trustme_pair(ca: trustme.CA, directory: Path, *names: str, stem: str = "tls") -> TlsFiles:
+    """Issue a certificate for `names` from a trustme CA and write the pair."""
+    leaf = ca.issue_cert(*names)
+    chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+    return write_pair(directory, chain, leaf.private_key_pem.bytes(), stem)
+
+
+def custom_pair(
+    directory: Path,
+    *,
+    names: tuple[str, ...] = ("127.0.0.1",),
+    not_before: dt.datetime | None = None,
+    not_after: dt.datetime | None = None,
+    stem: str = "custom",
+) -> tuple[bytes, bytes]:
+    """Build a self-signed certificate with `cryptography`: any names and any validity window."""
+    import ipaddress
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    sans: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before or now - dt.timedelta(days=1))
+        .not_valid_after(not_after or now + dt.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def tiny_guard(hosts: frozenset[str], origins: frozenset[str]) -> AiohttpMiddleware:
+    """Return a minimal stand-in for the daemon's Host/Origin/client-header/JSON guards."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.headers.get("Host", "").lower() not in hosts:
+            return web.json_response({"ok": False, "error": "host"}, status=403)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("Origin")
+            if origin is not None and origin.lower() not in origins:
+                return web.json_response({"ok": False, "error": "origin"}, status=403)
+            if origin is None and not request.headers.get("x-local-client"):
+                return web.json_response({"ok": False, "error": "client"}, status=403)
+            if request.content_type != "application/json":
+                return web.json_response({"ok": False, "error": "type"}, status=415)
+        return await handler(request)
+
+    return guard
+
+
+def build_test_app(gate: Gate, hosts: frozenset[str], origins: frozenset[str]) -> web.Application:
+    """Build a tiny app behind the guard and the gate, in the daemon's order."""
+
+    def record(request: web.Request) -> dict[str, Any] | None:
+        auth = request.get(AUTH_RECORD_KEY)
+        if auth is None:
+            return None
+        return {
+            "credential": auth.credential,
+            "issued_at": auth.issued_at,
+            "peer_local": auth.peer_local,
+        }
+
+    async def index(request: web.Request) -> web.Response:
+        auth = record(request)
+        who = auth and auth["credential"]
+        return web.Response(
+            text=f"<!doctype html><title>home</title><p id='who'>signed in: {who}</p>",
+            content_type="text/html",
+        )
+
+    async def whoami(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "data": record(request)})
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def rpc(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "data": await request.json()})
+
+    # The seam's Middleware alias is a plain Callable; aiohttp wants its own protocol.
+    gated = cast(AiohttpMiddleware, gate.middleware)
+    app = web.Application(middlewares=[tiny_guard(hosts, origins), gated])
+    app.router.add_get("/", index)
+    app.router.add_get("/whoami", whoami)
+    app.router.add_get("/health", health)
+    app.router.add_get("/version", health)
+    app.router.add_get("/events", health)
+    app.router.add_post("/rpc/{name}", rpc)
+    return app
+
+
+# --- network namespace scenarios (run as a script inside the namespace) ---------------------------
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+        self.errors = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+        if record.levelno >= logging.ERROR:
+            self.errors.set()
+
+
+def _client_context(ca_pem: bytes) -> ssl.SSLContext:
+    return ssl.create_default_context(cadata=ca_pem.decode("ascii"))
+
+
+class _Conn:
+    """One keep-alive HTTPS connection, driven from a worker thread."""
+
+    def __init__(self, host: str, port: int, ctx: ssl.SSLContext, host_header: str) -> None:
+        self.http = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+        self.host_header = host_header
+        self.port = port
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> tuple[int, dict[str, str], str]:
+        all_headers = {"Host": f"{self.host_header}:{self.port}", **(headers or {})}
+        self.http.request(method, path, body=body, headers=all_headers)
+        resp = self.http.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, text
+
+    def peer_serial(self) -> int:
+        sock = self.http.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        der = sock.getpeercert(binary_form=True)
+        assert der is not None
+        return x509.load_der_x509_certificate(der).serial_number
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _plain_http_reply(host: str, port: int) -> str:
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        data = b""
+        try:
+            while len(data) < 4096:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+    return data[:5].decode("latin-1")
+
+
+def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) -> dict[str, Any]:
+    """Talk to the remote listener as a client and record what it answers."""
+    ctx = _client_context(ca_pem)
+    out: dict[str, Any] = {}
+    secret = secret_of(token_file)
+    out["plain_http_reply"] = _plain_http_reply(host, port)
+    conn = _Conn(host, port, ctx, host)
+    try:
+        out["foreign_host"] = conn.request("GET", "/whoami", {"Host": f"evil.test:{port}"})[0]
+        out["foreign_host_login"] = conn.request(
+            "GET", "/auth/login", {"Host": f"evil.test:{port}"}
+        )[0]
+        out["localhost_host"] = conn.request("GET", "/whoami", {"Host": f"localhost:{port}"})[0]
+        out["wrong_port_host"] = conn.request("GET", "/whoami", {"Host": f"{host}:{port + 1}"})[0]
+        out["no_credential"] = conn.request("GET", "/whoami")[0]
+        out["no_credential_mcp"] = conn.request(
+            "POST", "/mcp", {"x-local-client": "t", "Content-Type": "application/json"}, b"{}"
+        )[0]
+        status, _, text = conn.request("GET", "/whoami", {"Authorization": f"Bearer {secret}"})
+        out["bearer"] = [status, json.loads(text)["data"]]
+        out["bearer_mcp"] = conn.request(
+            "POST",
+            "/mcp",
+            {
+                "Authorization": f"Bearer {secret}",
+                "x-local-client": "t",
+                "Content-Type": "application/json",
+            },
+            b"{}",
+        )[0]
+        code = mint_login_code(token_file)
+        out["login_page"] = conn.request("GET", f"/auth/login?code={code}")[0]
+        origin = {"Origin": f"https://{host}:{port}", "Content-Type": "application/json"}
+        out["http_origin_login"] = conn.request(
+            "POST",
+            "/auth/login",
+            {**origin, "Origin": f"http://{host}:{port}"},
+            json.dumps({"code": code}).encode(),
+        )[0]
+        status, headers, _ = conn.request(
+            "POST", "/auth/login", origin, json.dumps({"code": code}).encode()
+        )
+        out["login_post"] = status
+        cookie = headers.get("set-cookie", "")
+        out["cookie_attributes"] = cookie.split(";", 1)[1].strip() if ";" in cookie else ""
+        cookie_pair = cookie.split(";", 1)[0]
+        out["login_again"] = conn.request(
+            "POST", "/auth/login", origin, json.dumps({"code": code}).encode()
+        )[0]
+        status, _, text = conn.request("GET", "/whoami", {"Cookie": cookie_pair})
+        out["cookie"] = [status, json.loads(text)["data"]]
+        out["leaked"] = secret in json.dumps(out)
+    finally:
+        conn.close()
+    out["cookie_pair"] = cookie_pair
+    return out
+
+
+async def _serve(
+    workdir: Path,
+    port: int,
+    ready: Callable[[int], Awaitable[None]],
+    extra: Callable[[Any, dict[str, Any]], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    records = _Records()
+    logger = logging.getLogger("local_daemon")
+    logger.addHandler(records)
+    logger.setLevel(logging.DEBUG)
+    token_file = ensure_token_file(workdir / "token")
+    ca = trustme.CA()
+    (workdir / "ca.pem").write_bytes(ca.cert_pem.bytes())
+    tls = trustme_pair(ca, workdir, NS_SERVER_ADDR, "box.test")
+    remote = RemoteOptions(
+        host=NS_SERVER_ADDR,
+        token_file=token_file,
+        allowed_hosts=("box.test",),
+        tls=tls,
+        tls_reload=0.05,
+    )
+    listener = await open_remote_listener(remote=remote, port=port, build_app=build_test_app)
+    out: dict[str, Any] = {}
+    try:
+        await ready(listener.port)
+        if extra is not None:
+            await extra(listener, out)
+    finally:
+        await listener.close()
+        logger.removeHandler(records)
+    out["log_leaked"] = secret_of(token_file) in "\n".join(records.lines)
+    return out
+
+
+async def _scenario_local(workdir: Path) -> dict[str, Any]:
+    """Server and client in one namespace: 192.0.2.10 is on lo, so the peer is this machine."""
+    ca_pem_path = workdir / "ca.pem"
+    token_file = workdir / "token"
+
+    async def ready(port: int) -> None:
+        pass
+
+    async def extra(listener: Any, out: dict[str, Any]) -> None:
+        port = listener.port
+        ca_pem = ca_pem_path.read_bytes()
+        out.update(
+            await asyncio.to_thread(_client_observations, NS_SERVER_ADDR, port, ca_pem, token_file)
+        )
+        ctx = _client_context(ca_pem)
+        # The allowed name is served too (SNI and Host both box.test), through the same address.
+        box = _Conn(NS_SERVER_ADDR, port, ctx, "box.test")
+        try:
+            out["box_host"] = (
+                await asyncio.to_thread(
+                    box.request,
+                    "GET",
+                    "/whoami",
+                    {"Authorization": f"Bearer {secret_of(token_file)}"},
+                )
+            )[0]
+        finally:
+            box.close()
+
+        # Hot reload: an old connection lives on its pair while a new handshake sees the new one.
+        old = _Conn(NS_SERVER_ADDR, port, ctx, NS_SERVER_ADDR)
+        bearer = {"Authorization": f"Bearer {secret_of(token_file)}"}
+        try:
+            out["old_first"] = (await asyncio.to_thread(old.request, "GET", "/whoami", bearer))[0]
+            old_serial = old.peer_serial()
+            # The renewed pair comes from another CA, which new client contexts trust as well.
+            ca2 = trustme.CA()
+            new_pair = trustme_pair(ca2, workdir / "new", NS_SERVER_ADDR, "box.test")
+            both = _client_context(ca_pem)
+            both.load_verify_locations(cadata=ca2.cert_pem.bytes().decode("ascii"))
+            tls = listener._remote.tls
+            os.replace(new_pair.key_file, tls.key_file)
+            os.replace(new_pair.cert_file, tls.cert_file)
+            new_serial = old_serial
+            for _ in range(200):
+                probe = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
+                try:
+                    await asyncio.to_thread(probe.request, "GET", "/whoami", bearer)
+                    new_serial = probe.peer_serial()
+                finally:
+                    probe.close()
+                if new_serial != old_serial:
+                    break
+                await asyncio.sleep(0.05)
+            out["new_handshake_new_cert"] = new_serial != old_serial
+            out["old_after_reload"] = (
+                await asyncio.to_thread(old.request, "GET", "/whoami", bearer)
+            )[0]
+            out["old_still_old_cert"] = old.peer_serial() == old_serial
+        finally:
+            old.close()
+
+        # A bad change (an expired pair) is logged and the last good pair keeps serving.
+        cert_pem, key_pem = custom_pair(
+            workdir,
+            names=(NS_SERVER_ADDR,),
+            not_before=dt.datetime.now(dt.UTC) - dt.timedelta(days=60),
+            not_after=dt.datetime.now(dt.UTC) - dt.timedelta(days=1),
+        )
+        records = next(
+            h for h in logging.getLogger("local_daemon").handlers if isinstance(h, _Records)
+        )
+        records.errors.clear()
+        tls = listener._remote.tls
+        Path(tls.cert_file).write_bytes(cert_pem)
+        _write_private(Path(tls.key_file), key_pem)
+        await asyncio.wait_for(records.errors.wait(), 10)
+        out["bad_change_logged"] = any("expired" in line for line in records.lines)
+        probe = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
+        try:
+            out["after_bad_change"] = (
+                await asyncio.to_thread(probe.request, "GET", "/whoami", bearer)
+            )[0]
+            out["after_bad_change_serial_kept"] = probe.peer_serial() == new_serial
+        finally:
+            probe.close()
+
+        # Rotation voids the session and the old bearer; the new bearer works.
+        cookie_pair = out.pop("cookie_pair")
+        rotate_token_file(token_file)
+        conn = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
+        try:
+            out["cookie_after_rotation"] = (
+                await asyncio.to_thread(conn.request, "GET", "/whoami", {"Cookie": cookie_pair})
+            )[0]
+            out["old_bearer_after_rotation"] = (
+                await asyncio.to_thread(conn.request, "GET", "/whoami", bearer)
+            )[0]
+            out["new_bearer_after_rotation"] = (
+                await asyncio.to_thread(
+                    conn.request,
+                    "GET",
+                    "/whoami",
+                    {"Authorization": f"Bearer {secret_of(token_file)}"},
+                )
+            )[0]
+            # A token file that goes bad answers 503 until it is fixed.
+            os.chmod(token_file, 0o644)
+            out["bad_token_file"] = (await asyncio.to_thread(conn.request, "GET", "/whoami"))[0]
+            os.chmod(token_file, 0o600)
+            out["fixed_token_file"] = (await asyncio.to_thread(conn.request, "GET", "/whoami"))[0]
+        finally:
+            conn.close()
+
+    return await _serve(workdir, 0, ready, extra)
+
+
+async def _scenario_serve(workdir: Path) -> dict[str, Any]:
+    """Serve on 192.0.2.10 until stdin closes; print the port first."""
+
+    async def ready(port: int) -> None:
+        print(json.dumps({"port": port}), flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+
+    return await _serve(workdir, 0, ready)
+
+
+def _scenario_client(workdir: Path, port: int) -> dict[str, Any]:
+    """Run the client side from the other namespace."""
+    return _client_observations(
+        NS_SERVER_ADDR, port, (workdir / "ca.pem").read_bytes(), workdir / "token"
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Run one namespace scenario and print its observations as JSON."""
+    scenario, workdir = argv[0], Path(argv[1])
+    if scenario == "local":
+        out = asyncio.run(_scenario_local(workdir))
+    elif scenario == "serve":
+        out = asyncio.run(_scenario_serve(workdir))
+    elif scenario == "client":
+        out = _scenario_client(workdir, int(argv[2]))
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
