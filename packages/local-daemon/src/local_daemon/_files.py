@@ -1,0 +1,180 @@
+"""Ranged file responses: one file, opened without following a final symlink, streamed in chunks.
+
+The body never passes through memory whole: bytes are read with `os.pread` in a worker thread, one
+chunk at a time, and written as they come. Texts are fixed so no answer names the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from aiohttp import hdrs, web
+
+__all__ = ["file_response"]
+
+_log = logging.getLogger("local_daemon")
+
+CHUNK_SIZE = 256 * 1024
+
+_NOT_FOUND = "Not Found"
+_FORBIDDEN = "Forbidden"
+_NOT_SATISFIABLE = "Range Not Satisfiable"
+
+# O_NONBLOCK keeps open() of a FIFO from waiting for a writer; the fstat check then refuses it.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+RangeVerdict: TypeAlias = Literal["whole", "unsatisfiable"]
+
+_SUFFIX_ZERO = re.compile(r"^\s*bytes\s*=\s*-0+\s*$", re.ASCII | re.IGNORECASE)
+
+
+class OpenRefused(Exception):
+    """The file cannot be served; `status` is 403 or 404."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenFile:
+    """An open regular file: its descriptor and its size at open time."""
+
+    fd: int
+    size: int
+
+
+def open_regular_file(path: str | os.PathLike[str]) -> OpenFile:
+    """Open `path` read-only without following a final symlink and insist on a regular file."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        # ELOOP is what O_NOFOLLOW gives for a symlink at the last component.
+        if exc.errno in (errno.ELOOP, errno.EACCES, errno.EPERM, errno.ENXIO):
+            raise OpenRefused(403) from None
+        raise OpenRefused(404) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OpenRefused(403)
+    except BaseException:
+        os.close(fd)
+        raise
+    return OpenFile(fd=fd, size=st.st_size)
+
+
+def plain_response(
+    status: int, text: str, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """Build a small fixed-text answer carrying `nosniff` and no caching."""
+    response = web.Response(status=status, text=text, content_type="text/plain")
+    response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
+    response.headers[hdrs.CACHE_CONTROL] = "no-store"
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+async def send_file_body(
+    request: web.Request, response: web.StreamResponse, opened: OpenFile, start: int, length: int
+) -> None:
+    """Prepare `response` and stream `length` bytes of `opened` from `start`, chunk by chunk."""
+    response.content_length = length
+    await response.prepare(request)
+    if request.method == hdrs.METH_HEAD:
+        await response.write_eof()
+        return
+    loop = asyncio.get_running_loop()
+    offset, remaining = start, length
+    while remaining > 0:
+        chunk = await loop.run_in_executor(
+            None, os.pread, opened.fd, min(CHUNK_SIZE, remaining), offset
+        )
+        if not chunk:
+            # The file shrank after the headers went out: the promised length cannot be kept, so
+            # the connection is cut rather than left waiting for bytes that will never come.
+            _log.warning("file shrank while being served; closing the connection")
+            if request.transport is not None:
+                request.transport.close()
+            return
+        await response.write(chunk)
+        offset += len(chunk)
+        remaining -= len(chunk)
+    await response.write_eof()
+
+
+def parse_single_range(request: web.Request, size: int) -> tuple[int, int] | RangeVerdict:
+    """Return (start, end inclusive) for one satisfiable range, else "whole" or "unsatisfiable".
+
+    aiohttp's `request.http_range` does the parsing of one `bytes=` range; it falls short of the
+    spec in two places handled here: `bytes=-0` comes back as `slice(0, None)` (the same as
+    `bytes=0-`) while the spec wants 416, and a second `Range` header line is silently ignored
+    where the spec's "several ranges" means the whole file.
+    """
+    values = request.headers.getall(hdrs.RANGE, [])
+    if len(values) != 1:
+        return "whole"
+    if _SUFFIX_ZERO.match(values[0]):
+        return "unsatisfiable"
+    try:
+        rng = request.http_range
+    except ValueError:
+        # Several ranges, a unit other than bytes, garbage or a reversed range: whole file.
+        return "whole"
+    start, stop = rng.start, rng.stop
+    if start is None:  # pragma: no cover - http_range never yields this for a parsed header
+        return "whole"
+    if start < 0:
+        # `bytes=-n`: the last n bytes, all of them when n exceeds the size; none of an empty file.
+        start = max(0, size + start)
+    if start >= size:
+        return "unsatisfiable"
+    end = size - 1 if stop is None else min(stop - 1, size - 1)
+    return start, end
+
+
+async def file_response(
+    request: web.Request,
+    file: str | os.PathLike[str],
+    *,
+    content_type: str,
+    cache_control: str | None = None,
+) -> web.StreamResponse:
+    """Answer `request` with one file, honouring a single byte range (206/416) and HEAD."""
+    always = {"Accept-Ranges": "bytes"}
+    try:
+        opened = open_regular_file(file)
+    except OpenRefused as refused:
+        text = _FORBIDDEN if refused.status == 403 else _NOT_FOUND
+        return plain_response(refused.status, text, always)
+    try:
+        size = opened.size
+        wanted = parse_single_range(request, size)
+        if wanted == "unsatisfiable":
+            return plain_response(
+                416, _NOT_SATISFIABLE, {**always, "Content-Range": f"bytes */{size}"}
+            )
+        response = web.StreamResponse(status=200)
+        response.headers[hdrs.CONTENT_TYPE] = content_type
+        response.headers[hdrs.ACCEPT_RANGES] = "bytes"
+        response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
+        if cache_control is not None:
+            response.headers[hdrs.CACHE_CONTROL] = cache_control
+        if isinstance(wanted, tuple):
+            start, end = wanted
+            response.set_status(206)
+            response.headers[hdrs.CONTENT_RANGE] = f"bytes {start}-{end}/{size}"
+            await send_file_body(request, response, opened, start, end - start + 1)
+        else:
+            await send_file_body(request, response, opened, 0, size)
+        return response
+    finally:
+        os.close(opened.fd)

@@ -1,0 +1,236 @@
+"""Static front-end serving: a built single-page app under `<base>/`, refusing every traversal.
+
+The request path is judged in its raw, still-encoded form (aiohttp has already decoded and
+dot-normalised `request.path`), one segment at a time, each decoded exactly once.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+from aiohttp import hdrs, web
+
+from ._files import OpenFile, OpenRefused, open_regular_file, plain_response, send_file_body
+
+__all__ = ["mount_static_app"]
+
+IMMUTABLE_CACHE = "public, max-age=31536000, immutable"
+REVALIDATE_CACHE = "no-cache"
+
+_NOT_BUILT = "Front end not built"
+_FORBIDDEN = "Forbidden"
+_NOT_FOUND = "Not Found"
+
+_BASE_RE = re.compile(r"^(/(?!\.\.?(?:/|$))[A-Za-z0-9._~-]+)*$")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+# A fixed table so the answer does not depend on the host's /etc/mime.types.
+_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".htm": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".webmanifest": "application/manifest+json",
+    ".txt": "text/plain; charset=utf-8",
+    ".xml": "application/xml",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".ico": "image/x-icon",
+    ".woff": "font/woff",
+    ".woff2": "font/woff2",
+    ".ttf": "font/ttf",
+    ".otf": "font/otf",
+    ".wasm": "application/wasm",
+    ".pdf": "application/pdf",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+    ".mp3": "audio/mpeg",
+    ".wav": "audio/wav",
+}
+
+
+def content_type_for(name: str) -> str:
+    """Return the content type a file name implies, `application/octet-stream` when unknown."""
+    ext = os.path.splitext(name)[1].lower()
+    known = _CONTENT_TYPES.get(ext)
+    if known is not None:
+        return known
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+class _Refused(Exception):
+    """The path is refused with this status (403 traversal, 404 missing)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def decode_segments(raw_tail: str) -> list[str]:
+    """Split a raw path tail on `/` and decode each segment once, refusing every traversal form."""
+    segments = raw_tail.split("/")
+    decoded: list[str] = []
+    for index, raw in enumerate(segments):
+        if raw == "":
+            # Only a trailing slash may leave an empty segment (a client route like `/docs/`).
+            if index == len(segments) - 1:
+                continue
+            raise _Refused(403)
+        if _BAD_ESCAPE.search(raw):
+            raise _Refused(403)
+        try:
+            segment = unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Refused(403) from None
+        if (
+            segment in (".", "..")
+            or "/" in segment
+            or "\\" in segment
+            or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in segment)
+            or _DRIVE.match(segment)
+            # Dotfiles (.env, .git, .htpasswd) are never served: refused like traversal.
+            or segment.startswith(".")
+        ):
+            raise _Refused(403)
+        decoded.append(segment)
+    return decoded
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Target:
+    path: str
+    cache_control: str
+
+
+def resolve_target(root: str, segments: list[str], immutable_dir: str) -> _Target | None:
+    """Map decoded segments to a file under `root`; None when the front end is not built."""
+    if os.path.isfile(root):
+        last = segments[-1] if segments else ""
+        if os.path.splitext(last)[1]:
+            raise _Refused(404)
+        return _Target(path=os.path.realpath(root), cache_control=REVALIDATE_CACHE)
+    if not os.path.isfile(os.path.join(root, "index.html")):
+        return None
+    root_real = os.path.realpath(root)
+    last = segments[-1] if segments else ""
+    if not os.path.splitext(last)[1]:
+        # No extension: a client route of the single-page app.
+        segments = ["index.html"]
+    real = os.path.realpath(os.path.join(root_real, *segments))
+    if not _inside(real, root_real):
+        raise _Refused(403)
+    relative = os.path.relpath(real, root_real).split(os.sep)
+    if any(part.startswith(".") for part in relative):
+        # A symlink inside the root that lands on a dotfile is still a dotfile.
+        raise _Refused(403)
+    immutable = bool(immutable_dir) and relative[0] == immutable_dir and len(relative) > 1
+    return _Target(path=real, cache_control=IMMUTABLE_CACHE if immutable else REVALIDATE_CACHE)
+
+
+def _owned_elsewhere(
+    app: web.Application, own: set[web.AbstractResource]
+) -> Callable[[web.Request], Awaitable[None]]:
+    async def check(request: web.Request) -> None:
+        # aiohttp falls through to the catch-all when a more specific route matches the path but
+        # not the method (GET /rpc/x); answer 405 as if the static app were not mounted.
+        allowed: set[str] = set()
+        for resource in app.router.resources():
+            if resource in own:
+                continue
+            match, methods = await resource.resolve(request)
+            if match is None:
+                allowed |= methods
+        if allowed:
+            raise web.HTTPMethodNotAllowed(request.method, allowed)
+
+    return check
+
+
+def mount_static_app(
+    app: web.Application,
+    *,
+    root: str | os.PathLike[str],
+    base: str = "",
+    immutable_dir: str = "assets",
+) -> None:
+    """Serve the built front end at `root` under `<base>/` on `app` (GET only)."""
+    if not _BASE_RE.match(base):
+        raise ValueError("base must be '' or '/segment[/segment...]' with no trailing slash")
+    root_path = os.path.abspath(os.fspath(root))
+    own: set[web.AbstractResource] = set()
+    owned_elsewhere = _owned_elsewhere(app, own)
+    raw_prefix = base + "/"
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        await owned_elsewhere(request)
+        raw_path = request.raw_path.split("?", 1)[0].split("#", 1)[0]
+        if not raw_path.startswith(raw_prefix):
+            # aiohttp routed a dot-normalised or decoded path here that the raw form does not
+            # share (`/app/x/..%2F..`): nothing honest can be served.
+            return plain_response(403, _FORBIDDEN)
+        try:
+            segments = decode_segments(raw_path[len(raw_prefix) :])
+            target = resolve_target(root_path, segments, immutable_dir)
+        except _Refused as refused:
+            text = _FORBIDDEN if refused.status == 403 else _NOT_FOUND
+            return plain_response(refused.status, text)
+        if target is None:
+            return plain_response(503, _NOT_BUILT)
+        try:
+            opened = open_regular_file(target.path)
+        except OpenRefused:
+            # A directory or special file named with an extension is simply not a servable file.
+            return plain_response(404, _NOT_FOUND)
+        return await _send_whole(request, opened, target)
+
+    resource = app.router.add_resource(base + r"/{tail:[\s\S]*}")
+    resource.add_route(hdrs.METH_GET, serve)
+    own.add(resource)
+    if base:
+
+        async def redirect(request: web.Request) -> web.StreamResponse:
+            await owned_elsewhere(request)
+            query = request.raw_path.partition("?")[2]
+            location = base + "/" + ("?" + query if query else "")
+            return web.Response(
+                status=308,
+                headers={hdrs.LOCATION: location, hdrs.X_CONTENT_TYPE_OPTIONS: "nosniff"},
+            )
+
+        base_resource = app.router.add_resource(base)
+        base_resource.add_route(hdrs.METH_GET, redirect)
+        own.add(base_resource)
+
+
+async def _send_whole(
+    request: web.Request, opened: OpenFile, target: _Target
+) -> web.StreamResponse:
+    try:
+        response = web.StreamResponse(status=200)
+        response.headers[hdrs.CONTENT_TYPE] = content_type_for(target.path)
+        response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
+        response.headers[hdrs.CACHE_CONTROL] = target.cache_control
+        # Whole file always: no Accept-Ranges, and a Range header is ignored (spec rule 6).
+        await send_file_body(request, response, opened, 0, opened.size)
+        return response
+    finally:
+        os.close(opened.fd)
