@@ -1,5 +1,120 @@
-"""forge_automation."""
+"""forge_automation: an idempotent check-then-act port over the forge through `gh`.
+
+`forge_port(gh_cli_wire())` validates every argument, reads before every write and reports what it
+skipped; `fake_forge()` is the same wire in memory for tests.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._budget import RateBudget, shared_rate_budget
+from ._constants import (
+    ACTIONS_APP_ID,
+    BACKSTOP_CAPS,
+    DONE_OVERLAP_MS,
+    FAKE_APP_ID,
+    FORCE_PUSHES_CAP,
+    PR_COMMITS_CAP,
+    PR_FILES_CAP,
+    BackstopCaps,
+)
+from ._errors import (
+    BackstopTruncated,
+    FileListTruncatedError,
+    ForcePushesTruncated,
+    ForgeCliError,
+    ForgeConflictError,
+    ForgeError,
+    ForgeInputError,
+    LsRemoteError,
+)
+from ._exec import ExecOptions, ExecResult, GhExec, GitExec
+from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
+from ._port import ForgePort, forge_port, load_required_contexts
+from ._types import (
+    Ancestry,
+    AncestryStatus,
+    CheckConclusion,
+    CheckRun,
+    CheckRunRequest,
+    Commit,
+    CommitStatus,
+    CompareFiles,
+    CreatedCheckRun,
+    DeleteRefResult,
+    EnsureBranchResult,
+    FileEntry,
+    ForcePush,
+    IssueComment,
+    NotModified,
+    OpenPrResult,
+    OpenPrsList,
+    Page,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    ReviewComment,
+    SkipReason,
+    UpsertCommentResult,
+)
+from ._wire import AppTokenProvider, ForgeWire, gh_cli_wire, run_gh
+
+# Plain `sorted()` order, which test_exported_members pins (isort-style would differ).
+__all__ = [  # noqa: RUF022
+    "ACTIONS_APP_ID",
+    "Ancestry",
+    "AncestryStatus",
+    "AppTokenProvider",
+    "BACKSTOP_CAPS",
+    "BackstopCaps",
+    "BackstopTruncated",
+    "CheckConclusion",
+    "CheckRun",
+    "CheckRunRequest",
+    "Commit",
+    "CommitStatus",
+    "CompareFiles",
+    "CreatedCheckRun",
+    "DONE_OVERLAP_MS",
+    "DeleteRefResult",
+    "EnsureBranchResult",
+    "ExecOptions",
+    "ExecResult",
+    "FAKE_APP_ID",
+    "FORCE_PUSHES_CAP",
+    "FakeCommit",
+    "FakeForge",
+    "FileEntry",
+    "FileListTruncatedError",
+    "ForcePush",
+    "ForcePushesTruncated",
+    "ForgeCliError",
+    "ForgeConflictError",
+    "ForgeError",
+    "ForgeInputError",
+    "ForgePort",
+    "ForgeWire",
+    "GhExec",
+    "GitExec",
+    "IssueComment",
+    "LsRemoteError",
+    "NotModified",
+    "OpenPrResult",
+    "OpenPrsList",
+    "PR_COMMITS_CAP",
+    "PR_FILES_CAP",
+    "Page",
+    "PullRequest",
+    "RateBudget",
+    "ReadFaults",
+    "RequiredChecks",
+    "RequiredContext",
+    "ReviewComment",
+    "SkipReason",
+    "UpsertCommentResult",
+    "fake_forge",
+    "forge_port",
+    "gh_cli_wire",
+    "load_required_contexts",
+    "run_gh",
+    "shared_rate_budget",
+]

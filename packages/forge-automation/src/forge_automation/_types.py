@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Generic, Literal, TypeAlias, TypeVar
 
 __all__ = [
+    "Ancestry",
     "AncestryStatus",
     "CheckConclusion",
     "CheckRun",
@@ -22,6 +23,7 @@ __all__ = [
     "NotModified",
     "OpenPrResult",
     "OpenPrsList",
+    "Page",
     "PullRequest",
     "RequiredChecks",
     "RequiredContext",
@@ -33,6 +35,7 @@ __all__ = [
 AncestryStatus: TypeAlias = Literal["ahead", "behind", "identical", "diverged", "missing"]
 CheckConclusion: TypeAlias = Literal["success", "failure", "action_required"]
 SkipReason: TypeAlias = Literal["exists", "default-branch", "fork-head", "missing"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,3 +240,23 @@ class NotModified:
     """The open PR list is unchanged since the given ETag (a 304; no rate point charged)."""
 
     not_modified: Literal[True] = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page(Generic[T]):
+    """One page of a listing: `next_page` or `next_cursor` is set when the forge has more."""
+
+    items: tuple[T, ...]
+    next_page: int | None = None
+    next_cursor: str | None = None
+    etag: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ancestry:
+    """How `head` relates to `base`, read from one page of one commit of a compare."""
+
+    status: str
+    ahead_by: int
+    behind_by: int
+    merge_base_sha: str | None = None

@@ -1,0 +1,537 @@
+"""An in-memory forge: a ForgeWire over dictionaries, with effect counters for tests."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from ._constants import COMPARE_FILES_CAP, FAKE_APP_ID, FORCE_PUSHES_CAP
+from ._errors import ForgeCliError
+from ._exec import ExecOptions, ExecResult, GitExec
+from ._types import (
+    Ancestry,
+    CheckRun,
+    CheckRunRequest,
+    Commit,
+    CommitStatus,
+    CompareFiles,
+    CreatedCheckRun,
+    FileEntry,
+    ForcePush,
+    IssueComment,
+    NotModified,
+    Page,
+    PullRequest,
+    RequiredChecks,
+    ReviewComment,
+)
+from ._wire import ForgeWire
+
+__all__ = ["FakeCommit", "FakeForge", "ReadFaults", "fake_forge"]
+
+_PAGE = 100
+T = TypeVar("T")
+_PULL_REF = re.compile(r"refs/pull/(\d+)/head")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeCommit:
+    """One commit in the fake's history: its parents, message and committer date."""
+
+    parents: tuple[str, ...] = ()
+    message: str = ""
+    date: str = "2024-01-01T00:00:00Z"
+
+
+@dataclass(slots=True)
+class ReadFaults:
+    """Set a flag to make the next such read fail once."""
+
+    compare_ancestry: bool = False
+    ls_remote: bool = False
+
+
+@dataclass(slots=True)
+class _State:
+    default_branch: dict[str, str] = field(default_factory=dict)
+    branches: dict[tuple[str, str], str] = field(default_factory=dict)
+    prs: dict[tuple[str, int], PullRequest] = field(default_factory=dict)
+    comments: dict[tuple[str, int], list[IssueComment]] = field(default_factory=dict)
+    pr_commits: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    runs: dict[str, list[CheckRun]] = field(default_factory=dict)
+    statuses: dict[str, list[CommitStatus]] = field(default_factory=dict)
+    rulesets: dict[tuple[str, str], RequiredChecks] = field(default_factory=dict)
+    classic: dict[tuple[str, str], RequiredChecks | int] = field(default_factory=dict)
+    compares: dict[tuple[str, str, str], CompareFiles] = field(default_factory=dict)
+
+
+class FakeForge:
+    """In-memory forge state plus `wire`, counters (`effects`, `calls`, `not_modified`), faults."""
+
+    def __init__(self, *, app_id: int = FAKE_APP_ID, user: str = "forge-bot") -> None:
+        self.app_id = app_id
+        self.user = user
+        self.effects: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+        self.not_modified = 0
+        self.pr_files: dict[tuple[str, int], list[FileEntry]] = {}
+        self.review_comments: dict[tuple[str, int], list[ReviewComment]] = {}
+        self.force_pushes: dict[tuple[str, int], list[ForcePush]] = {}
+        self.commits: dict[str, FakeCommit] = {}
+        self.created_check_runs: list[CreatedCheckRun] = []
+        self.read_faults = ReadFaults()
+        self._state = _State()
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1000)
+        self.wire: ForgeWire = _FakeWire(self)
+        self.git_exec: GitExec = self._git_exec
+
+    # -- arranging state ------------------------------------------------------------------------
+
+    def add_commit(
+        self,
+        sha: str,
+        *,
+        parents: Sequence[str] = (),
+        message: str = "",
+        date: str = "2024-01-01T00:00:00Z",
+    ) -> str:
+        """Record a commit in the history `compare_ancestry` and commit listings walk."""
+        self.commits[sha] = FakeCommit(parents=tuple(parents), message=message, date=date)
+        return sha
+
+    def set_branch(self, repo: str, branch: str, sha: str, *, default: bool = False) -> None:
+        """Point a branch at `sha`; `default` makes it the repository's default branch."""
+        with self._lock:
+            self._state.branches[(repo, branch)] = sha
+            if default or repo not in self._state.default_branch:
+                self._state.default_branch.setdefault(repo, branch)
+            if default:
+                self._state.default_branch[repo] = branch
+
+    def branch_sha(self, repo: str, branch: str) -> str | None:
+        """Return where a branch points, or None."""
+        with self._lock:
+            return self._state.branches.get((repo, branch))
+
+    def add_pr(self, repo: str, pr: PullRequest) -> PullRequest:
+        """Store a PR; its base branch and same-repo head branch are created when absent."""
+        with self._lock:
+            base_sha = self._state.branches.get((repo, pr.base_ref)) or pr.base_sha
+            if base_sha is None:
+                base_sha = hashlib.sha256(f"{repo}:{pr.base_ref}".encode()).hexdigest()[:40]
+            self._state.branches.setdefault((repo, pr.base_ref), base_sha)
+            self._state.default_branch.setdefault(repo, pr.base_ref)
+            if pr.head_repo == repo:
+                self._state.branches.setdefault((repo, pr.head_ref), pr.head_sha)
+            if pr.head_sha not in self.commits:
+                self.commits[pr.head_sha] = FakeCommit(parents=(base_sha,))
+            stored = replace(pr, base_sha=pr.base_sha or base_sha)
+            self._state.prs[(repo, pr.number)] = stored
+            return stored
+
+    def pr(self, repo: str, number: int) -> PullRequest:
+        """Return the stored PR record."""
+        with self._lock:
+            return self._state.prs[(repo, number)]
+
+    def update_pr(self, repo: str, number: int, **changes: Any) -> PullRequest:
+        """Change fields of a stored PR (a push, a merge, a new mergeable state)."""
+        with self._lock:
+            updated = replace(self._state.prs[(repo, number)], **changes)
+            self._state.prs[(repo, number)] = updated
+            return updated
+
+    def comments(self, repo: str, number: int) -> list[IssueComment]:
+        """Return the PR's conversation comments (mutable, for arranging other authors)."""
+        with self._lock:
+            return self._state.comments.setdefault((repo, number), [])
+
+    def add_comment(self, repo: str, number: int, *, author: str, body: str) -> int:
+        """Add a conversation comment by `author` and return its id."""
+        with self._lock:
+            comment = IssueComment(id=next(self._ids), author=author, body=body)
+            self.comments(repo, number).append(comment)
+            return comment.id
+
+    def set_pr_commits(self, repo: str, number: int, shas: Iterable[str]) -> None:
+        """Set the PR's commit list, oldest first."""
+        with self._lock:
+            self._state.pr_commits[(repo, number)] = list(shas)
+
+    def set_runs(self, sha: str, runs: Iterable[CheckRun]) -> None:
+        """Set every check run for `sha` (superseded runs included)."""
+        with self._lock:
+            self._state.runs[sha] = list(runs)
+
+    def set_statuses(self, sha: str, statuses: Iterable[CommitStatus]) -> None:
+        """Set the latest commit status per context for `sha`."""
+        with self._lock:
+            self._state.statuses[sha] = list(statuses)
+
+    def set_rulesets(self, repo: str, branch: str, rules: RequiredChecks) -> None:
+        """Set the required checks the branch's rulesets impose."""
+        with self._lock:
+            self._state.rulesets[(repo, branch)] = rules
+
+    def set_classic_protection(self, repo: str, branch: str, rules: RequiredChecks | int) -> None:
+        """Set classic protection's required checks, or an HTTP status it fails with (403, 404)."""
+        with self._lock:
+            self._state.classic[(repo, branch)] = rules
+
+    def set_compare(self, repo: str, base: str, head: str, result: CompareFiles) -> None:
+        """Set the answer of compare_files for `base...head`."""
+        with self._lock:
+            self._state.compares[(repo, base, head)] = result
+
+    # -- the git seam ---------------------------------------------------------------------------
+
+    def _git_exec(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
+        with self._lock:
+            self.calls["ls_remote"] += 1
+            if self.read_faults.ls_remote:
+                self.read_faults.ls_remote = False
+                return ExecResult(
+                    returncode=128, stdout=b"", stderr=b"fatal: fake ls-remote fault\n"
+                )
+            wanted = [a for a in args if _PULL_REF.fullmatch(a)]
+            url = next((a for a in args if "://" in a), "")
+            lines = []
+            for ref in wanted:
+                match = _PULL_REF.fullmatch(ref)
+                assert match is not None
+                number = int(match.group(1))
+                for (repo, n), pr in sorted(self._state.prs.items()):
+                    if n == number and (repo in url or not url):
+                        lines.append(f"{pr.head_sha}\t{ref}\n")
+                        break
+            return ExecResult(returncode=0, stdout="".join(lines).encode(), stderr=b"")
+
+    # -- helpers for the wire ----------------------------------------------------------------------
+
+    def _resolve(self, repo: str, ref: str) -> str | None:
+        state = self._state
+        for name in (ref, ref.removeprefix("refs/heads/"), ref.removeprefix("heads/")):
+            if (repo, name) in state.branches:
+                return state.branches[(repo, name)]
+        if ref in self.commits or any(p.head_sha == ref for p in state.prs.values()):
+            return ref
+        return None
+
+    def _ancestors(self, sha: str) -> dict[str, int]:
+        # Distance from `sha` by breadth-first walk; the commit itself is at 0.
+        seen = {sha: 0}
+        frontier = [sha]
+        for depth in range(1, 100_000):
+            nxt = []
+            for current in frontier:
+                commit = self.commits.get(current)
+                for parent in commit.parents if commit else ():
+                    if parent not in seen:
+                        seen[parent] = depth
+                        nxt.append(parent)
+            if not nxt:
+                break
+            frontier = nxt
+        return seen
+
+
+def _paged(items: Sequence[T], page: int) -> tuple[tuple[T, ...], int | None]:
+    start = (page - 1) * _PAGE
+    chunk = tuple(items[start : start + _PAGE])
+    return chunk, page + 1 if start + _PAGE < len(items) else None
+
+
+def _not_found(what: str) -> ForgeCliError:
+    return ForgeCliError(f"gh api failed with HTTP 404: Not Found ({what})", status=404)
+
+
+class _FakeWire:
+    """ForgeWire over a FakeForge's dictionaries; each method counts one call."""
+
+    def __init__(self, fake: FakeForge) -> None:
+        self._f = fake
+
+    def _call(self, name: str) -> _State:
+        self._f.calls[name] += 1
+        return self._f._state
+
+    def get_authenticated_user(self) -> str:
+        with self._f._lock:
+            self._call("get_authenticated_user")
+            return self._f.user
+
+    def get_ref_sha(self, repo: str, ref: str) -> str | None:
+        with self._f._lock:
+            state = self._call("get_ref_sha")
+            if ref.startswith("heads/"):
+                return state.branches.get((repo, ref[len("heads/") :]))
+            match = re.fullmatch(r"pull/(\d+)/head", ref)
+            if match:
+                pr = state.prs.get((repo, int(match.group(1))))
+                return pr.head_sha if pr else None
+            return None
+
+    def get_default_branch(self, repo: str) -> str:
+        with self._f._lock:
+            state = self._call("get_default_branch")
+            if repo not in state.default_branch:
+                raise _not_found(repo)
+            return state.default_branch[repo]
+
+    def create_ref(self, repo: str, branch: str, sha: str) -> str:
+        with self._f._lock:
+            state = self._call("create_ref")
+            if (repo, branch) in state.branches:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: Reference already exists", status=422
+                )
+            state.branches[(repo, branch)] = sha
+            state.default_branch.setdefault(repo, branch)
+            self._f.effects["create_ref"] += 1
+            return sha
+
+    def delete_ref(self, repo: str, branch: str) -> None:
+        with self._f._lock:
+            state = self._call("delete_ref")
+            if state.branches.pop((repo, branch), None) is None:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: Reference does not exist", status=422
+                )
+            self._f.effects["delete_ref"] += 1
+
+    def find_open_pr(self, repo: str, head: str, base: str) -> PullRequest | None:
+        with self._f._lock:
+            state = self._call("find_open_pr")
+            owner, _, branch = head.partition(":")
+            for (r, _n), pr in sorted(state.prs.items()):
+                head_owner = (pr.head_repo or "").split("/", 1)[0]
+                if (
+                    r == repo
+                    and pr.state == "open"
+                    and pr.head_ref == branch
+                    and head_owner == owner
+                    and pr.base_ref == base
+                ):
+                    return pr
+            return None
+
+    def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
+        with self._f._lock:
+            state = self._call("create_pr")
+            owner, sep, branch = head.partition(":")
+            head_repo = f"{owner}/{repo.split('/', 1)[1]}" if sep else repo
+            branch = branch if sep else head
+            head_sha = state.branches.get((head_repo, branch))
+            if head_sha is None or (repo, base) not in state.branches:
+                raise ForgeCliError("gh api failed with HTTP 422: Validation Failed", status=422)
+            number = max((n for (r, n) in state.prs if r == repo), default=0) + 1
+            pr = PullRequest(
+                number=number,
+                state="open",
+                head_sha=head_sha,
+                head_ref=branch,
+                head_repo=head_repo,
+                base_ref=base,
+                base_sha=state.branches[(repo, base)],
+                title=title,
+                body=body,
+                author=self._f.user,
+            )
+            self._f.effects["create_pr"] += 1
+            return self._f.add_pr(repo, pr)
+
+    def get_pr(self, repo: str, number: int) -> PullRequest:
+        with self._f._lock:
+            state = self._call("get_pr")
+            pr = state.prs.get((repo, number))
+            if pr is None:
+                raise _not_found(f"{repo}#{number}")
+            files = self._f.pr_files.get((repo, number))
+            if pr.changed_files is None:
+                pr = replace(pr, changed_files=len(files or ()))
+            return replace(pr, behind=False, behind_by=0)
+
+    def compare_ancestry(self, repo: str, base: str, head: str) -> Ancestry | None:
+        with self._f._lock:
+            self._call("compare_ancestry")
+            if self._f.read_faults.compare_ancestry:
+                self._f.read_faults.compare_ancestry = False
+                raise ForgeCliError("gh api failed with HTTP 502: fake compare fault", status=502)
+            base_sha, head_sha = self._f._resolve(repo, base), self._f._resolve(repo, head)
+            if base_sha is None or head_sha is None:
+                return None
+            base_anc, head_anc = self._f._ancestors(base_sha), self._f._ancestors(head_sha)
+            ahead = len(head_anc.keys() - base_anc.keys())
+            behind = len(base_anc.keys() - head_anc.keys())
+            common = [s for s in head_anc if s in base_anc]
+            merge_base = min(common, key=lambda s: head_anc[s]) if common else None
+            if base_sha == head_sha:
+                status = "identical"
+            elif behind == 0:
+                status = "ahead"
+            elif ahead == 0:
+                status = "behind"
+            else:
+                status = "diverged"
+            return Ancestry(
+                status=status, ahead_by=ahead, behind_by=behind, merge_base_sha=merge_base
+            )
+
+    def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
+        with self._f._lock:
+            state = self._call("compare_files")
+            result = state.compares.get((repo, base, head))
+            if result is None:
+                raise _not_found(f"{base}...{head}")
+            if len(result.files) >= COMPARE_FILES_CAP and not result.truncated:
+                result = replace(result, truncated=True)
+            return result
+
+    def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
+        with self._f._lock:
+            self._call("list_pr_files")
+            items, nxt = _paged(self._f.pr_files.get((repo, number), []), page)
+            return Page(items=items, next_page=nxt)
+
+    def list_pr_commits(self, repo: str, number: int, page: int) -> Page[str]:
+        with self._f._lock:
+            state = self._call("list_pr_commits")
+            shas = state.pr_commits.get((repo, number), [])
+            items, nxt = _paged(shas[:250], page)
+            return Page(items=items, next_page=nxt)
+
+    def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
+        with self._f._lock:
+            self._call("list_issue_comments")
+            items, nxt = _paged(self._f.comments(repo, number), page)
+            return Page(items=items, next_page=nxt)
+
+    def create_issue_comment(self, repo: str, number: int, body: str) -> int:
+        with self._f._lock:
+            state = self._call("create_issue_comment")
+            if (repo, number) not in state.prs:
+                raise _not_found(f"{repo}#{number}")
+            self._f.effects["create_issue_comment"] += 1
+            return self._f.add_comment(repo, number, author=self._f.user, body=body)
+
+    def list_review_comments(
+        self, repo: str, number: int, after: str | None
+    ) -> Page[ReviewComment]:
+        with self._f._lock:
+            self._call("list_review_comments")
+            page = int(after) if after else 1
+            items, nxt = _paged(self._f.review_comments.get((repo, number), []), page)
+            return Page(items=items, next_cursor=str(nxt) if nxt else None)
+
+    def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
+        with self._f._lock:
+            self._call("list_force_pushes")
+            pushes = self._f.force_pushes.get((repo, number), [])
+            more = "more" if len(pushes) > FORCE_PUSHES_CAP else None
+            return Page(items=tuple(pushes[:FORCE_PUSHES_CAP]), next_cursor=more)
+
+    def list_open_prs(
+        self, repo: str, page: int, etag: str | None
+    ) -> Page[PullRequest] | NotModified:
+        with self._f._lock:
+            state = self._call("list_open_prs")
+            rows = [
+                replace(pr, behind=False, behind_by=0, changed_files=None)
+                for (r, _n), pr in sorted(state.prs.items(), reverse=True)
+                if r == repo and pr.state == "open"
+            ]
+            items, nxt = _paged(rows, page)
+            # Like the forge, the ETag ignores the lazily computed mergeable state.
+            digest = hashlib.sha256(
+                repr([(p.number, p.head_sha, p.title, p.body, p.draft) for p in items]).encode()
+            ).hexdigest()[:32]
+            current = f'W/"{digest}"'
+            if etag is not None and etag == current:
+                self._f.not_modified += 1
+                return NotModified()
+            return Page(items=items, next_page=nxt, etag=current)
+
+    def list_commits(self, repo: str, since: str, page: int) -> Page[Commit]:
+        with self._f._lock:
+            state = self._call("list_commits")
+            branch = state.default_branch.get(repo)
+            tip = state.branches.get((repo, branch)) if branch else None
+            if tip is None:
+                raise _not_found(f"{repo} default branch")
+            ancestry = self._f._ancestors(tip)
+            known = [s for s in ancestry if s in self._f.commits]
+            known.sort(key=lambda s: (self._f.commits[s].date, -ancestry[s]), reverse=True)
+            rows = [
+                Commit(sha=s, message=self._f.commits[s].message)
+                for s in known
+                if self._f.commits[s].date >= since
+            ]
+            items, nxt = _paged(rows, page)
+            return Page(items=items, next_page=nxt)
+
+    def create_check_run(self, repo: str, request: CheckRunRequest) -> CheckRun:
+        with self._f._lock:
+            state = self._call("create_check_run")
+            run = CheckRun(
+                id=next(self._f._ids),
+                name=request.name,
+                status="completed",
+                conclusion=request.conclusion,
+                app_id=self._f.app_id,
+                head_sha=request.head_sha,
+                completed_at="2024-01-01T00:00:00Z",
+                external_id=request.external_id,
+            )
+            state.runs.setdefault(request.head_sha, []).append(run)
+            self._f.created_check_runs.append(
+                CreatedCheckRun(id=run.id, repo=repo, request=request, app_id=self._f.app_id)
+            )
+            self._f.effects["create_check_run"] += 1
+            return run
+
+    def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
+        with self._f._lock:
+            state = self._call("list_check_runs")
+            runs = list(state.runs.get(sha, []))
+            if latest:
+                newest: dict[tuple[str, int | None], CheckRun] = {}
+                for run in runs:
+                    key = (run.name, run.app_id)
+                    if key not in newest or run.id > newest[key].id:
+                        newest[key] = run
+                runs = list(newest.values())
+            items, nxt = _paged(runs, page)
+            return Page(items=items, next_page=nxt)
+
+    def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:
+        with self._f._lock:
+            state = self._call("list_commit_statuses")
+            items, nxt = _paged(state.statuses.get(sha, []), page)
+            return Page(items=items, next_page=nxt)
+
+    def get_branch_rules(self, repo: str, branch: str, page: int) -> Page[RequiredChecks]:
+        with self._f._lock:
+            state = self._call("get_branch_rules")
+            rules = state.rulesets.get((repo, branch))
+            items = (rules,) if rules is not None and page == 1 else ()
+            return Page(items=items)
+
+    def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
+        with self._f._lock:
+            state = self._call("get_classic_required_checks")
+            rules = state.classic.get((repo, branch), 404)
+            if isinstance(rules, int):
+                raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
+            return rules
+
+
+def fake_forge(*, app_id: int = FAKE_APP_ID, user: str = "forge-bot") -> FakeForge:
+    """Return an empty in-memory forge whose `wire` records created check runs under `app_id`."""
+    return FakeForge(app_id=app_id, user=user)

@@ -1,0 +1,404 @@
+"""The port: validate every argument, read before every write, skip what is already done."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar, cast, get_args
+
+from ._constants import FORCE_PUSHES_CAP, PR_COMMITS_CAP, PR_FILES_CAP
+from ._errors import FileListTruncatedError, ForcePushesTruncated, ForgeCliError, ForgeInputError
+from ._types import (
+    AncestryStatus,
+    CheckConclusion,
+    CheckRun,
+    CheckRunRequest,
+    Commit,
+    CommitStatus,
+    CompareFiles,
+    DeleteRefResult,
+    EnsureBranchResult,
+    FileEntry,
+    ForcePush,
+    IssueComment,
+    NotModified,
+    OpenPrResult,
+    OpenPrsList,
+    Page,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    ReviewComment,
+    UpsertCommentResult,
+)
+from ._validate import (
+    validate_branch,
+    validate_etag,
+    validate_marker,
+    validate_number,
+    validate_ref,
+    validate_repo,
+    validate_sha,
+    validate_since,
+    validate_text,
+)
+from ._wire import ForgeWire
+
+__all__ = ["ForgePort", "forge_port", "load_required_contexts"]
+
+T = TypeVar("T")
+
+# Bounds on every listing loop, so a forge that keeps answering "next" cannot spin forever.
+_MAX_PAGES = 1000
+_CONCLUSIONS: frozenset[str] = frozenset(get_args(CheckConclusion))
+_ANCESTRY: frozenset[str] = frozenset({"ahead", "behind", "identical", "diverged"})
+
+
+def _all_pages(fetch: Callable[[int], Page[T]], *, limit: int = _MAX_PAGES) -> list[T]:
+    items: list[T] = []
+    page: int | None = 1
+    for _ in range(limit):
+        if page is None:
+            return items
+        result = fetch(page)
+        items.extend(result.items)
+        page = result.next_page
+    if page is not None:
+        raise ForgeCliError(f"listing still had pages after {limit}; refusing to read on")
+    return items
+
+
+def _head_ref(ref: str) -> str:
+    # git/ref wants `heads/x`, `tags/x` or `pull/N/head`; a bare name is a branch.
+    if ref.startswith("refs/"):
+        return ref[len("refs/") :]
+    if ref.startswith(("heads/", "tags/", "pull/")):
+        return ref
+    return f"heads/{ref}"
+
+
+class ForgePort:
+    """Validated, idempotent forge operations over one ForgeWire; see `forge_port`."""
+
+    def __init__(self, wire: ForgeWire) -> None:
+        self._wire = wire
+        self._user: str | None = None
+        self._user_lock = threading.Lock()
+
+    @property
+    def wire(self) -> ForgeWire:
+        """Return the wire this port calls."""
+        return self._wire
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get_authenticated_user(self) -> str:
+        """Return the CLI's login, looked up once per port."""
+        with self._user_lock:
+            if self._user is None:
+                self._user = self._wire.get_authenticated_user()
+            return self._user
+
+    def get_head_sha(self, repo: str, ref: str) -> str | None:
+        """Return the sha `ref` points at, or None when the ref is missing."""
+        validate_repo(repo)
+        validate_ref(ref, "ref")
+        return self._wire.get_ref_sha(repo, _head_ref(ref))
+
+    def get_pr(self, repo: str, number: int) -> PullRequest:
+        """Return the PR with `behind` computed against its base branch."""
+        validate_repo(repo)
+        validate_number(number)
+        pr = self._wire.get_pr(repo, number)
+        if pr.state != "open" or pr.merged:
+            return pr
+        ancestry = self._wire.compare_ancestry(repo, pr.base_ref, pr.head_sha)
+        if ancestry is None:
+            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
+        return _replace_pr(pr, behind=ancestry.behind_by > 0, behind_by=ancestry.behind_by)
+
+    def required_checks(self, repo: str, branch: str) -> RequiredChecks:
+        """Return the required status checks of the branch's active rulesets."""
+        validate_repo(repo)
+        validate_branch(branch)
+        rules = _all_pages(lambda page: self._wire.get_branch_rules(repo, branch, page))
+        return _merge_rules(rules)
+
+    def classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
+        """Return classic branch protection's required checks; raises ForgeCliError on 403/404."""
+        validate_repo(repo)
+        validate_branch(branch)
+        return self._wire.get_classic_required_checks(repo, branch)
+
+    def check_runs(self, repo: str, sha: str) -> tuple[CheckRun, ...]:
+        """Return every check run for `sha`, superseded runs included."""
+        validate_repo(repo)
+        validate_sha(sha)
+        return tuple(
+            _all_pages(lambda page: self._wire.list_check_runs(repo, sha, page, latest=False))
+        )
+
+    def latest_check_runs(self, repo: str, sha: str) -> tuple[CheckRun, ...]:
+        """Return the latest check run per name for `sha`."""
+        validate_repo(repo)
+        validate_sha(sha)
+        return tuple(
+            _all_pages(lambda page: self._wire.list_check_runs(repo, sha, page, latest=True))
+        )
+
+    def commit_statuses(self, repo: str, sha: str) -> tuple[CommitStatus, ...]:
+        """Return the latest commit status per context for `sha`."""
+        validate_repo(repo)
+        validate_sha(sha)
+        return tuple(_all_pages(lambda page: self._wire.list_commit_statuses(repo, sha, page)))
+
+    def list_pr_files(self, repo: str, number: int) -> tuple[FileEntry, ...]:
+        """Return every file of the PR; raise FileListTruncatedError when the forge cut it short."""
+        validate_repo(repo)
+        validate_number(number)
+        pr = self._wire.get_pr(repo, number)
+        limit = PR_FILES_CAP // 100 + 1
+        files = _all_pages(lambda page: self._wire.list_pr_files(repo, number, page), limit=limit)
+        expected = pr.changed_files
+        if expected is None or len(files) < expected:
+            raise FileListTruncatedError(
+                expected=expected if expected is not None else -1, received=len(files)
+            )
+        return tuple(files)
+
+    def list_pr_commits(self, repo: str, number: int) -> tuple[str, ...]:
+        """Return the PR's commit shas oldest first (the forge lists at most PR_COMMITS_CAP)."""
+        validate_repo(repo)
+        validate_number(number)
+        limit = PR_COMMITS_CAP // 100 + 1
+        shas = _all_pages(lambda page: self._wire.list_pr_commits(repo, number, page), limit=limit)
+        return tuple(shas)
+
+    def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
+        """Return the files changed from the merge base to `head`, with `truncated`."""
+        validate_repo(repo)
+        validate_ref(base, "base")
+        validate_ref(head, "head")
+        return self._wire.compare_files(repo, base, head)
+
+    def compare_ancestry(self, repo: str, base: str, head: str) -> AncestryStatus:
+        """Return ahead, behind, identical, diverged, or missing when the forge answers 404."""
+        validate_repo(repo)
+        validate_ref(base, "base")
+        validate_ref(head, "head")
+        ancestry = self._wire.compare_ancestry(repo, base, head)
+        if ancestry is None:
+            return "missing"
+        if ancestry.status not in _ANCESTRY:
+            raise ForgeCliError(f"compare answered an unknown status {ancestry.status[:40]!r}")
+        return cast(AncestryStatus, ancestry.status)
+
+    def list_review_comments(self, repo: str, number: int) -> tuple[ReviewComment, ...]:
+        """Return every inline review comment with its thread's resolved state."""
+        validate_repo(repo)
+        validate_number(number)
+        comments: list[ReviewComment] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = self._wire.list_review_comments(repo, number, cursor)
+            comments.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tuple(comments)
+        raise ForgeCliError(f"review threads still had pages after {_MAX_PAGES}")
+
+    def list_force_pushes(self, repo: str, number: int) -> tuple[ForcePush, ...]:
+        """Return the PR's force-pushes oldest first; raise ForcePushesTruncated past the cap."""
+        validate_repo(repo)
+        validate_number(number)
+        page = self._wire.list_force_pushes(repo, number)
+        if page.next_cursor is not None or len(page.items) > FORCE_PUSHES_CAP:
+            raise ForcePushesTruncated(f"more than {FORCE_PUSHES_CAP} force-pushes on #{number}")
+        return page.items
+
+    def list_open_prs(self, repo: str) -> tuple[PullRequest, ...]:
+        """Return every open PR (rows carry `behind` False: call get_pr before deciding)."""
+        validate_repo(repo)
+        return tuple(_all_pages(lambda page: _fresh(self._wire.list_open_prs(repo, page, None))))
+
+    def revalidate_open_prs(self, repo: str, etag: str | None) -> OpenPrsList | NotModified:
+        """Return NotModified on a 304, else every open PR and an ETag (None past one page)."""
+        validate_repo(repo)
+        validate_etag(etag)
+        first = self._wire.list_open_prs(repo, 1, etag)
+        if isinstance(first, NotModified):
+            return first
+        if first.next_page is None:
+            return OpenPrsList(prs=first.items, etag=first.etag)
+        rest = _all_pages(
+            lambda page: _fresh(self._wire.list_open_prs(repo, page + 1, None)),
+        )
+        # An ETag names one page: a multi-page list cannot be revalidated as a whole.
+        return OpenPrsList(prs=first.items + tuple(rest), etag=None)
+
+    def list_default_branch_commits(self, repo: str, since: str) -> tuple[Commit, ...]:
+        """Return every default-branch commit at or after `since`, newest first."""
+        validate_repo(repo)
+        validate_since(since)
+        return tuple(_all_pages(lambda page: self._wire.list_commits(repo, since, page)))
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    def ensure_branch(self, repo: str, branch: str, base_sha: str) -> EnsureBranchResult:
+        """Create the branch at `base_sha` unless it exists (then skipped `exists`)."""
+        validate_repo(repo)
+        validate_branch(branch)
+        validate_sha(base_sha, "base_sha")
+        existing = self._wire.get_ref_sha(repo, f"heads/{branch}")
+        if existing is not None:
+            return EnsureBranchResult(sha=existing, done=False, skipped="exists")
+        try:
+            sha = self._wire.create_ref(repo, branch, base_sha)
+        except ForgeCliError as exc:
+            if exc.status != 422:
+                raise
+            # Another caller created it between our read and our write.
+            existing = self._wire.get_ref_sha(repo, f"heads/{branch}")
+            if existing is None:
+                raise
+            return EnsureBranchResult(sha=existing, done=False, skipped="exists")
+        return EnsureBranchResult(sha=sha, done=True)
+
+    def open_pr(self, repo: str, *, head: str, base: str, title: str, body: str) -> OpenPrResult:
+        """Open a PR from `head` into `base` unless one is open already (skipped `exists`)."""
+        validate_repo(repo)
+        validate_text(head, "head", allow_empty=False, max_len=300)
+        owner, sep, branch = head.partition(":")
+        if sep:
+            validate_repo(f"{owner}/x", "head")
+            validate_branch(branch, "head")
+        else:
+            validate_branch(head, "head")
+            owner, branch = repo.split("/", 1)[0], head
+        validate_branch(base, "base")
+        validate_text(title, "title", allow_empty=False, max_len=256)
+        validate_text(body, "body")
+        qualified = f"{owner}:{branch}"
+        existing = self._wire.find_open_pr(repo, qualified, base)
+        if existing is not None:
+            return OpenPrResult(pr=existing, done=False, skipped="exists")
+        pr = self._wire.create_pr(repo, head if sep else branch, base, title, body)
+        return OpenPrResult(pr=pr, done=True)
+
+    def delete_ref(self, repo: str, *, branch: str, head_repo: str | None) -> DeleteRefResult:
+        """Delete the PR's head branch unless it is the default branch or lives in a fork."""
+        validate_repo(repo)
+        validate_branch(branch)
+        if head_repo is None:
+            return DeleteRefResult(done=False, skipped="fork-head")
+        validate_repo(head_repo, "head_repo")
+        if head_repo.casefold() != repo.casefold():
+            return DeleteRefResult(done=False, skipped="fork-head")
+        if branch == self._wire.get_default_branch(repo):
+            return DeleteRefResult(done=False, skipped="default-branch")
+        if self._wire.get_ref_sha(repo, f"heads/{branch}") is None:
+            return DeleteRefResult(done=False, skipped="missing")
+        try:
+            self._wire.delete_ref(repo, branch)
+        except ForgeCliError as exc:
+            if exc.status != 422 or self._wire.get_ref_sha(repo, f"heads/{branch}") is not None:
+                raise
+            return DeleteRefResult(done=False, skipped="missing")
+        return DeleteRefResult(done=True)
+
+    def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> UpsertCommentResult:
+        """Post `body` unless our own comment already holds `marker` alone on a line."""
+        validate_repo(repo)
+        validate_number(number)
+        validate_marker(marker)
+        validate_text(body, "body", allow_empty=False)
+        user = self.get_authenticated_user().casefold()
+        comments: list[IssueComment] = _all_pages(
+            lambda page: self._wire.list_issue_comments(repo, number, page)
+        )
+        for comment in comments:
+            if (comment.author or "").casefold() != user:
+                continue
+            if any(line.strip() == marker for line in comment.body.splitlines()):
+                return UpsertCommentResult(id=comment.id, done=False, skipped="exists")
+        return UpsertCommentResult(
+            id=self._wire.create_issue_comment(repo, number, body), done=True
+        )
+
+    def create_check_run(
+        self,
+        repo: str,
+        *,
+        name: str,
+        head_sha: str,
+        conclusion: str,
+        title: str,
+        summary: str,
+        external_id: str | None = None,
+    ) -> CheckRun:
+        """Create a completed check run (success, failure or action_required) as the app."""
+        validate_repo(repo)
+        validate_text(name, "name", allow_empty=False, max_len=255)
+        validate_sha(head_sha, "head_sha")
+        if conclusion not in _CONCLUSIONS:
+            raise ForgeInputError("conclusion", "must be success, failure or action_required")
+        validate_text(title, "title", allow_empty=False, max_len=1024)
+        validate_text(summary, "summary", max_len=65535)
+        if external_id is not None:
+            validate_text(external_id, "external_id", max_len=255)
+        request = CheckRunRequest(
+            name=name,
+            head_sha=head_sha,
+            conclusion=cast(CheckConclusion, conclusion),
+            title=title,
+            summary=summary,
+            external_id=external_id,
+        )
+        return self._wire.create_check_run(repo, request)
+
+
+def _fresh(page: Page[PullRequest] | NotModified) -> Page[PullRequest]:
+    if isinstance(page, NotModified):
+        raise ForgeCliError("forge answered 304 to a request without an ETag", status=304)
+    return page
+
+
+def _replace_pr(pr: PullRequest, *, behind: bool, behind_by: int) -> PullRequest:
+    from dataclasses import replace
+
+    return replace(pr, behind=behind, behind_by=behind_by)
+
+
+def _merge_rules(rules: list[RequiredChecks]) -> RequiredChecks:
+    seen: dict[tuple[str, int | None], RequiredContext] = {}
+    for rule in rules:
+        for context in rule.contexts:
+            seen.setdefault((context.context, context.app_id), context)
+    return RequiredChecks(contexts=tuple(seen.values()), strict=any(r.strict for r in rules))
+
+
+def forge_port(wire: ForgeWire) -> ForgePort:
+    """Return a port that validates, reads before writing and skips what is already done."""
+    return ForgePort(wire)
+
+
+def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredChecks:
+    """Return the branch's required checks: rulesets first, else classic protection.
+
+    A 403 (a plan without these features) or 404 (nothing configured) from either reads as none.
+    """
+    try:
+        rules = port.required_checks(repo, branch)
+    except ForgeCliError as exc:
+        if exc.status not in (403, 404):
+            raise
+        rules = RequiredChecks()
+    if rules.contexts:
+        return rules
+    try:
+        classic = port.classic_required_checks(repo, branch)
+    except ForgeCliError as exc:
+        if exc.status not in (403, 404):
+            raise
+        return rules
+    return classic if classic.contexts else rules

@@ -1,0 +1,761 @@
+"""A local, stateful forge API for tests: the real `gh` talks to it through HTTP_PROXY.
+
+`gh` treats `github.localhost` as a plain-HTTP development host and sends every call in absolute
+form (`GET http://api.github.localhost/repos/...`) to the proxy, which is this aiohttp app on
+127.0.0.1:0. It plays the forge's documented REST answers (Link pagination, ETag/304, 403/404/422
+bodies, X-RateLimit headers) and the two GraphQL reads, keeps state so a second call of an
+idempotent method is visible as "no new effect", and logs every request.
+
+Use `ForgeServer` as a context manager (it runs its own loop in a background thread), `gh_env` for
+the environment a `gh` child needs, and `gh_exec` for a GhExec seam that adds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import re
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from forge_automation._exec import ExecOptions, ExecResult, GhExec
+from forge_automation._wire import run_gh
+
+__all__ = [
+    "ForgeServer",
+    "ForgeState",
+    "LoggedRequest",
+    "RepoState",
+    "gh_env",
+    "gh_exec",
+    "sha_of",
+]
+
+API_HOST = "api.github.localhost"
+USER_TOKEN = "gho_usertoken0000000000000000000000000"
+RATE_LIMIT = 5000
+
+
+def sha_of(text: str) -> str:
+    """Return a stable fake 40-hex object id for `text`."""
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+@dataclass
+class RepoState:
+    """One repository's refs, commits, PRs and CI state."""
+
+    full_name: str
+    default_branch: str = "main"
+    branches: dict[str, str] = field(default_factory=dict)
+    # sha -> (parents, message, ISO date)
+    commits: dict[str, tuple[tuple[str, ...], str, str]] = field(default_factory=dict)
+    prs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pr_files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pr_commits: dict[int, list[str]] = field(default_factory=dict)
+    check_runs: list[dict[str, Any]] = field(default_factory=list)
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rulesets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    classic: dict[str, dict[str, Any] | int] = field(default_factory=dict)
+    compare_files: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    review_threads: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
+
+    def add_commit(
+        self,
+        name: str,
+        *,
+        parents: Sequence[str] = (),
+        message: str | None = None,
+        date: str = "2024-01-01T00:00:00Z",
+    ) -> str:
+        """Add a commit whose sha derives from `name` and return the sha."""
+        sha = sha_of(f"{self.full_name}:{name}")
+        self.commits[sha] = (tuple(parents), message if message is not None else name, date)
+        return sha
+
+    def add_pr(
+        self,
+        number: int,
+        *,
+        head_ref: str,
+        head_sha: str,
+        base_ref: str = "main",
+        head_repo: str | bool | None = True,
+        title: str = "A change",
+        body: str = "",
+        mergeable_state: str = "clean",
+        state: str = "open",
+        draft: bool = False,
+    ) -> dict[str, Any]:
+        """Add a PR; `head_repo=True` means the head lives in this repository."""
+        repo_name = self.full_name if head_repo is True else head_repo
+        pr: dict[str, Any] = {
+            "number": number,
+            "state": state,
+            "title": title,
+            "body": body,
+            "draft": draft,
+            "user": {"login": "author"},
+            "head": {
+                "ref": head_ref,
+                "sha": head_sha,
+                "repo": None if repo_name in (None, False) else {"full_name": repo_name},
+            },
+            "base": {"ref": base_ref, "sha": self.branches.get(base_ref, "")},
+            "mergeable_state": mergeable_state,
+            "merged": False,
+            "merged_at": None,
+            "merge_commit_sha": sha_of(f"merge:{number}"),
+            "updated_at": "2024-01-02T00:00:00Z",
+        }
+        self.prs[number] = pr
+        if repo_name == self.full_name:
+            self.branches.setdefault(head_ref, head_sha)
+        return pr
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request the server saw."""
+
+    method: str
+    url: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass
+class ForgeState:
+    """Every repository, the users and app tokens, counters and the request log."""
+
+    repos: dict[str, RepoState] = field(default_factory=dict)
+    users: dict[str, str] = field(default_factory=lambda: {USER_TOKEN: "forge-bot"})
+    app_tokens: dict[str, int] = field(default_factory=dict)
+    effects: Counter[str] = field(default_factory=Counter)
+    log: list[LoggedRequest] = field(default_factory=list)
+    not_modified: int = 0
+    remaining: int = RATE_LIMIT
+    reset_at: int = field(default_factory=lambda: int(time.time()) + 3600)
+    # Tokens seen in Authorization headers of check-run posts.
+    check_run_tokens: list[str] = field(default_factory=list)
+    ids: Any = field(default_factory=lambda: itertools.count(5000))
+
+    def repo(self, full_name: str) -> RepoState:
+        """Return (creating) the repository named `owner/name`."""
+        if full_name not in self.repos:
+            self.repos[full_name] = RepoState(full_name=full_name)
+        return self.repos[full_name]
+
+
+class _Answer(Exception):
+    def __init__(self, status: int, body: object, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = dict(headers or {})
+
+
+def _error(status: int, message: str, **extra: Any) -> _Answer:
+    body = {"message": message, "documentation_url": "https://docs.github.com/rest", **extra}
+    return _Answer(status, body)
+
+
+def _ancestors(repo: RepoState, sha: str) -> dict[str, int]:
+    seen = {sha: 0}
+    frontier = [sha]
+    depth = 0
+    while frontier and depth < 100_000:
+        depth += 1
+        nxt = []
+        for current in frontier:
+            for parent in repo.commits.get(current, ((), "", ""))[0]:
+                if parent not in seen:
+                    seen[parent] = depth
+                    nxt.append(parent)
+        frontier = nxt
+    return seen
+
+
+def _resolve(repo: RepoState, ref: str) -> str | None:
+    if ref in repo.branches:
+        return repo.branches[ref]
+    if ref in repo.commits:
+        return ref
+    for pr in repo.prs.values():
+        if pr["head"]["sha"] == ref:
+            return ref
+    return None
+
+
+class _Api:
+    """The request handlers over one ForgeState."""
+
+    def __init__(self, state: ForgeState, lock: threading.Lock) -> None:
+        self.state = state
+        self.lock = lock
+
+    # -- framing ------------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        with self.lock:
+            self.state.log.append(
+                LoggedRequest(
+                    method=request.method,
+                    url=str(request.url),
+                    path=request.path,
+                    headers=dict(request.headers),
+                    body=body,
+                )
+            )
+            try:
+                if request.host != API_HOST:
+                    raise _error(421, f"unexpected host {request.host}")
+                login = self._authenticate(request)
+                status, payload, headers = self._route(request, body, login)
+            except _Answer as answer:
+                status, payload, headers = answer.status, answer.body, answer.headers
+            if status != 304:
+                self.state.remaining = max(self.state.remaining - 1, 0)
+            headers = {
+                "X-RateLimit-Limit": str(RATE_LIMIT),
+                "X-RateLimit-Remaining": str(self.state.remaining),
+                "X-RateLimit-Reset": str(self.state.reset_at),
+                "X-RateLimit-Used": str(RATE_LIMIT - self.state.remaining),
+                **headers,
+            }
+        if status in (204, 304):
+            return web.Response(status=status, headers=headers)
+        return web.Response(
+            status=status,
+            body=json.dumps(payload).encode(),
+            content_type="application/json",
+            headers=headers,
+        )
+
+    def _authenticate(self, request: web.Request) -> str | None:
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("token ").removeprefix("Bearer ").strip()
+        if token in self.state.users:
+            return self.state.users[token]
+        if token in self.state.app_tokens:
+            return None
+        raise _error(401, "Bad credentials")
+
+    def _repo(self, owner: str, name: str) -> RepoState:
+        repo = self.state.repos.get(f"{owner}/{name}")
+        if repo is None:
+            raise _error(404, "Not Found")
+        return repo
+
+    @staticmethod
+    def _paginate(
+        request: web.Request, rows: Sequence[Any], *, default: int = 30, cap: int | None = None
+    ) -> tuple[list[Any], dict[str, str]]:
+        per_page = min(int(request.query.get("per_page", default)), 100)
+        page = max(int(request.query.get("page", 1)), 1)
+        if cap is not None:
+            rows = rows[:cap]
+        start = (page - 1) * per_page
+        chunk = list(rows[start : start + per_page])
+        headers: dict[str, str] = {}
+        last = max((len(rows) + per_page - 1) // per_page, 1)
+        if page < last:
+            links = []
+            for rel, number in (("next", page + 1), ("last", last)):
+                query = {**request.query, "page": str(number)}
+                links.append(f'<http://{API_HOST}{request.path}?{urlencode(query)}>; rel="{rel}"')
+            headers["Link"] = ", ".join(links)
+        return chunk, headers
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def _route(
+        self, request: web.Request, body: bytes, login: str | None
+    ) -> tuple[int, object, dict[str, str]]:
+        method, path = request.method, request.path
+        data: Any = json.loads(body) if body.strip() else {}
+        if path == "/graphql" and method == "POST":
+            return 200, self._graphql(data), {}
+        if path == "/user" and method == "GET":
+            if login is None:
+                raise _error(403, "Resource not accessible by integration")
+            return 200, {"login": login, "id": 1}, {}
+        match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
+        if match is None:
+            raise _error(404, "Not Found")
+        repo = self._repo(match.group(1), match.group(2))
+        rest = match.group(3) or ""
+        for pattern, verb, handler in self._table():
+            found = re.fullmatch(pattern, rest)
+            if found and verb == method:
+                return handler(request, repo, data, login, *found.groups())
+        raise _error(404, "Not Found")
+
+    def _table(self) -> list[tuple[str, str, Callable[..., tuple[int, object, dict[str, str]]]]]:
+        return [
+            (r"", "GET", self.get_repo),
+            (r"/git/ref/(.+)", "GET", self.get_ref),
+            (r"/git/refs", "POST", self.create_ref),
+            (r"/git/refs/heads/(.+)", "DELETE", self.delete_ref),
+            (r"/pulls", "GET", self.list_pulls),
+            (r"/pulls", "POST", self.create_pull),
+            (r"/pulls/(\d+)", "GET", self.get_pull),
+            (r"/pulls/(\d+)/files", "GET", self.pull_files),
+            (r"/pulls/(\d+)/commits", "GET", self.pull_commits),
+            (r"/issues/(\d+)/comments", "GET", self.list_comments),
+            (r"/issues/(\d+)/comments", "POST", self.create_comment),
+            (r"/compare/(.+?)\.\.\.(.+)", "GET", self.compare),
+            (r"/commits", "GET", self.list_commits),
+            (r"/check-runs", "POST", self.create_check_run),
+            (r"/commits/([^/]+)/check-runs", "GET", self.list_check_runs),
+            (r"/commits/([^/]+)/status", "GET", self.combined_status),
+            (r"/rules/branches/(.+)", "GET", self.branch_rules),
+            (r"/branches/(.+)/protection/required_status_checks", "GET", self.classic),
+        ]
+
+    # -- REST handlers ---------------------------------------------------------------------------
+
+    def get_repo(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
+        return 200, {"full_name": repo.full_name, "default_branch": repo.default_branch}, {}
+
+    def get_ref(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, ref: str
+    ) -> Any:
+        sha: str | None = None
+        if ref.startswith("heads/"):
+            sha = repo.branches.get(ref[len("heads/") :])
+        elif found := re.fullmatch(r"pull/(\d+)/head", ref):
+            pr = repo.prs.get(int(found.group(1)))
+            sha = pr["head"]["sha"] if pr else None
+        if sha is None:
+            raise _error(404, "Not Found")
+        return 200, {"ref": f"refs/{ref}", "object": {"sha": sha, "type": "commit"}}, {}
+
+    def create_ref(self, request: web.Request, repo: RepoState, data: Any, *_: Any) -> Any:
+        ref, sha = str(data.get("ref", "")), str(data.get("sha", ""))
+        if not ref.startswith("refs/heads/"):
+            raise _error(422, "Reference name must start with refs/heads/")
+        branch = ref[len("refs/heads/") :]
+        if branch in repo.branches:
+            raise _error(422, "Reference already exists")
+        if sha not in repo.commits:
+            raise _error(422, "Object does not exist")
+        repo.branches[branch] = sha
+        self.state.effects["create_ref"] += 1
+        return 201, {"ref": ref, "object": {"sha": sha, "type": "commit"}}, {}
+
+    def delete_ref(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
+    ) -> Any:
+        if repo.branches.pop(b, None) is None:
+            raise _error(422, "Reference does not exist")
+        self.state.effects["delete_ref"] += 1
+        return 204, None, {}
+
+    def _pr_json(self, repo: RepoState, pr: dict[str, Any], *, full: bool) -> dict[str, Any]:
+        out = {**pr, "base": {**pr["base"], "sha": repo.branches.get(pr["base"]["ref"], "")}}
+        if full:
+            files = repo.pr_files.get(pr["number"], [])
+            out["changed_files"] = pr.get("changed_files", len(files))
+        else:
+            out.pop("merged", None)
+            out.pop("changed_files", None)
+        return out
+
+    def list_pulls(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
+        state = request.query.get("state", "open")
+        head = request.query.get("head")
+        base = request.query.get("base")
+        rows = []
+        for number in sorted(repo.prs, reverse=True):
+            pr = repo.prs[number]
+            if state != "all" and pr["state"] != state:
+                continue
+            if head is not None:
+                owner, _sep, wanted = head.partition(":")
+                head_repo = (pr["head"]["repo"] or {}).get("full_name", "")
+                if pr["head"]["ref"] != wanted or head_repo.split("/")[0] != owner:
+                    continue
+            if base is not None and pr["base"]["ref"] != base:
+                continue
+            rows.append(self._pr_json(repo, pr, full=False))
+        chunk, headers = self._paginate(request, rows)
+        # Like the forge: the ETag covers the page without lazily computed fields.
+        stable = [{k: v for k, v in row.items() if k != "mergeable_state"} for row in chunk]
+        etag = 'W/"' + hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest() + '"'
+        headers["ETag"] = etag
+        if request.headers.get("If-None-Match") == etag:
+            self.state.not_modified += 1
+            return 304, None, {"ETag": etag}
+        return 200, chunk, headers
+
+    def create_pull(self, request: web.Request, repo: RepoState, data: Any, *_: Any) -> Any:
+        head, base = str(data.get("head", "")), str(data.get("base", ""))
+        _owner, sep, branch = head.partition(":")
+        branch = branch if sep else head
+        for pr in repo.prs.values():
+            if pr["state"] == "open" and pr["head"]["ref"] == branch and pr["base"]["ref"] == base:
+                raise _error(
+                    422, "Validation Failed", errors=[{"message": "A pull request already exists"}]
+                )
+        if branch not in repo.branches or base not in repo.branches:
+            raise _error(422, "Validation Failed", errors=[{"field": "head", "code": "invalid"}])
+        number = max(repo.prs, default=0) + 1
+        pr = repo.add_pr(
+            number,
+            head_ref=branch,
+            head_sha=repo.branches[branch],
+            base_ref=base,
+            title=str(data.get("title", "")),
+            body=str(data.get("body", "")),
+            mergeable_state="unknown",
+        )
+        self.state.effects["create_pr"] += 1
+        return 201, self._pr_json(repo, pr, full=True), {}
+
+    def get_pull(self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str) -> Any:
+        pr = repo.prs.get(int(n))
+        if pr is None:
+            raise _error(404, "Not Found")
+        return 200, self._pr_json(repo, pr, full=True), {}
+
+    def pull_files(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        chunk, headers = self._paginate(request, repo.pr_files.get(int(n), []), cap=3000)
+        return 200, chunk, headers
+
+    def pull_commits(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        rows = [{"sha": s, "commit": {"message": ""}} for s in repo.pr_commits.get(int(n), [])]
+        chunk, headers = self._paginate(request, rows, cap=250)
+        return 200, chunk, headers
+
+    def list_comments(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        if int(n) not in repo.prs:
+            raise _error(404, "Not Found")
+        chunk, headers = self._paginate(request, repo.comments.get(int(n), []))
+        return 200, chunk, headers
+
+    def create_comment(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        if int(n) not in repo.prs:
+            raise _error(404, "Not Found")
+        if not data.get("body"):
+            raise _error(
+                422, "Validation Failed", errors=[{"field": "body", "code": "missing_field"}]
+            )
+        comment = {"id": next(self.state.ids), "user": {"login": login}, "body": data["body"]}
+        repo.comments.setdefault(int(n), []).append(comment)
+        self.state.effects["create_issue_comment"] += 1
+        return 201, comment, {}
+
+    def compare(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, base: str, head: str
+    ) -> Any:
+        base_sha, head_sha = _resolve(repo, base), _resolve(repo, head)
+        if base_sha is None or head_sha is None:
+            raise _error(404, "Not Found")
+        base_anc, head_anc = _ancestors(repo, base_sha), _ancestors(repo, head_sha)
+        ahead = sorted(head_anc.keys() - base_anc.keys(), key=lambda s: -head_anc[s])
+        behind = len(base_anc.keys() - head_anc.keys())
+        common = [s for s in head_anc if s in base_anc]
+        merge_base = min(common, key=lambda s: head_anc[s]) if common else base_sha
+        if base_sha == head_sha:
+            status = "identical"
+        elif not behind:
+            status = "ahead"
+        elif not ahead:
+            status = "behind"
+        else:
+            status = "diverged"
+        rows = [
+            {"sha": s, "commit": {"message": repo.commits.get(s, ((), "", ""))[1]}} for s in ahead
+        ]
+        chunk, headers = self._paginate(request, rows, default=250, cap=250)
+        answer = {
+            "status": status,
+            "ahead_by": len(ahead),
+            "behind_by": behind,
+            "total_commits": len(ahead),
+            "merge_base_commit": {"sha": merge_base},
+            "commits": chunk,
+            "files": repo.compare_files.get((base, head), [])[:300],
+        }
+        return 200, answer, headers
+
+    def list_commits(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
+        tip = repo.branches.get(request.query.get("sha", repo.default_branch))
+        if tip is None:
+            raise _error(404, "Not Found")
+        since = request.query.get("since", "")
+        ancestry = _ancestors(repo, tip)
+        known = [s for s in ancestry if s in repo.commits and repo.commits[s][2] >= since]
+        known.sort(key=lambda s: (repo.commits[s][2], -ancestry[s]), reverse=True)
+        rows = [{"sha": s, "commit": {"message": repo.commits[s][1]}} for s in known]
+        chunk, headers = self._paginate(request, rows)
+        return 200, chunk, headers
+
+    def create_check_run(self, request: web.Request, repo: RepoState, data: Any, *_: Any) -> Any:
+        token = request.headers.get("Authorization", "").removeprefix("token ").strip()
+        app_id = self.state.app_tokens.get(token)
+        if app_id is None:
+            raise _error(403, "You must authenticate via a GitHub App.")
+        self.state.check_run_tokens.append(token)
+        run = {
+            "id": next(self.state.ids),
+            "name": data["name"],
+            "head_sha": data["head_sha"],
+            "status": data.get("status", "queued"),
+            "conclusion": data.get("conclusion"),
+            "started_at": "2024-01-01T00:00:00Z",
+            "completed_at": "2024-01-01T00:00:01Z" if data.get("conclusion") else None,
+            "external_id": data.get("external_id", ""),
+            "details_url": "http://github.localhost/runs",
+            "output": data.get("output", {}),
+            "app": {"id": app_id, "slug": "app"},
+        }
+        repo.check_runs.append(run)
+        self.state.effects["create_check_run"] += 1
+        return 201, run, {}
+
+    def list_check_runs(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, sha: str
+    ) -> Any:
+        if _resolve(repo, sha) is None:
+            raise _error(422, f"No commit found for SHA: {sha}")
+        runs = [r for r in repo.check_runs if r["head_sha"] == sha]
+        if request.query.get("filter", "latest") == "latest":
+            newest: dict[tuple[str, int], dict[str, Any]] = {}
+            for run in runs:
+                newest[(run["name"], run["app"]["id"])] = run
+            runs = list(newest.values())
+        chunk, headers = self._paginate(request, runs)
+        return 200, {"total_count": len(runs), "check_runs": chunk}, headers
+
+    def combined_status(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, sha: str
+    ) -> Any:
+        statuses = repo.statuses.get(sha, [])
+        chunk, headers = self._paginate(request, statuses)
+        states = {s["state"] for s in statuses}
+        overall = (
+            "failure"
+            if states & {"failure", "error"}
+            else "pending"
+            if "pending" in states or not statuses
+            else "success"
+        )
+        return (
+            200,
+            {"state": overall, "sha": sha, "total_count": len(statuses), "statuses": chunk},
+            headers,
+        )
+
+    def branch_rules(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
+    ) -> Any:
+        chunk, headers = self._paginate(request, repo.rulesets.get(b, []))
+        return 200, chunk, headers
+
+    def classic(self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str) -> Any:
+        answer = repo.classic.get(b, 404)
+        if answer == 403:
+            raise _error(
+                403, "Upgrade to GitHub Pro or make this repository public to enable this feature."
+            )
+        if isinstance(answer, int):
+            raise _error(answer, "Branch not protected")
+        return 200, answer, {}
+
+    # -- GraphQL ---------------------------------------------------------------------------------
+
+    def _graphql(self, data: Mapping[str, Any]) -> object:
+        query = str(data.get("query", ""))
+        variables = data.get("variables") or {}
+        repo = self.state.repos.get(f"{variables.get('owner')}/{variables.get('name')}")
+        number = int(variables.get("number", 0))
+        if repo is None or number not in repo.prs:
+            return {
+                "data": {"repository": None},
+                "errors": [{"type": "NOT_FOUND", "message": "Could not resolve to a PullRequest"}],
+            }
+        if "reviewThreads" in query:
+            threads = repo.review_threads.get(number, [])
+            start = int(variables.get("after") or 0)
+            page = threads[start : start + 100]
+            more = start + 100 < len(threads)
+            return {
+                "data": {
+                    "repository": {
+                        "pullRequest": {
+                            "reviewThreads": {
+                                "pageInfo": {
+                                    "hasNextPage": more,
+                                    "endCursor": str(start + 100) if more else None,
+                                },
+                                "nodes": page,
+                            }
+                        }
+                    }
+                }
+            }
+        if "timelineItems" in query:
+            pushes = repo.force_pushes.get(number, [])
+            nodes = [
+                {"beforeCommit": {"oid": b} if b else None, "afterCommit": {"oid": a}}
+                for b, a in pushes[:100]
+            ]
+            more = len(pushes) > 100
+            return {
+                "data": {
+                    "repository": {
+                        "pullRequest": {
+                            "timelineItems": {
+                                "pageInfo": {
+                                    "hasNextPage": more,
+                                    "endCursor": "100" if more else None,
+                                },
+                                "nodes": nodes,
+                            }
+                        }
+                    }
+                }
+            }
+        return {"errors": [{"message": "unsupported query"}]}
+
+
+class ForgeServer:
+    """The local forge API on 127.0.0.1:0, served from its own loop in a background thread."""
+
+    def __init__(self, state: ForgeState | None = None) -> None:
+        self.state = state or ForgeState()
+        self.lock = threading.Lock()
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._config = tempfile.TemporaryDirectory(prefix="gh-config-")
+
+    def __enter__(self) -> ForgeServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def config_dir(self) -> str:
+        """Return a private, empty GH_CONFIG_DIR for `gh` children."""
+        return self._config.name
+
+    def start(self) -> None:
+        """Start serving; returns once the port is bound."""
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        api = _Api(self.state, self.lock)
+
+        async def boot() -> None:
+            app = web.Application()
+            app.router.add_route("*", "/{tail:.*}", api.handle)
+            self._runner = web.AppRunner(app, access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            await site.start()
+            server = site._server
+            assert server is not None
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(boot())
+            ready.set()
+            loop.run_forever()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="forge-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("forge server did not start")
+
+    def stop(self) -> None:
+        """Stop serving and close the loop."""
+        loop, runner = self._loop, self._runner
+        if loop is None:
+            return
+        if runner is not None:
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        loop.close()
+        self._loop = None
+        self._config.cleanup()
+
+    def env(self, token: str = USER_TOKEN) -> dict[str, str]:
+        """Return the environment a `gh` child needs to reach this server as `token`."""
+        return gh_env(self.port, token, self.config_dir)
+
+    def exec(self, token: str = USER_TOKEN) -> GhExec:
+        """Return a GhExec running the real `gh` against this server."""
+        return gh_exec(self.env(token))
+
+    def requests(self, method: str | None = None) -> list[LoggedRequest]:
+        """Return a copy of the request log, optionally only one method."""
+        with self.lock:
+            return [r for r in self.state.log if method is None or r.method == method]
+
+    def clear_log(self) -> None:
+        """Forget the requests seen so far."""
+        with self.lock:
+            self.state.log.clear()
+
+
+def gh_env(port: int, token: str, config_dir: str) -> dict[str, str]:
+    """Return GH_HOST, GH_TOKEN, HTTP_PROXY and friends for a `gh` child aimed at the server."""
+    proxy = f"http://127.0.0.1:{port}"
+    return {
+        "GH_HOST": "github.localhost",
+        "GH_TOKEN": token,
+        "GH_CONFIG_DIR": config_dir,
+        "HTTP_PROXY": proxy,
+        "http_proxy": proxy,
+        "NO_PROXY": "",
+        "no_proxy": "",
+        "GH_PROMPT_DISABLED": "1",
+        "GH_NO_UPDATE_NOTIFIER": "1",
+    }
+
+
+def gh_exec(env: Mapping[str, str]) -> GhExec:
+    """Return a GhExec that runs the real `gh` with `env` under the call's own env."""
+
+    def exec_with_env(args: Sequence[str], options: ExecOptions) -> ExecResult:
+        merged = {**env, **(options.env or {})}
+        return run_gh(args, replace(options, env=merged))
+
+    return exec_with_env

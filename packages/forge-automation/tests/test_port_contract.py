@@ -1,0 +1,626 @@
+"""One port contract, run twice: against fake_forge() and against the real gh and a local forge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import pytest
+
+from forge_automation._constants import ACTIONS_APP_ID
+from forge_automation._errors import (
+    FileListTruncatedError,
+    ForcePushesTruncated,
+    ForgeCliError,
+    ForgeInputError,
+)
+from forge_automation._fake import FakeForge, fake_forge
+from forge_automation._port import ForgePort, forge_port, load_required_contexts
+from forge_automation._types import (
+    CheckRun,
+    CommitStatus,
+    CompareFiles,
+    FileEntry,
+    ForcePush,
+    NotModified,
+    OpenPrsList,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    ReviewComment,
+)
+from forge_automation._wire import gh_cli_wire
+from forge_support import ForgeServer, RepoState, sha_of
+
+REPO = "acme/widgets"
+APP_ID = 777
+APP_TOKEN = "ghs_contractapptoken000000000000000000"
+
+
+class Backend(Protocol):
+    port: ForgePort
+    app_id: int
+
+    def commit(self, name: str, parents: Sequence[str] = (), date: str = ...) -> str: ...
+    def branch(self, name: str, sha: str) -> None: ...
+    def pr(
+        self,
+        number: int,
+        head_ref: str,
+        head_sha: str,
+        *,
+        head_repo: str | None = REPO,
+        title: str = "A change",
+        mergeable_state: str = "clean",
+    ) -> None: ...
+    def update_pr(self, number: int, **fields: Any) -> None: ...
+    def comment(self, number: int, author: str, body: str) -> None: ...
+    def runs(self, sha: str, runs: Sequence[tuple[str, str | None, int]]) -> None: ...
+    def statuses(self, sha: str, statuses: Sequence[tuple[str, str]]) -> None: ...
+    def rulesets(
+        self, branch: str, contexts: Sequence[tuple[str, int | None]], strict: bool
+    ) -> None: ...
+    def classic(self, branch: str, answer: Sequence[tuple[str, int | None]] | int) -> None: ...
+    def files(self, number: int, count: int, changed_files: int | None = None) -> None: ...
+    def pr_commits(self, number: int, shas: Sequence[str]) -> None: ...
+    def compare_files(self, base: str, head: str, count: int) -> None: ...
+    def review_threads(
+        self, number: int, threads: Sequence[tuple[bool, Sequence[tuple[int, str, str]]]]
+    ) -> None: ...
+    def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None: ...
+    def effects(self, name: str) -> int: ...
+    def user_lookups(self) -> int: ...
+
+
+class FakeBackend:
+    def __init__(self) -> None:
+        self.fake: FakeForge = fake_forge(app_id=APP_ID, user="forge-bot")
+        self.port = forge_port(self.fake.wire)
+        self.app_id = APP_ID
+
+    def commit(
+        self, name: str, parents: Sequence[str] = (), date: str = "2024-01-01T00:00:00Z"
+    ) -> str:
+        return self.fake.add_commit(
+            sha_of(f"{REPO}:{name}"), parents=parents, message=name, date=date
+        )
+
+    def branch(self, name: str, sha: str) -> None:
+        self.fake.set_branch(REPO, name, sha, default=name == "main")
+
+    def pr(
+        self,
+        number: int,
+        head_ref: str,
+        head_sha: str,
+        *,
+        head_repo: str | None = REPO,
+        title: str = "A change",
+        mergeable_state: str = "clean",
+    ) -> None:
+        self.fake.add_pr(
+            REPO,
+            PullRequest(
+                number=number,
+                state="open",
+                head_sha=head_sha,
+                head_ref=head_ref,
+                head_repo=head_repo,
+                base_ref="main",
+                title=title,
+                mergeable_state=mergeable_state,
+            ),
+        )
+
+    def update_pr(self, number: int, **fields: Any) -> None:
+        self.fake.update_pr(REPO, number, **fields)
+
+    def comment(self, number: int, author: str, body: str) -> None:
+        self.fake.add_comment(REPO, number, author=author, body=body)
+
+    def runs(self, sha: str, runs: Sequence[tuple[str, str | None, int]]) -> None:
+        self.fake.set_runs(
+            sha,
+            [
+                CheckRun(
+                    id=i + 1,
+                    name=n,
+                    status="completed" if c else "in_progress",
+                    conclusion=c,
+                    app_id=a,
+                    head_sha=sha,
+                )
+                for i, (n, c, a) in enumerate(runs)
+            ],
+        )
+
+    def statuses(self, sha: str, statuses: Sequence[tuple[str, str]]) -> None:
+        self.fake.set_statuses(sha, [CommitStatus(context=c, state=s) for c, s in statuses])
+
+    def rulesets(
+        self, branch: str, contexts: Sequence[tuple[str, int | None]], strict: bool
+    ) -> None:
+        rules = RequiredChecks(
+            contexts=tuple(RequiredContext(context=c, app_id=a) for c, a in contexts), strict=strict
+        )
+        self.fake.set_rulesets(REPO, branch, rules)
+
+    def classic(self, branch: str, answer: Sequence[tuple[str, int | None]] | int) -> None:
+        if isinstance(answer, int):
+            self.fake.set_classic_protection(REPO, branch, answer)
+        else:
+            self.fake.set_classic_protection(
+                REPO,
+                branch,
+                RequiredChecks(
+                    contexts=tuple(RequiredContext(context=c, app_id=a) for c, a in answer)
+                ),
+            )
+
+    def files(self, number: int, count: int, changed_files: int | None = None) -> None:
+        self.fake.pr_files[(REPO, number)] = [
+            FileEntry(path=f"src/f{i}.py", status="added", additions=1)
+            for i in range(min(count, 3000))
+        ]
+        self.fake.update_pr(
+            REPO, number, changed_files=changed_files if changed_files is not None else count
+        )
+
+    def pr_commits(self, number: int, shas: Sequence[str]) -> None:
+        self.fake.set_pr_commits(REPO, number, shas)
+
+    def compare_files(self, base: str, head: str, count: int) -> None:
+        files = tuple(FileEntry(path=f"f{i}", status="modified") for i in range(min(count, 300)))
+        self.fake.set_compare(
+            REPO, base, head, CompareFiles(merge_base_sha=base, files=files, truncated=False)
+        )
+
+    def review_threads(
+        self, number: int, threads: Sequence[tuple[bool, Sequence[tuple[int, str, str]]]]
+    ) -> None:
+        self.fake.review_comments[(REPO, number)] = [
+            ReviewComment(
+                id=i,
+                author=a,
+                author_association="MEMBER",
+                path="a.py",
+                line=1,
+                body=b,
+                resolved=resolved,
+            )
+            for resolved, comments in threads
+            for i, a, b in comments
+        ]
+
+    def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None:
+        self.fake.force_pushes[(REPO, number)] = [ForcePush(before=b, after=a) for b, a in pushes]
+
+    def effects(self, name: str) -> int:
+        return self.fake.effects[name]
+
+    def user_lookups(self) -> int:
+        return self.fake.calls["get_authenticated_user"]
+
+
+class GhBackend:
+    def __init__(self, server: ForgeServer) -> None:
+        self.server = server
+        server.state.app_tokens[APP_TOKEN] = APP_ID
+        self.repo: RepoState = server.state.repo(REPO)
+        self.port = forge_port(gh_cli_wire(server.exec(), app_token=lambda: APP_TOKEN))
+        self.app_id = APP_ID
+
+    def commit(
+        self, name: str, parents: Sequence[str] = (), date: str = "2024-01-01T00:00:00Z"
+    ) -> str:
+        return self.repo.add_commit(name, parents=parents, date=date)
+
+    def branch(self, name: str, sha: str) -> None:
+        self.repo.branches[name] = sha
+
+    def pr(
+        self,
+        number: int,
+        head_ref: str,
+        head_sha: str,
+        *,
+        head_repo: str | None = REPO,
+        title: str = "A change",
+        mergeable_state: str = "clean",
+    ) -> None:
+        self.repo.add_pr(
+            number,
+            head_ref=head_ref,
+            head_sha=head_sha,
+            head_repo=head_repo,
+            title=title,
+            mergeable_state=mergeable_state,
+        )
+
+    def update_pr(self, number: int, **fields: Any) -> None:
+        pr = self.repo.prs[number]
+        for key, value in fields.items():
+            if key == "head_sha":
+                pr["head"]["sha"] = value
+            else:
+                pr[key] = value
+
+    def comment(self, number: int, author: str, body: str) -> None:
+        self.repo.comments.setdefault(number, []).append(
+            {"id": next(self.server.state.ids), "user": {"login": author}, "body": body}
+        )
+
+    def runs(self, sha: str, runs: Sequence[tuple[str, str | None, int]]) -> None:
+        for n, c, a in runs:
+            self.repo.check_runs.append(
+                {
+                    "id": next(self.server.state.ids),
+                    "name": n,
+                    "head_sha": sha,
+                    "status": "completed" if c else "in_progress",
+                    "conclusion": c,
+                    "completed_at": None,
+                    "app": {"id": a},
+                }
+            )
+
+    def statuses(self, sha: str, statuses: Sequence[tuple[str, str]]) -> None:
+        self.repo.statuses[sha] = [{"context": c, "state": s} for c, s in statuses]
+
+    def rulesets(
+        self, branch: str, contexts: Sequence[tuple[str, int | None]], strict: bool
+    ) -> None:
+        self.repo.rulesets[branch] = [
+            {"type": "pull_request", "parameters": {}},
+            {
+                "type": "required_status_checks",
+                "parameters": {
+                    "strict_required_status_checks_policy": strict,
+                    "required_status_checks": [
+                        {"context": c, **({"integration_id": a} if a else {})} for c, a in contexts
+                    ],
+                },
+            },
+        ]
+
+    def classic(self, branch: str, answer: Sequence[tuple[str, int | None]] | int) -> None:
+        if isinstance(answer, int):
+            self.repo.classic[branch] = answer
+        else:
+            self.repo.classic[branch] = {
+                "strict": False,
+                "contexts": [c for c, _ in answer],
+                "checks": [{"context": c, "app_id": a} for c, a in answer],
+            }
+
+    def files(self, number: int, count: int, changed_files: int | None = None) -> None:
+        self.repo.pr_files[number] = [
+            {"filename": f"src/f{i}.py", "status": "added", "additions": 1, "deletions": 0}
+            for i in range(count)
+        ]
+        if changed_files is not None:
+            self.repo.prs[number]["changed_files"] = changed_files
+
+    def pr_commits(self, number: int, shas: Sequence[str]) -> None:
+        self.repo.pr_commits[number] = list(shas)
+
+    def compare_files(self, base: str, head: str, count: int) -> None:
+        self.repo.compare_files[(base, head)] = [
+            {"filename": f"f{i}", "status": "modified", "additions": 0, "deletions": 0}
+            for i in range(count)
+        ]
+
+    def review_threads(
+        self, number: int, threads: Sequence[tuple[bool, Sequence[tuple[int, str, str]]]]
+    ) -> None:
+        self.repo.review_threads[number] = [
+            {
+                "isResolved": resolved,
+                "comments": {
+                    "nodes": [
+                        {
+                            "databaseId": i,
+                            "author": {"login": a},
+                            "authorAssociation": "MEMBER",
+                            "path": "a.py",
+                            "line": 1,
+                            "body": b,
+                        }
+                        for i, a, b in comments
+                    ]
+                },
+            }
+            for resolved, comments in threads
+        ]
+
+    def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None:
+        self.repo.force_pushes[number] = list(pushes)
+
+    def effects(self, name: str) -> int:
+        return self.server.state.effects[name]
+
+    def user_lookups(self) -> int:
+        return sum(1 for r in self.server.requests("GET") if r.path == "/user")
+
+
+@pytest.fixture(params=["fake", "gh"])
+def forge(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    if request.param == "fake":
+        yield FakeBackend()
+        return
+    with ForgeServer() as server:
+        yield GhBackend(server)
+
+
+def _main(forge: Backend) -> tuple[str, str]:
+    root = forge.commit("root")
+    tip = forge.commit("tip", [root])
+    forge.branch("main", tip)
+    return root, tip
+
+
+def test_get_head_sha_reads_a_branch_and_none_when_missing(forge: Backend) -> None:
+    _, tip = _main(forge)
+    assert forge.port.get_head_sha(REPO, "main") == tip
+    assert forge.port.get_head_sha(REPO, "refs/heads/main") == tip
+    assert forge.port.get_head_sha(REPO, "no-such-branch") is None
+
+
+def test_ensure_branch_twice_creates_once(forge: Backend) -> None:
+    _, tip = _main(forge)
+    first = forge.port.ensure_branch(REPO, "feature/x", tip)
+    second = forge.port.ensure_branch(REPO, "feature/x", tip)
+    assert (first.sha, first.done, first.skipped) == (tip, True, None)
+    assert (second.sha, second.done, second.skipped) == (tip, False, "exists")
+    assert forge.effects("create_ref") == 1
+    assert forge.port.get_head_sha(REPO, "feature/x") == tip
+
+
+def test_open_pr_twice_opens_once(forge: Backend) -> None:
+    _root, tip = _main(forge)
+    head = forge.commit("work", [tip])
+    forge.branch("topic", head)
+    first = forge.port.open_pr(REPO, head="topic", base="main", title="Add it", body="Body")
+    second = forge.port.open_pr(REPO, head="topic", base="main", title="Add it", body="Body")
+    assert first.done
+    assert not second.done
+    assert second.skipped == "exists"
+    assert first.pr.number == second.pr.number
+    assert (first.pr.head_sha, first.pr.head_ref, first.pr.base_ref) == (head, "topic", "main")
+    assert first.pr.head_repo == REPO
+    assert first.pr.title == "Add it"
+    assert forge.effects("create_pr") == 1
+
+
+def test_get_pr_computes_behind_against_the_base(forge: Backend) -> None:
+    _, tip = _main(forge)
+    head = forge.commit("work", [tip])
+    forge.pr(7, "topic", head)
+    pr = forge.port.get_pr(REPO, 7)
+    assert (pr.number, pr.state, pr.head_sha, pr.behind, pr.merged) == (
+        7,
+        "open",
+        head,
+        False,
+        False,
+    )
+    assert pr.mergeable_state == "clean"
+    forge.branch("main", forge.commit("later", [tip]))
+    moved = forge.port.get_pr(REPO, 7)
+    assert moved.behind
+    assert moved.behind_by == 1
+
+
+def test_delete_ref_deletes_once_and_skips_default_and_fork_heads(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.branch("topic", tip)
+    first = forge.port.delete_ref(REPO, branch="topic", head_repo=REPO)
+    second = forge.port.delete_ref(REPO, branch="topic", head_repo=REPO)
+    assert (first.done, first.skipped) == (True, None)
+    assert (second.done, second.skipped) == (False, "missing")
+    assert forge.effects("delete_ref") == 1
+    assert forge.port.delete_ref(REPO, branch="main", head_repo=REPO).skipped == "default-branch"
+    forge.branch("shared", tip)
+    fork = forge.port.delete_ref(REPO, branch="shared", head_repo="someone/widgets")
+    gone = forge.port.delete_ref(REPO, branch="shared", head_repo=None)
+    assert (fork.skipped, gone.skipped) == ("fork-head", "fork-head")
+    assert forge.port.get_head_sha(REPO, "shared") == tip
+    assert forge.port.get_head_sha(REPO, "main") == tip
+    assert forge.effects("delete_ref") == 1
+
+
+def test_upsert_comment_posts_once_and_resolves_the_user_once(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(3, "topic", tip)
+    first = forge.port.upsert_comment(
+        REPO, 3, "<!-- bot:status -->", "<!-- bot:status -->\nAll good"
+    )
+    second = forge.port.upsert_comment(
+        REPO, 3, "<!-- bot:status -->", "<!-- bot:status -->\nAll good"
+    )
+    assert first.done
+    assert not second.done
+    assert second.skipped == "exists"
+    assert second.id == first.id
+    assert forge.effects("create_issue_comment") == 1
+    assert forge.user_lookups() == 1
+
+
+def test_upsert_comment_ignores_forged_and_longer_markers(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(3, "topic", tip)
+    forge.comment(3, "mallory", "<!-- m -->")
+    forge.comment(3, "forge-bot", "note <!-- m --> inline")
+    forge.comment(3, "forge-bot", "<!-- m -->x")
+    result = forge.port.upsert_comment(REPO, 3, "<!-- m -->", "no marker in this body")
+    again = forge.port.upsert_comment(REPO, 3, "<!-- m -->", "no marker in this body")
+    assert result.done
+    assert again.done
+    assert forge.effects("create_issue_comment") == 2
+
+
+def test_list_pr_files_reads_every_page_and_detects_truncation(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(4, "topic", tip)
+    forge.files(4, 250)
+    files = forge.port.list_pr_files(REPO, 4)
+    assert len(files) == 250
+    assert files[0].path == "src/f0.py"
+    assert files[-1].path == "src/f249.py"
+    forge.files(4, 3000, changed_files=3500)
+    with pytest.raises(FileListTruncatedError) as caught:
+        forge.port.list_pr_files(REPO, 4)
+    assert (caught.value.expected, caught.value.received) == (3500, 3000)
+
+
+def test_list_pr_commits_reads_the_first_250(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(5, "topic", tip)
+    shas = [sha_of(f"c{i}") for i in range(300)]
+    forge.pr_commits(5, shas)
+    assert forge.port.list_pr_commits(REPO, 5) == tuple(shas[:250])
+
+
+def test_compare_files_flags_truncation(forge: Backend) -> None:
+    _, tip = _main(forge)
+    head = forge.commit("work", [tip])
+    forge.branch("topic", head)
+    forge.compare_files("main", "topic", 2)
+    small = forge.port.compare_files(REPO, "main", "topic")
+    assert [f.path for f in small.files] == ["f0", "f1"]
+    assert not small.truncated
+    forge.compare_files("main", "topic", 300)
+    assert forge.port.compare_files(REPO, "main", "topic").truncated
+
+
+def test_compare_ancestry_statuses(forge: Backend) -> None:
+    root, tip = _main(forge)
+    ahead = forge.commit("ahead", [tip])
+    side = forge.commit("side", [root])
+    assert forge.port.compare_ancestry(REPO, "main", ahead) == "ahead"
+    assert forge.port.compare_ancestry(REPO, "main", root) == "behind"
+    assert forge.port.compare_ancestry(REPO, "main", tip) == "identical"
+    assert forge.port.compare_ancestry(REPO, "main", side) == "diverged"
+    assert forge.port.compare_ancestry(REPO, "main", sha_of("unknown")) == "missing"
+
+
+def test_revalidate_open_prs_uses_the_etag(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(1, "a", tip)
+    forge.pr(2, "b", tip)
+    first = forge.port.revalidate_open_prs(REPO, None)
+    assert isinstance(first, OpenPrsList)
+    assert first.etag
+    assert sorted(p.number for p in first.prs) == [1, 2]
+    assert all(p.behind is False for p in first.prs)
+    forge.update_pr(1, mergeable_state="dirty")
+    assert isinstance(forge.port.revalidate_open_prs(REPO, first.etag), NotModified)
+    forge.update_pr(2, title="Renamed")
+    changed = forge.port.revalidate_open_prs(REPO, first.etag)
+    assert isinstance(changed, OpenPrsList)
+    assert changed.etag not in (None, first.etag)
+    assert {p.title for p in changed.prs} == {"A change", "Renamed"}
+
+
+def test_revalidate_open_prs_has_no_etag_past_one_page(forge: Backend) -> None:
+    _, tip = _main(forge)
+    for n in range(1, 106):
+        forge.pr(n, f"b{n}", tip)
+    listed = forge.port.revalidate_open_prs(REPO, None)
+    assert isinstance(listed, OpenPrsList)
+    assert listed.etag is None
+    assert len(listed.prs) == 105
+    assert len(forge.port.list_open_prs(REPO)) == 105
+
+
+def test_list_default_branch_commits_reads_all_pages_newest_first(forge: Backend) -> None:
+    parent = forge.commit("old", date="2023-12-01T00:00:00Z")
+    shas = []
+    for i in range(130):
+        parent = forge.commit(
+            f"c{i}", [parent], date=f"2024-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z"
+        )
+        shas.append(parent)
+    forge.branch("main", parent)
+    commits = forge.port.list_default_branch_commits(REPO, "2024-01-01T00:00:00Z")
+    assert [c.sha for c in commits] == shas[::-1]
+    assert commits[0].message == "c129"
+
+
+def test_check_runs_all_and_latest_and_created(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.runs(tip, [("test", "failure", ACTIONS_APP_ID), ("test", "success", ACTIONS_APP_ID)])
+    assert [r.conclusion for r in forge.port.check_runs(REPO, tip)] == ["failure", "success"]
+    created = forge.port.create_check_run(
+        REPO, name="review", head_sha=tip, conclusion="action_required", title="T", summary="S"
+    )
+    assert created.app_id == forge.app_id
+    assert created.conclusion == "action_required"
+    latest = {(r.name, r.conclusion, r.app_id) for r in forge.port.latest_check_runs(REPO, tip)}
+    assert latest == {("test", "success", ACTIONS_APP_ID), ("review", "action_required", APP_ID)}
+    assert forge.effects("create_check_run") == 1
+    with pytest.raises(ForgeInputError) as caught:
+        forge.port.create_check_run(
+            REPO, name="x", head_sha=tip, conclusion="neutral", title="T", summary="S"
+        )
+    assert caught.value.field == "conclusion"
+    assert forge.effects("create_check_run") == 1
+
+
+def test_commit_statuses(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.statuses(tip, [("ci/legacy", "success"), ("deploy", "pending")])
+    assert {(s.context, s.state) for s in forge.port.commit_statuses(REPO, tip)} == {
+        ("ci/legacy", "success"),
+        ("deploy", "pending"),
+    }
+
+
+def test_required_checks_and_load_required_contexts(forge: Backend) -> None:
+    _main(forge)
+    forge.rulesets("main", [("test", ACTIONS_APP_ID), ("lint", None)], True)
+    rules = forge.port.required_checks(REPO, "main")
+    assert rules.strict
+    assert rules.contexts == (
+        RequiredContext(context="test", app_id=ACTIONS_APP_ID),
+        RequiredContext(context="lint"),
+    )
+    assert load_required_contexts(forge.port, REPO, "main") == rules
+    forge.classic("dev", [("build", 42)])
+    assert load_required_contexts(forge.port, REPO, "dev").contexts == (
+        RequiredContext(context="build", app_id=42),
+    )
+    forge.classic("free", 403)
+    assert load_required_contexts(forge.port, REPO, "free") == RequiredChecks()
+    assert load_required_contexts(forge.port, REPO, "unprotected") == RequiredChecks()
+
+
+def test_review_comments_and_force_pushes(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(9, "topic", tip)
+    forge.review_threads(
+        9, [(True, [(1, "ann", "fixed?")]), (False, [(2, "bob", "nit"), (3, "ann", "ok")])]
+    )
+    comments = forge.port.list_review_comments(REPO, 9)
+    assert [(c.id, c.author, c.resolved) for c in comments] == [
+        (1, "ann", True),
+        (2, "bob", False),
+        (3, "ann", False),
+    ]
+    assert comments[0].author_association == "MEMBER"
+    assert comments[0].path == "a.py"
+    forge.force_pushes(9, [(None, sha_of("a")), (sha_of("a"), sha_of("b"))])
+    assert forge.port.list_force_pushes(REPO, 9) == (
+        ForcePush(before=None, after=sha_of("a")),
+        ForcePush(before=sha_of("a"), after=sha_of("b")),
+    )
+    forge.force_pushes(9, [(sha_of(f"x{i}"), sha_of(f"y{i}")) for i in range(101)])
+    with pytest.raises(ForcePushesTruncated):
+        forge.port.list_force_pushes(REPO, 9)
+
+
+def test_missing_pr_is_a_cli_error_with_status(forge: Backend) -> None:
+    _main(forge)
+    with pytest.raises(ForgeCliError) as caught:
+        forge.port.get_pr(REPO, 404)
+    assert caught.value.status == 404
