@@ -114,16 +114,25 @@ def custom_pair(
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def tiny_guard(hosts: frozenset[str], origins: frozenset[str]) -> AiohttpMiddleware:
-    """Return a minimal stand-in for the daemon's Host/Origin/client-header/JSON guards."""
+def tiny_guard(hosts: frozenset[str] | None, origins: frozenset[str] | None) -> AiohttpMiddleware:
+    """Return a minimal stand-in for the daemon's Host/Origin/client-header/JSON guards.
+
+    With `hosts`/`origins` None the allowlist is 127.0.0.1 with the port the request came in on.
+    """
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.headers.get("Host", "").lower() not in hosts:
+        allowed_hosts, allowed_origins = hosts, origins
+        if allowed_hosts is None or allowed_origins is None:
+            assert request.transport is not None
+            port = request.transport.get_extra_info("sockname")[1]
+            allowed_hosts = frozenset({f"127.0.0.1:{port}"})
+            allowed_origins = frozenset({f"https://127.0.0.1:{port}", f"http://127.0.0.1:{port}"})
+        if request.headers.get("Host", "").lower() not in allowed_hosts:
             return web.json_response({"ok": False, "error": "host"}, status=403)
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             origin = request.headers.get("Origin")
-            if origin is not None and origin.lower() not in origins:
+            if origin is not None and origin.lower() not in allowed_origins:
                 return web.json_response({"ok": False, "error": "origin"}, status=403)
             if origin is None and not request.headers.get("x-local-client"):
                 return web.json_response({"ok": False, "error": "client"}, status=403)
@@ -134,7 +143,9 @@ def tiny_guard(hosts: frozenset[str], origins: frozenset[str]) -> AiohttpMiddlew
     return guard
 
 
-def build_test_app(gate: Gate, hosts: frozenset[str], origins: frozenset[str]) -> web.Application:
+def build_test_app(
+    gate: Gate | None, hosts: frozenset[str] | None = None, origins: frozenset[str] | None = None
+) -> web.Application:
     """Build a tiny app behind the guard and the gate, in the daemon's order."""
 
     def record(request: web.Request) -> dict[str, Any] | None:
@@ -165,8 +176,10 @@ def build_test_app(gate: Gate, hosts: frozenset[str], origins: frozenset[str]) -
         return web.json_response({"ok": True, "data": await request.json()})
 
     # The seam's Middleware alias is a plain Callable; aiohttp wants its own protocol.
-    gated = cast(AiohttpMiddleware, gate.middleware)
-    app = web.Application(middlewares=[tiny_guard(hosts, origins), gated])
+    middlewares = [tiny_guard(hosts, origins)]
+    if gate is not None:
+        middlewares.append(cast(AiohttpMiddleware, gate.middleware))
+    app = web.Application(middlewares=middlewares)
     app.router.add_get("/", index)
     app.router.add_get("/whoami", whoami)
     app.router.add_get("/health", health)

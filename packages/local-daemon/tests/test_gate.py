@@ -1,0 +1,370 @@
+"""The gate on a tiny app (guard, gate, routes), driven by aiohttp's test client."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
+
+from gate_support import build_test_app
+from local_daemon._auth import DaemonAuth, create_daemon_auth, mint_login_code
+from local_daemon._peer import is_local_peer, local_interface_addresses
+from local_daemon._tokenfile import ensure_token_file, rotate_token_file
+from local_daemon._types import AUTH_RECORD_KEY, AuthRecord
+
+HINT = "Ask Ana <ana@example.test> & run `box link` </script><script>alert(1)</script>\u2028end"
+JSON_POST = {"Content-Type": "application/json", "x-local-client": "tests"}
+Client = TestClient[web.Request, web.Application]
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    return ensure_token_file(tmp_path / "token")
+
+
+@pytest.fixture
+def auth(token_file: Path) -> DaemonAuth:
+    return create_daemon_auth(token_file, sign_in_hint=HINT)
+
+
+@pytest.fixture
+async def client(auth: DaemonAuth) -> AsyncIterator[Client]:
+    async with TestClient(TestServer(build_test_app(auth))) as c:
+        yield c
+
+
+def _bearer(token_file: Path) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+
+
+async def _login(client: Client, token_file: Path) -> str:
+    code = mint_login_code(token_file)
+    resp = await client.post("/auth/login", json={"code": code}, headers={"x-local-client": "t"})
+    assert resp.status == 200
+    return resp.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1]
+
+
+ROUTES = [
+    ("GET", "/"),
+    ("GET", "/whoami"),
+    ("GET", "/health"),
+    ("GET", "/version"),
+    ("GET", "/events"),
+    ("POST", "/rpc/echo"),
+    ("GET", "/no/such/route"),
+    ("POST", "/mcp"),
+    ("GET", "/auth/loginx"),
+    ("POST", "/auth/logout"),
+]
+
+
+class TestWithoutCredential:
+    @pytest.mark.parametrize(("method", "path"), ROUTES)
+    async def test_every_route_is_401_json(self, client: Client, method: str, path: str) -> None:
+        resp = await client.request(
+            method,
+            path,
+            headers=JSON_POST if method == "POST" else {},
+            data=b"{}" if method == "POST" else None,
+        )
+        assert resp.status == 401
+        body = await resp.json()
+        assert body["ok"] is False
+        assert body["error"]["code"] == 77
+        assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+
+    async def test_browser_get_gets_the_html_page(self, client: Client) -> None:
+        resp = await client.get(
+            "/", headers={"Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"}
+        )
+        assert resp.status == 401
+        assert resp.content_type == "text/html"
+        text = await resp.text()
+        assert '<a href="">Reload this page</a>' in text
+        assert "Ask Ana &lt;ana@example.test&gt; &amp; run `box link` &lt;/script&gt;" in text
+        assert "<script" not in text
+        assert "10 minutes" in text
+        assert "30 days" in text
+        assert resp.headers["Cache-Control"] == "no-store"
+        assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+
+    @pytest.mark.parametrize(
+        ("method", "accept"),
+        [("GET", "application/json"), ("GET", "*/*"), ("POST", "text/html")],
+    )
+    async def test_other_requests_get_json(self, client: Client, method: str, accept: str) -> None:
+        headers = {"Accept": accept, **(JSON_POST if method == "POST" else {})}
+        resp = await client.request(
+            method,
+            "/whoami" if method == "GET" else "/rpc/x",
+            headers=headers,
+            data=b"{}" if method == "POST" else None,
+        )
+        assert resp.status == 401
+        assert resp.content_type == "application/json"
+
+    async def test_neither_answer_names_a_login_command(self, client: Client) -> None:
+        for accept in ("text/html", "application/json"):
+            text = await (await client.get("/", headers={"Accept": accept})).text()
+            assert "local-daemon" not in text
+            assert "login-code" not in text
+
+    async def test_wrong_bearer_and_garbage_cookie(self, client: Client) -> None:
+        assert (await client.get("/whoami", headers={"Authorization": "Bearer nope"})).status == 401
+        assert (
+            await client.get("/whoami", headers={"Authorization": "Basic Zm9vOmJhcg=="})
+        ).status == 401
+        assert (
+            await client.get("/whoami", headers={"Cookie": "local_session=v1.1.abc"})
+        ).status == 401
+
+
+class TestGuardOrder:
+    async def test_foreign_host_is_403_before_the_gate(self, client: Client) -> None:
+        for path in ("/whoami", "/auth/login", "/auth/logout"):
+            resp = await client.get(path, headers={"Host": "evil.test"})
+            assert resp.status == 403, path
+
+    async def test_foreign_origin_login_post_is_403(self, client: Client, token_file: Path) -> None:
+        code = mint_login_code(token_file)
+        resp = await client.post(
+            "/auth/login", json={"code": code}, headers={"Origin": "https://evil.test"}
+        )
+        assert resp.status == 403
+        # The code was not spent by the refused request.
+        await _login_with(client, code)
+
+
+async def _login_with(client: Client, code: str) -> None:
+    resp = await client.post("/auth/login", json={"code": code}, headers={"x-local-client": "t"})
+    assert resp.status == 200
+
+
+class TestLoginPage:
+    async def test_get_is_inert_and_locked_down(self, client: Client, token_file: Path) -> None:
+        code = mint_login_code(token_file)
+        resp = await client.get(f"/auth/login?code={code}")
+        assert resp.status == 200
+        text = await resp.text()
+        assert code not in text
+        assert resp.headers["Cache-Control"] == "no-store"
+        assert resp.headers["Referrer-Policy"] == "no-referrer"
+        csp = resp.headers["Content-Security-Policy"]
+        nonce = re.search(r"script-src 'nonce-([A-Za-z0-9_-]+)'", csp)
+        assert nonce is not None
+        assert f'<script nonce="{nonce.group(1)}">' in text
+        assert "default-src 'none'" in csp
+        assert "'unsafe-inline'" not in csp
+        assert "10 minutes" in text
+        assert "30 days" in text
+        again = await client.get(f"/auth/login?code={code}")
+        assert again.headers["Content-Security-Policy"] != csp
+        # Rendering twice spent nothing.
+        await _login_with(client, code)
+
+    async def test_hint_is_script_escaped(self, client: Client) -> None:
+        text = await (await client.get("/auth/login")).text()
+        literal = re.search(r"var hint = (\"[^\n]*\");", text)
+        assert literal is not None
+        assert json.loads(literal.group(1)) == HINT
+        for raw in ("</script><script>", "<ana@", "\u2028", " & "):
+            assert raw not in literal.group(1)
+        assert text.count("</script>") == 1
+
+    async def test_head(self, client: Client) -> None:
+        resp = await client.head("/auth/login")
+        assert resp.status == 200
+        assert resp.headers["Referrer-Policy"] == "no-referrer"
+        assert await resp.read() == b""
+
+    @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
+    async def test_other_methods_are_405(self, client: Client, method: str) -> None:
+        resp = await client.request(method, "/auth/login", headers=JSON_POST, data=b"{}")
+        assert resp.status == 405
+        assert resp.headers["Allow"] == "GET, HEAD, POST"
+
+
+class TestLoginPost:
+    async def test_spends_once_and_sets_the_cookie(self, client: Client, token_file: Path) -> None:
+        code = mint_login_code(token_file)
+        resp = await client.post(
+            "/auth/login", json={"code": code}, headers={"x-local-client": "t"}
+        )
+        assert resp.status == 200
+        cookie = resp.headers["Set-Cookie"]
+        assert re.fullmatch(
+            r"local_session=v1\.\d+\.[A-Za-z0-9_-]{43}; "
+            r"HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=2592000",
+            cookie,
+        )
+        assert resp.headers["Cache-Control"] == "no-store"
+        second = await client.post(
+            "/auth/login", json={"code": code}, headers={"x-local-client": "t"}
+        )
+        assert second.status == 401
+        assert "Set-Cookie" not in second.headers
+
+    @pytest.mark.parametrize(
+        ("body", "status"),
+        [
+            (b"not json", 400),
+            (b'{"code": 5}', 401),
+            (b"[]", 401),
+            (b'{"code": "v1.1.2.3"}', 401),
+            (b"{" + b" " * 9000 + b"}", 413),
+        ],
+    )
+    async def test_bad_bodies(self, client: Client, body: bytes, status: int) -> None:
+        resp = await client.post("/auth/login", data=body, headers=JSON_POST)
+        assert resp.status == status
+
+
+class TestCredentials:
+    async def test_cookie_gives_a_session_record(self, client: Client, token_file: Path) -> None:
+        value = await _login(client, token_file)
+        client.session.cookie_jar.clear()
+        resp = await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
+        assert resp.status == 200
+        data = (await resp.json())["data"]
+        assert data["credential"] == "session"
+        assert data["peer_local"] is True
+
+    async def test_bearer_gives_a_bearer_record(self, client: Client, token_file: Path) -> None:
+        resp = await client.get("/whoami", headers=_bearer(token_file))
+        assert resp.status == 200
+        data = (await resp.json())["data"]
+        assert data == {
+            "credential": "bearer",
+            "issued_at": int(token_file.stat().st_mtime),
+            "peer_local": True,
+        }
+
+    async def test_rpc_with_bearer(self, client: Client, token_file: Path) -> None:
+        resp = await client.post(
+            "/rpc/echo", json={"a": 1}, headers={**_bearer(token_file), "x-local-client": "t"}
+        )
+        assert resp.status == 200
+        assert (await resp.json())["data"] == {"a": 1}
+
+    async def test_mcp_is_404_with_a_credential(self, client: Client, token_file: Path) -> None:
+        resp = await client.post("/mcp", data=b"{}", headers={**JSON_POST, **_bearer(token_file)})
+        assert resp.status == 404
+
+    async def test_rotation_voids_the_session(self, client: Client, token_file: Path) -> None:
+        value = await _login(client, token_file)
+        client.session.cookie_jar.clear()
+        rotate_token_file(token_file)
+        resp = await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
+        assert resp.status == 401
+
+
+class TestLogout:
+    async def test_clears_the_cookie(self, client: Client, token_file: Path) -> None:
+        value = await _login(client, token_file)
+        client.session.cookie_jar.clear()
+        resp = await client.post(
+            "/auth/logout",
+            json={},
+            headers={"Cookie": f"local_session={value}", "x-local-client": "t"},
+        )
+        assert resp.status == 200
+        assert resp.headers["Set-Cookie"] == (
+            "local_session=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0"
+        )
+        # Stateless: a copied cookie stays valid until rotation.
+        assert (
+            await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
+        ).status == 200
+
+    async def test_get_is_405(self, client: Client, token_file: Path) -> None:
+        resp = await client.get("/auth/logout", headers=_bearer(token_file))
+        assert resp.status == 405
+        assert resp.headers["Allow"] == "POST"
+
+
+class TestBadTokenFile:
+    async def test_every_request_is_503_until_fixed(
+        self, client: Client, token_file: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        secret = token_file.read_text().strip()
+        caplog.set_level(logging.INFO, logger="local_daemon")
+        os.chmod(token_file, 0o644)
+        for method, path in [
+            ("GET", "/whoami"),
+            ("GET", "/auth/login"),
+            ("POST", "/auth/login"),
+            ("GET", "/health"),
+        ]:
+            resp = await client.request(
+                method,
+                path,
+                headers={**JSON_POST, **_bearer(token_file)},
+                data=b"{}" if method == "POST" else None,
+            )
+            assert resp.status == 503, path
+            assert secret not in await resp.text()
+        errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(errors) == 1
+        assert "mode" in errors[0].getMessage()
+        os.chmod(token_file, 0o600)
+        assert (await client.get("/whoami", headers=_bearer(token_file))).status == 200
+        assert any("passes its checks again" in r.getMessage() for r in caplog.records)
+        assert all(secret not in r.getMessage() for r in caplog.records)
+
+
+class TestPeerLocal:
+    async def test_unknown_peer_is_local(self, auth: DaemonAuth, token_file: Path) -> None:
+        request = make_mocked_request("GET", "/whoami", headers=_bearer(token_file))
+        assert request.remote is None
+        seen: list[AuthRecord] = []
+
+        async def handler(req: web.Request) -> web.StreamResponse:
+            seen.append(req[AUTH_RECORD_KEY])
+            return web.Response()
+
+        await auth.middleware(request, handler)
+        assert seen == [
+            AuthRecord(
+                credential="bearer", issued_at=int(token_file.stat().st_mtime), peer_local=True
+            )
+        ]
+
+    @pytest.mark.parametrize(
+        ("peer", "local"),
+        [
+            (None, True),
+            ("", True),
+            ("127.0.0.1", True),
+            ("127.8.9.10", True),
+            ("::1", True),
+            ("::ffff:127.0.0.1", True),
+            ("203.0.113.9", False),
+            ("2001:db8::9", False),
+            ("::ffff:203.0.113.9", False),
+        ],
+    )
+    def test_rows(self, peer: str | None, local: bool) -> None:
+        assert is_local_peer(peer) is local
+
+    def test_own_interface_addresses_are_local(self) -> None:
+        addresses = local_interface_addresses()
+        assert any(a.is_loopback for a in addresses)
+        for address in addresses:
+            assert is_local_peer(str(address))
+
+    def test_middleware_is_stable(self, auth: DaemonAuth) -> None:
+        assert auth.middleware is auth.middleware
+
+
+async def test_without_gate_the_app_is_open() -> None:
+    async with TestClient(TestServer(build_test_app(None))) as c:
+        resp = await c.get("/whoami")
+        assert resp.status == 200
+        assert (await resp.json())["data"] is None

@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+import base64
+import os
+import stat
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from local_daemon._errors import TokenFileError
+from local_daemon._tokenfile import (
+    TokenFileReader,
+    ensure_token_file,
+    read_token_file,
+    rotate_token_file,
+)
+
+SPARE_UID = 65534
+
+
+def _write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    path.write_bytes(data)
+    os.chmod(path, mode)
+
+
+def _good_text() -> bytes:
+    return base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=") + b"\n"
+
+
+class TestEnsure:
+    def test_creates_a_private_32_byte_base64url_secret(self, tmp_path: Path) -> None:
+        path = tmp_path / "sub" / "token"
+        assert ensure_token_file(path) == path
+        st = path.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        text = path.read_text().strip()
+        assert len(base64.urlsafe_b64decode(text + "=")) == 32
+        assert read_token_file(path).text == text
+
+    def test_keeps_an_existing_file(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        before = path.read_bytes()
+        ensure_token_file(path)
+        assert path.read_bytes() == before
+
+    def test_refuses_an_existing_bad_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "token"
+        _write(path, _good_text(), 0o644)
+        with pytest.raises(TokenFileError) as info:
+            ensure_token_file(path)
+        assert info.value.problem == "mode"
+
+    def test_secrets_differ(self, tmp_path: Path) -> None:
+        a = ensure_token_file(tmp_path / "a").read_text()
+        b = ensure_token_file(tmp_path / "b").read_text()
+        assert a != b
+
+
+class TestRotate:
+    def test_replaces_the_secret_atomically_and_privately(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        before_text, before_ino = path.read_text(), path.stat().st_ino
+        rotate_token_file(path)
+        assert path.read_text() != before_text
+        assert path.stat().st_ino != before_ino
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["token"]
+
+    def test_creates_when_missing(self, tmp_path: Path) -> None:
+        path = rotate_token_file(tmp_path / "token")
+        assert read_token_file(path).key_material
+
+
+def _symlink(path: Path) -> None:
+    target = path.with_name("real")
+    _write(target, _good_text())
+    path.symlink_to(target)
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path, 0o600)
+
+
+def _directory(path: Path) -> None:
+    path.mkdir(mode=0o700)
+
+
+def _other_owner(path: Path) -> None:
+    _write(path, _good_text())
+    os.chown(path, SPARE_UID, SPARE_UID)
+
+
+REFUSALS: list[tuple[str, Callable[[Path], None], str]] = [
+    ("missing", lambda p: None, "missing"),
+    ("symlink", _symlink, "symlink"),
+    ("fifo", _fifo, "not_regular"),
+    ("directory", _directory, "not_regular"),
+    ("other owner", _other_owner, "owner"),
+    ("group readable", lambda p: _write(p, _good_text(), 0o640), "mode"),
+    ("other readable", lambda p: _write(p, _good_text(), 0o604), "mode"),
+    ("group writable", lambda p: _write(p, _good_text(), 0o620), "mode"),
+    ("empty", lambda p: _write(p, b""), "empty"),
+    ("only a newline", lambda p: _write(p, b"\n"), "empty"),
+    ("31 bytes", lambda p: _write(p, base64.urlsafe_b64encode(b"x" * 31)), "too_short"),
+    ("standard base64 alphabet", lambda p: _write(p, b"+/" * 30), "not_base64url"),
+    ("spaces inside", lambda p: _write(p, b"abcd efgh" * 8), "not_base64url"),
+    ("not ascii", lambda p: _write(p, "é".encode() * 40), "not_base64url"),
+    ("bad padding", lambda p: _write(p, b"A" * 45 + b"="), "not_base64url"),
+    ("huge", lambda p: _write(p, b"A" * 5000), "too_large"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS]
+)
+def test_refusal_rows(tmp_path: Path, make: Callable[[Path], None], problem: str) -> None:
+    path = tmp_path / "token"
+    make(path)
+    with pytest.raises(TokenFileError) as info:
+        read_token_file(path)
+    assert info.value.problem == problem
+    assert str(path) in str(info.value)
+    reader = TokenFileReader(path)
+    with pytest.raises(TokenFileError) as again:
+        reader.current()
+    assert again.value.problem == problem
+
+
+def test_padded_base64url_and_longer_secrets_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    _write(path, base64.urlsafe_b64encode(os.urandom(48)) + b"\r\n")
+    assert len(read_token_file(path).key_material) == 48
+
+
+def test_secret_never_in_errors_or_repr(tmp_path: Path) -> None:
+    path = ensure_token_file(tmp_path / "token")
+    secret = path.read_text().strip()
+    assert secret not in repr(read_token_file(path))
+    os.chmod(path, 0o644)
+    with pytest.raises(TokenFileError) as info:
+        read_token_file(path)
+    assert secret not in "".join(traceback.format_exception(info.value))
+
+
+class TestReader:
+    """The reader re-checks whenever inode, size, mtime, ctime, mode or owner change."""
+
+    def test_caches_while_nothing_changes(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        assert reader.current() is reader.current()
+
+    def test_new_inode(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        first = reader.current()
+        rotate_token_file(path)
+        assert reader.current().text != first.text
+
+    def test_size(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        reader.current()
+        with path.open("ab") as fh:
+            fh.write(b"!")
+        with pytest.raises(TokenFileError) as info:
+            reader.current()
+        assert info.value.problem == "not_base64url"
+
+    def test_mtime_same_size(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        first = reader.current()
+        st = path.stat()
+        path.write_bytes(_good_text())
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert reader.current().text != first.text
+
+    def test_mode_and_back(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        reader.current()
+        os.chmod(path, 0o640)
+        with pytest.raises(TokenFileError) as info:
+            reader.current()
+        assert info.value.problem == "mode"
+        # The cached failure holds while nothing changes, then clears when the file is fixed.
+        with pytest.raises(TokenFileError):
+            reader.current()
+        os.chmod(path, 0o600)
+        assert reader.current().text == path.read_text().strip()
+
+    def test_owner(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        reader.current()
+        os.chown(path, SPARE_UID, -1)
+        with pytest.raises(TokenFileError) as info:
+            reader.current()
+        assert info.value.problem == "owner"
+        os.chown(path, os.geteuid(), -1)
+        reader.current()
+
+    def test_swapped_for_a_symlink(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        reader.current()
+        other = ensure_token_file(tmp_path / "other")
+        path.unlink()
+        path.symlink_to(other)
+        with pytest.raises(TokenFileError) as info:
+            reader.current()
+        assert info.value.problem == "symlink"
+
+    def test_deleted(self, tmp_path: Path) -> None:
+        path = ensure_token_file(tmp_path / "token")
+        reader = TokenFileReader(path)
+        reader.current()
+        path.unlink()
+        with pytest.raises(TokenFileError) as info:
+            reader.current()
+        assert info.value.problem == "missing"
