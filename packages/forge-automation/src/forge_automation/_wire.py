@@ -42,6 +42,8 @@ __all__ = [
     "GhResponse",
     "gh_cli_wire",
     "parse_gh_response",
+    "redact_pair",
+    "redact_text",
     "run_gh",
 ]
 
@@ -65,6 +67,32 @@ def redact_text(text: str, secrets: Sequence[str] = ()) -> str:
         if secret:
             text = text.replace(secret, "[redacted]")
     return _SECRET_SHAPES.sub("[redacted]", text)
+
+
+def redact_pair(first: str, second: str, secrets: Sequence[str] = ()) -> tuple[str, str]:
+    """Redact two adjacent outputs, cutting a token split across them from both halves."""
+    joined = first + second
+    spans = [m.span() for m in _SECRET_SHAPES.finditer(joined)]
+    for secret in secrets:
+        start = joined.find(secret) if secret else -1
+        while start >= 0:
+            spans.append((start, start + len(secret)))
+            start = joined.find(secret, start + 1)
+    cut = len(first)
+
+    def apply(lo: int, hi: int) -> str:
+        pieces, pos = [], lo
+        for span_start, span_end in sorted(spans):
+            a, b = max(span_start, lo), min(span_end, hi)
+            if a >= b or b <= pos:
+                continue
+            pieces.append(joined[pos : max(a, pos)])
+            pieces.append("[redacted]")
+            pos = b
+        pieces.append(joined[pos:hi])
+        return redact_text("".join(pieces), secrets)
+
+    return apply(0, cut), apply(cut, len(joined))
 
 
 _GH_DEFAULTS = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1", "NO_COLOR": "1"}
@@ -377,10 +405,13 @@ class _GhCliWire:
                 message = response.body[:500].decode("utf-8", "replace")
             text = f"gh api failed with HTTP {response.status}: {message or 'no message'}"
             return ForgeCliError(redact_text(text, secrets), status=response.status)
-        # Join before redacting so a token split across stdout and stderr is cut as one.
-        joined = (result.stdout + b"\n" + result.stderr).decode("utf-8", "replace")
-        text = f"gh exited {result.returncode}: {joined.strip()[:2000] or 'no output'}"
-        return ForgeCliError(redact_text(text, secrets), status=None)
+        out, err = redact_pair(
+            result.stdout.decode("utf-8", "replace"),
+            result.stderr.decode("utf-8", "replace"),
+            secrets,
+        )
+        joined = f"{out.strip()}\n{err.strip()}".strip()[:2000]
+        return ForgeCliError(f"gh exited {result.returncode}: {joined or 'no output'}", status=None)
 
     def _rest(
         self,
