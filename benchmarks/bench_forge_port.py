@@ -1,0 +1,79 @@
+"""Port calls per second through the real `gh` against the local forge API, vs one bare `gh api`.
+
+The wire's own cost per call (argument building, `-i` parsing, validation, the rate budget) is the
+difference; the target is under 10% of a bare `gh api` call, which is mostly gh's own start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages" / "forge-automation" / "tests"))
+
+from forge_automation import forge_port, gh_cli_wire  # noqa: E402
+from forge_support import ForgeServer  # noqa: E402
+
+REPO = "acme/widgets"
+ROUNDS = 5
+PER_ROUND = 8
+
+
+def main() -> None:
+    """Print one JSON line per figure."""
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        repo.branches["main"] = repo.add_commit("root")
+        env = {**os.environ, **server.env()}
+        port = forge_port(gh_cli_wire(server.exec()))
+        bare_args = ["gh", "api", "-i", "--method", "GET", f"repos/{REPO}/git/ref/heads/main"]
+        bare_times: list[float] = []
+        port_times: list[float] = []
+        # Interleave rounds so drift on a shared machine hits both sides alike.
+        for _ in range(ROUNDS):
+            start = time.perf_counter()
+            for _ in range(PER_ROUND):
+                subprocess.run(bare_args, env=env, capture_output=True, check=True)
+            bare_times.append((time.perf_counter() - start) / PER_ROUND)
+            start = time.perf_counter()
+            for _ in range(PER_ROUND):
+                assert port.get_head_sha(REPO, "main") is not None
+            port_times.append((time.perf_counter() - start) / PER_ROUND)
+    bare = statistics.median(bare_times)
+    through_port = statistics.median(port_times)
+    print(
+        json.dumps(
+            {
+                "name": "forge port get_head_sha through gh (calls/s)",
+                "value": round(1 / through_port, 2),
+                "unit": "calls/s",
+                "baseline": "one bare `gh api -i` call",
+                "baseline_value": round(1 / bare, 2),
+                "ratio": round(through_port / bare, 3),
+                "target": "per-call time <= 1.10 x bare gh api",
+            }
+        )
+    )
+    print(
+        json.dumps(
+            {
+                "name": "forge wire overhead per call",
+                "value": round((through_port - bare) * 1000, 2),
+                "unit": "ms",
+                "baseline": "one bare `gh api -i` call (ms)",
+                "baseline_value": round(bare * 1000, 2),
+                "ratio": round((through_port - bare) / bare, 3),
+                "target": "< 0.10 of a bare call",
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
