@@ -285,3 +285,22 @@ async def test_single_html_file_root(tmp_path: Path) -> None:
 def test_bad_base_is_refused(dist: Path, base: str) -> None:
     with pytest.raises(ValueError, match="base"):
         mount_static_app(web.Application(), root=dist, base=base)
+
+
+async def test_revalidation_with_etag(port: int, dist: Path) -> None:
+    first = await raw_request(port, "GET", "/index.html")
+    etag = first.headers["ETag"]
+    assert etag.startswith('W/"')
+    again = await raw_request(port, "GET", "/", headers={"If-None-Match": etag})
+    assert again.status == 304
+    assert again.body == b""
+    assert again.headers["Cache-Control"] == "no-cache"
+    listed = await raw_request(
+        port, "GET", "/index.html", headers={"If-None-Match": f'"other", {etag}'}
+    )
+    assert listed.status == 304
+    (dist / "index.html").write_bytes(INDEX + b"<p>rebuilt</p>")
+    changed = await raw_request(port, "GET", "/index.html", headers={"If-None-Match": etag})
+    assert changed.status == 200
+    assert changed.body.endswith(b"<p>rebuilt</p>")
+    assert changed.headers["ETag"] != etag

@@ -50,6 +50,7 @@ class OpenFile:
 
     fd: int
     size: int
+    mtime_ns: int
 
 
 def open_regular_file(path: str | os.PathLike[str]) -> OpenFile:
@@ -68,7 +69,7 @@ def open_regular_file(path: str | os.PathLike[str]) -> OpenFile:
     except BaseException:
         os.close(fd)
         raise
-    return OpenFile(fd=fd, size=st.st_size)
+    return OpenFile(fd=fd, size=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
 def plain_response(

@@ -221,11 +221,36 @@ def mount_static_app(
         own.add(base_resource)
 
 
+def _etag(opened: OpenFile) -> str:
+    return f'W/"{opened.size:x}-{opened.mtime_ns:x}"'
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    # Weak comparison (RFC 9110 13.1.2): the W/ prefix is ignored on both sides.
+    wanted = etag.removeprefix("W/")
+    return any(
+        tag.strip() == "*" or tag.strip().removeprefix("W/") == wanted
+        for tag in if_none_match.split(",")
+    )
+
+
 async def _send_whole(
     request: web.Request, opened: OpenFile, target: _Target
 ) -> web.StreamResponse:
     try:
+        etag = _etag(opened)
+        if _matches(request.headers.get(hdrs.IF_NONE_MATCH, ""), etag):
+            # no-cache means "revalidate": a validator lets the browser skip the download.
+            return web.Response(
+                status=304,
+                headers={
+                    hdrs.ETAG: etag,
+                    hdrs.CACHE_CONTROL: target.cache_control,
+                    hdrs.X_CONTENT_TYPE_OPTIONS: "nosniff",
+                },
+            )
         response = web.StreamResponse(status=200)
+        response.headers[hdrs.ETAG] = etag
         response.headers[hdrs.CONTENT_TYPE] = content_type_for(target.path)
         response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
         response.headers[hdrs.CACHE_CONTROL] = target.cache_control
