@@ -165,7 +165,7 @@ class RefreshLocks:
         """Return the holder record's path."""
         return holder_record_path(self.config_dir)
 
-    def acquire(self) -> None:
+    def acquire(self, *, between: Callable[[], None] | None = None) -> None:
         """Take both locks, reclaiming a crashed holder's; raise LockHeldError or LockIOError."""
         config_lock, legacy_lock = lock_paths(self.config_dir)
         self._take(config_lock, legacy=False)
@@ -174,6 +174,8 @@ class RefreshLocks:
             # name a crashed holder's legacy lock) before replacing it with ours.
             self._load_stale_record()
             self._create_record()
+            if between is not None:
+                between()
             self._take(legacy_lock, legacy=True)
             if not self.legacy_unusable:
                 self._replace_record()
@@ -265,12 +267,12 @@ class RefreshLocks:
             os.close(fd)
 
     def _create_record(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.record_path)
         try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.record_path)
             self._write_new(self.record_path, self._record_bytes())
-        except OSError as exc:
-            raise LockIOError(exc.errno) from None
+        except Exception:
+            raise LockIOError("holder record") from None
 
     def _replace_record(self) -> None:
         # Write-then-rename so the record never vanishes while the locks are held.
