@@ -40,8 +40,8 @@ def _run_one(script: Path) -> tuple[list[dict[str, object]], str | None]:
     except subprocess.TimeoutExpired:
         return [], f"timed out after {TIMEOUT_S} s"
     rows: list[dict[str, object]] = []
-    for line in proc.stdout.splitlines():
-        line = line.strip()
+    for raw in proc.stdout.splitlines():
+        line = raw.strip()
         if line.startswith("{"):
             try:
                 rows.append(json.loads(line))
