@@ -223,3 +223,48 @@ class TestReader:
         with pytest.raises(TokenFileError) as info:
             reader.current()
         assert info.value.problem == "missing"
+
+
+class TestTokenCli:
+    """`local-daemon token ...` through typer's runner (the group `cli.py` mounts)."""
+
+    def test_ensure_rotate_login_code(self, tmp_path: Path) -> None:
+        from typer.testing import CliRunner
+
+        from local_daemon._auth import create_daemon_auth
+        from local_daemon._cli_token import token_app
+
+        runner = CliRunner()
+        path = tmp_path / "token"
+        result = runner.invoke(token_app, ["ensure", str(path)])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == str(path)
+        secret = path.read_text().strip()
+        assert secret not in result.output
+        result = runner.invoke(token_app, ["login-code", str(path)])
+        assert result.exit_code == 0
+        code = result.stdout.strip()
+        assert create_daemon_auth(path, started_at=0).spend_login_code(code)
+        result = runner.invoke(
+            token_app, ["login-code", str(path), "--url", "https://box.test:8443/"]
+        )
+        assert result.stdout.startswith("https://box.test:8443/auth/login?code=v1.")
+        assert (
+            runner.invoke(token_app, ["login-code", str(path), "--url", "http://x"]).exit_code == 64
+        )
+        result = runner.invoke(token_app, ["rotate", str(path)])
+        assert result.exit_code == 0
+        assert path.read_text().strip() != secret
+        assert not create_daemon_auth(path, started_at=0).spend_login_code(code)
+
+    def test_bad_file_exits_78_with_the_problem(self, tmp_path: Path) -> None:
+        from typer.testing import CliRunner
+
+        from local_daemon._cli_token import EXIT_TOKEN_FILE, token_app
+
+        path = tmp_path / "token"
+        _write(path, _good_text(), 0o644)
+        result = CliRunner().invoke(token_app, ["login-code", str(path)])
+        assert result.exit_code == EXIT_TOKEN_FILE
+        assert "problem: mode" in result.stderr
+        assert path.read_text().strip() not in result.output

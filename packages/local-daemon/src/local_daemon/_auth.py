@@ -19,9 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from local_daemon._tokenfile import TokenFileReader, TokenSecret, read_token_file
 
 if TYPE_CHECKING:
@@ -63,6 +60,10 @@ def _unb64_mac(text: str) -> bytes | None:
 
 
 def _derive(key_material: bytes, info: bytes) -> bytes:
+    # Imported here so that importing the package does not pay for cryptography.
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key_material)
 
 
@@ -90,7 +91,7 @@ def _keys_for(secret: TokenSecret) -> _Keys:
 
 
 def _mac(key: bytes, message: str) -> bytes:
-    return hmac.new(key, message.encode("ascii"), hashlib.sha256).digest()
+    return hmac.digest(key, message.encode("ascii"), "sha256")
 
 
 def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = None) -> str:
@@ -232,7 +233,7 @@ class DaemonAuth:
     def verify_bearer(self, token: str) -> Verified | None:
         """Return the bearer credential when `token` is the token file's secret, else None."""
         keys = self._current_keys()
-        presented = hmac.new(keys.bearer, token.encode("utf-8", "replace"), hashlib.sha256).digest()
+        presented = hmac.digest(keys.bearer, token.encode("utf-8", "replace"), "sha256")
         if not hmac.compare_digest(keys.bearer_digest, presented):
             return None
         return Verified(credential="bearer", issued_at=keys.written_at)

@@ -234,6 +234,8 @@ class _Gate:
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie:
             return self._auth.verify_session_cookie(cookie)
+        # No credential still checks the file: while it is bad every request answers 503.
+        self._auth.check()
         return None
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
@@ -272,10 +274,11 @@ class _Gate:
     async def __call__(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        path = request.path
         try:
-            self._auth.check()
-            path = request.path
+            # Exactly one token file check per request on the common path (the stat is the cost).
             if path == LOGIN_PATH:
+                self._auth.check()
                 return await self._login(request)
             verified = self._authenticate(request)
         except TokenFileError as exc:

@@ -17,19 +17,16 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from local_daemon._auth import DaemonAuth, create_daemon_auth
 from local_daemon._errors import RemoteBindError, TlsFileError
-from local_daemon._tls import (
-    CheckedPair,
-    check_tls_pair,
-    load_pair_into,
-    new_server_context,
-    pair_signature,
-)
 from local_daemon._types import Gate
+
+if TYPE_CHECKING:
+    from local_daemon._tls import CheckedPair
 
 __all__ = [
     "RemoteListener",
@@ -128,6 +125,9 @@ def check_remote_options(remote: RemoteOptions, *, loopback_host: str) -> None:
             f"host {loopback_host!r} is not loopback: an unauthenticated listener beside the "
             "remote one would bypass the gate"
         )
+    # cryptography's x509 costs a noticeable import; only a daemon with a remote pays for it.
+    from local_daemon._tls import check_tls_pair
+
     create_daemon_auth(remote.token_file, sign_in_hint=remote.sign_in_hint)
     check_tls_pair(remote.tls.cert_file, remote.tls.key_file, names=tuple(remote.allowed_hosts))
 
@@ -223,6 +223,8 @@ class RemoteListener:
 
     def reload_tls(self) -> bool:
         """Re-check the TLS pair now; load it when it changed and passes. True when it loaded."""
+        from local_daemon._tls import check_tls_pair, load_pair_into, pair_signature
+
         tls = self._remote.tls
         signature = pair_signature(tls.cert_file, tls.key_file)
         if signature == self._pair.signature and self._last_failure is None:
@@ -272,6 +274,8 @@ async def open_remote_listener(
     logger: logging.Logger | None = None,
 ) -> RemoteListener:
     """Check the token and TLS files, bind `remote.host:port` with TLS and serve the gated app."""
+    from local_daemon._tls import check_tls_pair, new_server_context
+
     _check_shape(remote)
     auth = create_daemon_auth(remote.token_file, sign_in_hint=remote.sign_in_hint)
     pair = check_tls_pair(
