@@ -368,3 +368,10 @@ async def test_without_gate_the_app_is_open() -> None:
         resp = await c.get("/whoami")
         assert resp.status == 200
         assert (await resp.json())["data"] is None
+
+
+def test_create_gate_is_the_auth_itself(auth: DaemonAuth) -> None:
+    from local_daemon._gate import create_gate
+
+    gate = create_gate(auth)
+    assert gate.middleware is auth.middleware

@@ -24,9 +24,16 @@ from local_daemon._auth import (
 )
 from local_daemon._errors import TokenFileError
 from local_daemon._peer import is_local_peer
-from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Middleware
+from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Gate, Middleware
 
-__all__ = ["LOGIN_PATH", "LOGOUT_PATH", "gate_middleware", "login_page", "signed_out_page"]
+__all__ = [
+    "LOGIN_PATH",
+    "LOGOUT_PATH",
+    "create_gate",
+    "gate_middleware",
+    "login_page",
+    "signed_out_page",
+]
 
 LOGIN_PATH = "/auth/login"
 LOGOUT_PATH = "/auth/logout"
@@ -299,6 +306,11 @@ class _Gate:
             peer_local=is_local_peer(request.remote),
         )
         return await handler(request)
+
+
+def create_gate(auth: DaemonAuth) -> Gate:
+    """Return the gate for `auth`: the auth object itself, whose `.middleware` is the gate."""
+    return auth
 
 
 def gate_middleware(auth: DaemonAuth) -> Middleware:
