@@ -12,7 +12,7 @@ export UV_PYTHON_DOWNLOADS := never
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-SYSTEM_TOOLS := gh:gh git:git chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd
+SYSTEM_TOOLS := gh:gh git:git chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux
 
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
 	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
