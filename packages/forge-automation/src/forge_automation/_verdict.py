@@ -1,0 +1,121 @@
+"""ci_verdict: green, red or pending for a sha from its check runs, statuses and required contexts.
+
+Pure: no I/O, no clock. Every run counts, superseded ones included, so a failed attempt that a
+rerun later passed still reads red: the caller re-requests the failed run rather than the verdict
+forgetting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from ._constants import ACTIONS_APP_ID
+from ._types import CheckRun, CommitStatus, RequiredChecks, RequiredContext
+
+__all__ = ["CiVerdict", "Verdict", "ci_verdict"]
+
+Verdict: TypeAlias = Literal["green", "red", "pending"]
+_Outcome: TypeAlias = Literal["pass", "fail", "wait"]
+
+# Conclusions that let a check that is not required through; a required one passes on success only.
+_SOFT_PASS = frozenset({"success", "neutral", "skipped"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiVerdict:
+    """The verdict and the `<name>=<conclusion>` facts that decided it."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """Return the spec's `{verdict, reasons}` JSON object."""
+        return {"verdict": self.verdict, "reasons": list(self.reasons)}
+
+
+def run_outcome(run: CheckRun, *, required: bool) -> _Outcome:
+    """Judge one run: unfinished waits; success passes; neutral/skipped pass unless required."""
+    if run.status != "completed" or run.conclusion is None:
+        return "wait"
+    if run.conclusion == "success" or (not required and run.conclusion in _SOFT_PASS):
+        return "pass"
+    return "fail"
+
+
+def status_outcome(status: CommitStatus) -> _Outcome:
+    """Judge one commit status: success passes, pending waits, failure, error and the rest fail."""
+    if status.state == "success":
+        return "pass"
+    if status.state == "pending":
+        return "wait"
+    return "fail"
+
+
+def run_label(run: CheckRun) -> str:
+    """Return `<name>=<conclusion>`, or `<name>=<status>` while the run is unfinished."""
+    if run.status != "completed" or run.conclusion is None:
+        return f"{run.name}={run.status}"
+    return f"{run.name}={run.conclusion}"
+
+
+def contexts_of(rules: RequiredChecks | Iterable[RequiredContext]) -> tuple[RequiredContext, ...]:
+    """Return the required contexts of `rules`, whether given as RequiredChecks or a sequence."""
+    if isinstance(rules, RequiredChecks):
+        return rules.contexts
+    return tuple(rules)
+
+
+def ci_verdict(
+    *,
+    rules: RequiredChecks | Sequence[RequiredContext],
+    runs: Sequence[CheckRun],
+    statuses: Sequence[CommitStatus],
+) -> CiVerdict:
+    """Judge a sha's CI: red on any failure that counts, pending while any is missing or running."""
+    contexts = contexts_of(rules)
+    judged: list[tuple[_Outcome, str]] = []
+    if contexts:
+        for rule in contexts:
+            judged.extend(_judge_required(rule, runs, statuses))
+    else:
+        judged.extend((run_outcome(run, required=False), run_label(run)) for run in runs)
+        judged.extend((status_outcome(s), f"{s.context}={s.state}") for s in statuses)
+        if not judged:
+            judged.append(("wait", "no check runs or statuses yet"))
+        elif not runs:
+            # Statuses can land before any check suite exists: all of CI may not have started.
+            judged.append(("wait", "statuses but no check run yet"))
+    return _combine(judged)
+
+
+def _judge_required(
+    rule: RequiredContext, runs: Sequence[CheckRun], statuses: Sequence[CommitStatus]
+) -> list[tuple[_Outcome, str]]:
+    if rule.app_id is not None:
+        # Pinned: only that app's runs; a status cannot prove which app posted it.
+        counted = [r for r in runs if r.name == rule.context and r.app_id == rule.app_id]
+        matching_statuses: list[CommitStatus] = []
+    else:
+        counted = [r for r in runs if r.name == rule.context and r.app_id == ACTIONS_APP_ID]
+        matching_statuses = [s for s in statuses if s.context == rule.context]
+    found = [(run_outcome(r, required=True), run_label(r)) for r in counted]
+    found += [(status_outcome(s), f"{s.context}={s.state}") for s in matching_statuses]
+    if not found:
+        return [("wait", f"{rule.context}=missing")]
+    return found
+
+
+def _combine(judged: Sequence[tuple[_Outcome, str]]) -> CiVerdict:
+    failed = _unique(label for outcome, label in judged if outcome == "fail")
+    if failed:
+        return CiVerdict(verdict="red", reasons=failed)
+    waiting = _unique(label for outcome, label in judged if outcome == "wait")
+    if waiting:
+        return CiVerdict(verdict="pending", reasons=waiting)
+    return CiVerdict(verdict="green", reasons=_unique(label for _, label in judged))
+
+
+def _unique(labels: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(labels))
