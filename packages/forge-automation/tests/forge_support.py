@@ -72,6 +72,8 @@ class RepoState:
     compare_files: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     review_threads: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
+    # Raw job logs by check run (job) id, served through actions/jobs/{id}/logs.
+    job_logs: dict[int, bytes] = field(default_factory=dict)
 
     def add_commit(
         self,
@@ -152,6 +154,12 @@ class ForgeState:
     reset_at: int = field(default_factory=lambda: int(time.time()) + 3600)
     # Tokens seen in Authorization headers of check-run posts.
     check_run_tokens: list[str] = field(default_factory=list)
+    # Error entries added (beside the data) to the next backstop GraphQL answers, one per answer.
+    graphql_faults: list[dict[str, Any]] = field(default_factory=list)
+    # GraphQL documents answered, by operation name (Backstop, BackstopContexts, ...).
+    graphql_ops: Counter[str] = field(default_factory=Counter)
+    # The GraphQL point budget, apart from REST's like the forge's own resources.
+    graphql_remaining: int = RATE_LIMIT
     ids: Any = field(default_factory=lambda: itertools.count(5000))
 
     def repo(self, full_name: str) -> RepoState:
@@ -225,8 +233,12 @@ class _Api:
             try:
                 if request.host != API_HOST:
                     raise _error(421, f"unexpected host {request.host}")
-                login = self._authenticate(request)
-                status, payload, headers = self._route(request, body, login)
+                if request.path.startswith("/_blobs/"):
+                    # Like the forge's signed log URLs: the redirect target needs no token.
+                    status, payload, headers = self._blob(request)
+                else:
+                    login = self._authenticate(request)
+                    status, payload, headers = self._route(request, body, login)
             except _Answer as answer:
                 status, payload, headers = answer.status, answer.body, answer.headers
             if status != 304:
@@ -240,6 +252,10 @@ class _Api:
             }
         if status in (204, 304):
             return web.Response(status=status, headers=headers)
+        if isinstance(payload, bytes):
+            return web.Response(
+                status=status, body=payload, content_type="text/plain", headers=headers
+            )
         return web.Response(
             status=status,
             body=json.dumps(payload).encode(),
@@ -326,6 +342,8 @@ class _Api:
             (r"/commits/([^/]+)/status", "GET", self.combined_status),
             (r"/rules/branches/(.+)", "GET", self.branch_rules),
             (r"/branches/(.+)/protection/required_status_checks", "GET", self.classic),
+            (r"/check-runs/(\d+)", "GET", self.get_check_run),
+            (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
         ]
 
     # -- REST handlers ---------------------------------------------------------------------------
@@ -368,7 +386,13 @@ class _Api:
         return 204, None, {}
 
     def _pr_json(self, repo: RepoState, pr: dict[str, Any], *, full: bool) -> dict[str, Any]:
-        out = {**pr, "base": {**pr["base"], "sha": repo.branches.get(pr["base"]["ref"], "")}}
+        out = {k: v for k, v in pr.items() if not k.startswith("_")}
+        out["base"] = {**pr["base"], "sha": repo.branches.get(pr["base"]["ref"], "")}
+        if full and pr.get("_mergeable_states"):
+            # A scripted sequence: each full read takes the next mergeable_state, the last sticks.
+            states = pr["_mergeable_states"]
+            pr["mergeable_state"] = states.pop(0) if len(states) > 1 else states[0]
+            out["mergeable_state"] = pr["mergeable_state"]
         if full:
             files = repo.pr_files.get(pr["number"], [])
             out["changed_files"] = pr.get("changed_files", len(files))
@@ -587,12 +611,42 @@ class _Api:
             raise _error(answer, "Branch not protected")
         return 200, answer, {}
 
+    def get_check_run(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, run_id: str
+    ) -> Any:
+        for run in repo.check_runs:
+            if run["id"] == int(run_id):
+                return 200, run, {}
+        raise _error(404, "Not Found")
+
+    def job_logs(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, job_id: str
+    ) -> Any:
+        if int(job_id) not in repo.job_logs:
+            raise _error(404, "Not Found")
+        location = f"http://{API_HOST}/_blobs/job-logs/{repo.full_name}/{job_id}"
+        return 302, {}, {"Location": location}
+
+    def _blob(self, request: web.Request) -> tuple[int, object, dict[str, str]]:
+        found = re.fullmatch(r"/_blobs/job-logs/([^/]+/[^/]+)/(\d+)", request.path)
+        repo = self.state.repos.get(found.group(1)) if found else None
+        if found is None or repo is None or int(found.group(2)) not in repo.job_logs:
+            raise _error(404, "Not Found")
+        return 200, repo.job_logs[int(found.group(2))], {}
+
     # -- GraphQL ---------------------------------------------------------------------------------
 
     def _graphql(self, data: Mapping[str, Any]) -> object:
         query = str(data.get("query", ""))
         variables = data.get("variables") or {}
         repo = self.state.repos.get(f"{variables.get('owner')}/{variables.get('name')}")
+        operation = re.match(r"\s*query\s+(Backstop\w*)", query)
+        if operation is not None:
+            self.state.graphql_ops[operation.group(1)] += 1
+            answer = _backstop_answer(self.state, repo, operation.group(1), variables)
+            if self.state.graphql_faults:
+                answer["errors"] = [self.state.graphql_faults.pop(0)]
+            return answer
         number = int(variables.get("number", 0))
         if repo is None or number not in repo.prs:
             return {
@@ -759,3 +813,149 @@ def gh_exec(env: Mapping[str, str]) -> GhExec:
         return run_gh(args, replace(options, env=merged))
 
     return exec_with_env
+
+
+# -- the backstop snapshot documents -------------------------------------------------------------
+
+BACKSTOP_OPEN_PAGE = 100
+BACKSTOP_DONE_PAGE = 20
+BACKSTOP_MAIN_PAGE = 50
+BACKSTOP_NESTED_PAGE = 100
+
+
+def _slice(rows: Sequence[Any], after: str | None, size: int) -> dict[str, Any]:
+    start = int(after) if after else 0
+    more = start + size < len(rows)
+    return {
+        "pageInfo": {"hasNextPage": more, "endCursor": str(start + size) if more else None},
+        "nodes": list(rows[start : start + size]),
+    }
+
+
+def _rollup_nodes(repo: RepoState, sha: str) -> list[dict[str, Any]]:
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for run in repo.check_runs:
+        if run["head_sha"] == sha:
+            latest[(run["name"], run["app"]["id"])] = run
+    nodes: list[dict[str, Any]] = [
+        {
+            "__typename": "CheckRun",
+            "databaseId": run["id"],
+            "name": run["name"],
+            "status": str(run["status"]).upper(),
+            "conclusion": str(run["conclusion"]).upper() if run.get("conclusion") else None,
+            "completedAt": run.get("completed_at"),
+        }
+        for run in latest.values()
+    ]
+    nodes += [
+        {
+            "__typename": "StatusContext",
+            "context": status["context"],
+            "state": str(status["state"]).upper(),
+            "createdAt": status.get("created_at"),
+        }
+        for status in repo.statuses.get(sha, [])
+    ]
+    return nodes
+
+
+def _review_nodes(pr: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(pr.get("_reviews", []))
+
+
+def _backstop_answer(
+    state: ForgeState, repo: RepoState | None, operation: str, variables: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Answer the backstop's documents from `repo`, by variables (the document shape is fixed)."""
+    if repo is None:
+        return {
+            "data": {"repository": None},
+            "errors": [{"type": "NOT_FOUND", "message": "Could not resolve to a Repository"}],
+        }
+    # The documented cost: 2 points for a page holding the open PRs' nested connections, else 1.
+    cost = 2 if operation == "Backstop" and variables.get("withOpen") else 1
+    state.graphql_remaining = max(state.graphql_remaining - cost, 0)
+    reset_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(state.reset_at))
+    rate = {"cost": cost, "remaining": state.graphql_remaining, "resetAt": reset_at}
+    repository: dict[str, Any] = {}
+    if operation == "BackstopContexts":
+        nodes = _rollup_nodes(repo, str(variables.get("oid")))
+        contexts = _slice(nodes, variables.get("after"), BACKSTOP_NESTED_PAGE)
+        repository["object"] = {"statusCheckRollup": {"contexts": contexts}}
+    elif operation == "BackstopReviews":
+        pr = repo.prs.get(int(variables.get("number", 0)))
+        reviews = _slice(_review_nodes(pr or {}), variables.get("after"), BACKSTOP_NESTED_PAGE)
+        repository["pullRequest"] = {"reviews": reviews} if pr else None
+    else:
+        if variables.get("withOpen"):
+            rows = []
+            for number in sorted(repo.prs):
+                pr = repo.prs[number]
+                if pr["state"] != "open":
+                    continue
+                sha = pr["head"]["sha"]
+                rollup = _rollup_nodes(repo, sha)
+                rows.append(
+                    {
+                        "number": number,
+                        "isDraft": pr.get("draft", False),
+                        "headRefName": pr["head"]["ref"],
+                        "headRefOid": sha,
+                        "baseRefName": pr["base"]["ref"],
+                        "updatedAt": pr.get("updated_at"),
+                        "reviews": _slice(_review_nodes(pr), None, BACKSTOP_NESTED_PAGE),
+                        "headRef": {
+                            "target": {
+                                "oid": sha,
+                                "statusCheckRollup": {
+                                    "contexts": _slice(rollup, None, BACKSTOP_NESTED_PAGE)
+                                }
+                                if rollup
+                                else None,
+                            }
+                        },
+                    }
+                )
+            repository["open"] = _slice(rows, variables.get("openAfter"), BACKSTOP_OPEN_PAGE)
+        if variables.get("withDone"):
+            done = [pr for pr in repo.prs.values() if pr["state"] == "closed"]
+            done.sort(key=lambda pr: str(pr.get("updated_at")), reverse=True)
+            rows = [
+                {
+                    "number": pr["number"],
+                    "state": "MERGED" if pr.get("merged") else "CLOSED",
+                    "merged": bool(pr.get("merged")),
+                    "mergedAt": pr.get("merged_at"),
+                    "closedAt": pr.get("closed_at", pr.get("updated_at")),
+                    "updatedAt": pr.get("updated_at"),
+                    "headRefOid": pr["head"]["sha"],
+                    "mergeCommit": {"oid": pr["merge_commit_sha"]} if pr.get("merged") else None,
+                    "mergedBy": {"login": pr["_merged_by"]} if pr.get("_merged_by") else None,
+                }
+                for pr in done
+            ]
+            repository["done"] = _slice(rows, variables.get("doneAfter"), BACKSTOP_DONE_PAGE)
+        if variables.get("withMain"):
+            branch = str(variables.get("branch", "")).removeprefix("refs/heads/")
+            tip = repo.branches.get(branch)
+            if tip is None:
+                repository["main"] = None
+            else:
+                since = str(variables.get("since") or "")
+                ancestry = _ancestors(repo, tip)
+                known = [s for s in ancestry if s in repo.commits and repo.commits[s][2] >= since]
+                known.sort(key=lambda s: (repo.commits[s][2], -ancestry[s]), reverse=True)
+                rows = [
+                    {
+                        "oid": s,
+                        "messageHeadline": repo.commits[s][1].splitlines()[0]
+                        if repo.commits[s][1]
+                        else "",
+                        "committedDate": repo.commits[s][2],
+                    }
+                    for s in known
+                ]
+                history = _slice(rows, variables.get("mainAfter"), BACKSTOP_MAIN_PAGE)
+                repository["main"] = {"target": {"oid": tip, "history": history}}
+    return {"data": {"rateLimit": rate, "repository": repository}}

@@ -6,6 +6,14 @@ skipped; `fake_forge()` is the same wire in memory for tests.
 
 from __future__ import annotations
 
+from ._backstop import (
+    BackstopSnapshot,
+    GraphqlApi,
+    gh_graphql_api,
+    graphql_points,
+    read_backstop_snapshot,
+    snapshot_requests,
+)
 from ._budget import RateBudget, shared_rate_budget
 from ._constants import (
     ACTIONS_APP_ID,
@@ -66,6 +74,7 @@ __all__ = [  # noqa: RUF022
     "AppTokenProvider",
     "BACKSTOP_CAPS",
     "BackstopCaps",
+    "BackstopSnapshot",
     "BackstopTruncated",
     "CheckConclusion",
     "CheckRun",
@@ -95,6 +104,7 @@ __all__ = [  # noqa: RUF022
     "ForgeWire",
     "GhExec",
     "GitExec",
+    "GraphqlApi",
     "IssueComment",
     "LsRemoteError",
     "NotModified",
@@ -114,7 +124,11 @@ __all__ = [  # noqa: RUF022
     "fake_forge",
     "forge_port",
     "gh_cli_wire",
+    "gh_graphql_api",
+    "graphql_points",
     "load_required_contexts",
+    "read_backstop_snapshot",
     "run_gh",
     "shared_rate_budget",
+    "snapshot_requests",
 ]

@@ -1,0 +1,518 @@
+"""read_backstop_snapshot: a whole repository in one GraphQL document, paged range by range.
+
+One document asks for three ranges at once: the open PRs (with each head commit's rollup contexts
+and each PR's reviews), the recently done PRs, and the branch history. A later page re-sends the
+same document with only the ranges that still have pages (`@include` flags) and their cursors; a
+contexts or reviews connection that has more than its inline page is re-read for that commit or PR
+with a small follow-up document. Every range is read whole or the read fails with
+BackstopTruncated: a partial snapshot would read as "that PR is gone".
+
+Cost (GitHub's documented formula): a connection costs one request per node its parents may
+return, so one full page is 1 (open PRs) + 100 x 2 (reviews and contexts under each of 100 open
+PRs) + 1 (done PRs) + 1 (history) = 203 requests, and points are requests / 100 rounded: 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
+from ._errors import BackstopTruncated, ForgeCliError
+from ._exec import ExecOptions, GhExec
+from ._validate import validate_branch, validate_repo, validate_sha, validate_since
+from ._wire import parse_gh_response, redact_text, run_gh
+
+__all__ = [
+    "BackstopCheck",
+    "BackstopDonePr",
+    "BackstopMain",
+    "BackstopOpenPr",
+    "BackstopRateLimit",
+    "BackstopReview",
+    "BackstopSnapshot",
+    "BackstopStatus",
+    "GraphqlApi",
+    "gh_graphql_api",
+    "graphql_points",
+    "read_backstop_snapshot",
+    "snapshot_requests",
+]
+
+# A transport: send one GraphQL document with its variables, return the whole JSON answer
+# (`data` and `errors` both), so errors beside data are never lost on the way.
+GraphqlApi: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
+
+OPEN_PAGE = 100
+DONE_PAGE = 20
+MAIN_PAGE = 50
+CONTEXTS_PAGE = 100
+REVIEWS_PAGE = 100
+
+_CHECK_FIELDS = "databaseId name status conclusion completedAt"
+_CONTEXT_NODES = (
+    "nodes{__typename ... on CheckRun{" + _CHECK_FIELDS + "}"
+    " ... on StatusContext{context state createdAt}}"
+)
+_REVIEW_NODES = "nodes{databaseId author{login} state submittedAt commit{oid}}"
+_PAGE_INFO = "pageInfo{hasNextPage endCursor}"
+
+SNAPSHOT_QUERY = (
+    "query Backstop($owner:String!,$name:String!,$branch:String!,$since:GitTimestamp!,"
+    "$withOpen:Boolean!,$openAfter:String,$withDone:Boolean!,$doneAfter:String,"
+    "$withMain:Boolean!,$mainAfter:String){"
+    "rateLimit{cost remaining resetAt}"
+    "repository(owner:$owner,name:$name){"
+    f"open:pullRequests(states:[OPEN],first:{OPEN_PAGE},after:$openAfter,"
+    "orderBy:{field:CREATED_AT,direction:ASC})@include(if:$withOpen){"
+    f"{_PAGE_INFO} nodes{{number isDraft headRefName headRefOid baseRefName updatedAt "
+    f"reviews(first:{REVIEWS_PAGE}){{{_PAGE_INFO} {_REVIEW_NODES}}} "
+    "headRef{target{... on Commit{oid statusCheckRollup{"
+    f"contexts(first:{CONTEXTS_PAGE}){{{_PAGE_INFO} {_CONTEXT_NODES}}}}}}}}}}}}}"
+    f"done:pullRequests(states:[MERGED,CLOSED],first:{DONE_PAGE},after:$doneAfter,"
+    "orderBy:{field:UPDATED_AT,direction:DESC})@include(if:$withDone){"
+    f"{_PAGE_INFO} nodes{{number state merged mergedAt closedAt updatedAt headRefOid "
+    "mergeCommit{oid} mergedBy{login}}}"
+    "main:ref(qualifiedName:$branch)@include(if:$withMain){target{... on Commit{oid "
+    f"history(first:{MAIN_PAGE},after:$mainAfter,since:$since){{{_PAGE_INFO} "
+    "nodes{oid messageHeadline committedDate}}}}}}}}"
+)
+
+CONTEXTS_QUERY = (
+    "query BackstopContexts($owner:String!,$name:String!,$oid:GitObjectID!,$after:String){"
+    "rateLimit{cost remaining resetAt}"
+    "repository(owner:$owner,name:$name){object(oid:$oid){... on Commit{statusCheckRollup{"
+    f"contexts(first:{CONTEXTS_PAGE},after:$after){{{_PAGE_INFO} {_CONTEXT_NODES}}}}}}}}}}}"
+)
+
+REVIEWS_QUERY = (
+    "query BackstopReviews($owner:String!,$name:String!,$number:Int!,$after:String){"
+    "rateLimit{cost remaining resetAt}"
+    "repository(owner:$owner,name:$name){pullRequest(number:$number){"
+    f"reviews(first:{REVIEWS_PAGE},after:$after){{{_PAGE_INFO} {_REVIEW_NODES}}}}}}}}}"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopCheck:
+    """A check run in a head commit's rollup."""
+
+    kind: Literal["check"] = "check"
+    database_id: int | None
+    name: str
+    status: str
+    conclusion: str | None
+    completed_at: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopStatus:
+    """A commit status in a head commit's rollup."""
+
+    kind: Literal["status"] = "status"
+    context: str
+    state: str
+    created_at: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopReview:
+    """One review on an open PR."""
+
+    database_id: int | None
+    author: str | None
+    state: str
+    submitted_at: str | None
+    commit_sha: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopOpenPr:
+    """An open PR, its head commit's rollup contexts and its reviews (oldest first)."""
+
+    number: int
+    draft: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    updated_at: str | None
+    contexts: tuple[BackstopCheck | BackstopStatus, ...]
+    reviews: tuple[BackstopReview, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopDonePr:
+    """A merged or closed PR; `merged_by` is the merger's login."""
+
+    number: int
+    state: str
+    merged: bool
+    merged_at: str | None
+    closed_at: str | None
+    updated_at: str
+    head_sha: str | None
+    merge_sha: str | None
+    merged_by: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopMain:
+    """The branch tip and its commits since `since`, newest first, stopped before the cursor."""
+
+    tip: str | None
+    commits: tuple[tuple[str, str, str], ...] = ()  # (sha, headline, committed date)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopRateLimit:
+    """Points spent over every document sent, and the budget the last answer reported."""
+
+    cost: int
+    remaining: int | None
+    reset_at: str | None
+    queries: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopSnapshot:
+    """One reconciler read of a repository."""
+
+    open: tuple[BackstopOpenPr, ...]
+    done: tuple[BackstopDonePr, ...]
+    main: BackstopMain
+    rate_limit: BackstopRateLimit
+
+
+def snapshot_requests(
+    *,
+    open: bool = True,
+    done: bool = True,
+    main: bool = True,
+    open_page: int = OPEN_PAGE,
+) -> int:
+    """Return the GraphQL request count of one snapshot page with the given ranges included.
+
+    Each connection costs one request per node its parent connections may return: the open PR
+    connection 1, its reviews and rollup contexts `open_page` each, the done PRs 1, the history 1.
+    """
+    total = 0
+    if open:
+        total += 1 + 2 * open_page
+    if done:
+        total += 1
+    if main:
+        total += 1
+    return total
+
+
+def graphql_points(requests: int) -> int:
+    """Return the rate-limit points of a document costing `requests` (requests / 100, rounded)."""
+    if requests < 0:
+        raise ValueError("requests must be >= 0")
+    # GitHub rounds half up; Python's round() would round 250 to 2 (banker's rounding).
+    return max(1, (requests + 50) // 100)
+
+
+def gh_graphql_api(exec: GhExec | None = None, *, timeout: float | None = 60.0) -> GraphqlApi:
+    """Return a GraphqlApi that posts each document through `gh api graphql --input -`."""
+    runner = exec or run_gh
+
+    def call(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        body = json.dumps({"query": query, "variables": dict(variables)}).encode()
+        args = ["api", "graphql", "-i", "--input", "-"]
+        result = runner(args, ExecOptions(input=body, timeout=timeout))
+        response = parse_gh_response(result.stdout)
+        if response is None:
+            detail = redact_text(result.stderr.decode("utf-8", "replace").strip())[:500]
+            raise ForgeCliError(f"gh exited {result.returncode}: {detail or 'no output'}")
+        if not 200 <= response.status < 300:
+            raise ForgeCliError(
+                f"GraphQL answered HTTP {response.status}", status=response.status
+            ) from None
+        # gh exits 1 when the answer holds `errors`; the body still says what they were.
+        data = response.json()
+        if not isinstance(data, Mapping):
+            raise ForgeCliError("GraphQL answered no object", status=response.status)
+        return data
+
+    return call
+
+
+def _ms_of(value: int | float | str | datetime) -> int:
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1000)
+    if isinstance(value, str):
+        return _ms_of(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    return int(value)
+
+
+@dataclass(slots=True)
+class _Range:
+    name: str
+    cap: int
+    pages: int = 0
+    cursor: str | None = None
+    paging: bool = True
+
+
+@dataclass(slots=True)
+class _Reader:
+    api: GraphqlApi
+    owner: str
+    name: str
+    caps: BackstopCaps
+    cost: int = 0
+    queries: int = 0
+    remaining: int | None = None
+    reset_at: str | None = None
+
+    def send(self, query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        answer: object = self.api(query, {"owner": self.owner, "name": self.name, **variables})
+        self.queries += 1
+        if not isinstance(answer, Mapping):
+            raise ForgeCliError("GraphQL answered no object")
+        errors = answer.get("errors")
+        if errors:
+            first = errors[0] if isinstance(errors, list) else errors
+            message = first.get("message") if isinstance(first, Mapping) else str(first)
+            raise ForgeCliError(redact_text(f"GraphQL error: {str(message)[:300]}"))
+        data = answer.get("data")
+        if not isinstance(data, Mapping):
+            raise ForgeCliError("GraphQL answered no data")
+        limit = data.get("rateLimit")
+        if isinstance(limit, Mapping):
+            self.cost += int(limit.get("cost") or 0)
+            self.remaining = limit.get("remaining")
+            self.reset_at = limit.get("resetAt")
+        repository = data.get("repository")
+        if not isinstance(repository, Mapping):
+            raise ForgeCliError(f"repository {self.owner}/{self.name} not found")
+        return repository
+
+    def follow(
+        self,
+        range_name: str,
+        cap: int,
+        connection: Mapping[str, Any],
+        fetch: Callable[[str], Mapping[str, Any]],
+    ) -> list[Any]:
+        """Return every node of `connection`, re-reading its later pages through `fetch`."""
+        nodes = list(connection.get("nodes") or ())
+        info = connection.get("pageInfo") or {}
+        for _ in range(cap):
+            if not info.get("hasNextPage"):
+                return nodes
+            page = fetch(str(info.get("endCursor")))
+            nodes.extend(page.get("nodes") or ())
+            info = page.get("pageInfo") or {}
+        if info.get("hasNextPage"):
+            raise BackstopTruncated(range=range_name, cap=cap)
+        return nodes
+
+
+def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
+    kind = node.get("__typename")
+    if kind == "CheckRun":
+        return BackstopCheck(
+            database_id=node.get("databaseId"),
+            name=str(node.get("name", "")),
+            status=str(node.get("status", "")).lower(),
+            conclusion=(str(node["conclusion"]).lower() if node.get("conclusion") else None),
+            completed_at=node.get("completedAt"),
+        )
+    if kind == "StatusContext":
+        return BackstopStatus(
+            context=str(node.get("context", "")),
+            state=str(node.get("state", "")).lower(),
+            created_at=node.get("createdAt"),
+        )
+    return None
+
+
+def _review(node: Mapping[str, Any]) -> BackstopReview:
+    return BackstopReview(
+        database_id=node.get("databaseId"),
+        author=(node.get("author") or {}).get("login"),
+        state=str(node.get("state", "")),
+        submitted_at=node.get("submittedAt"),
+        commit_sha=(node.get("commit") or {}).get("oid"),
+    )
+
+
+def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
+    number = int(node["number"])
+    reviews = reader.follow(
+        "reviews",
+        reader.caps.reviews,
+        node.get("reviews") or {},
+        lambda after: reader.send(REVIEWS_QUERY, {"number": number, "after": after})["pullRequest"][
+            "reviews"
+        ],
+    )
+    target = (node.get("headRef") or {}).get("target") or {}
+    rollup = target.get("statusCheckRollup") or {}
+    oid = target.get("oid")
+    contexts: list[Any] = []
+    if rollup:
+        contexts = reader.follow(
+            "contexts",
+            reader.caps.contexts,
+            rollup.get("contexts") or {},
+            lambda after: reader.send(CONTEXTS_QUERY, {"oid": oid, "after": after})["object"][
+                "statusCheckRollup"
+            ]["contexts"],
+        )
+    parsed = tuple(c for c in (_context(n) for n in contexts if n) if c is not None)
+    return BackstopOpenPr(
+        number=number,
+        draft=bool(node.get("isDraft")),
+        head_ref=str(node.get("headRefName", "")),
+        head_sha=str(node.get("headRefOid", "")),
+        base_ref=str(node.get("baseRefName", "")),
+        updated_at=node.get("updatedAt"),
+        contexts=parsed,
+        reviews=tuple(_review(r) for r in reviews if r),
+    )
+
+
+def read_backstop_snapshot(
+    api: GraphqlApi,
+    *,
+    repo: str,
+    branch: str,
+    since: str,
+    main_cursor: str | None,
+    done_since: int | float | str | datetime,
+    caps: BackstopCaps = BACKSTOP_CAPS,
+) -> BackstopSnapshot:
+    """Read open PRs, recently done PRs and the branch history of `repo` whole, in one document.
+
+    `done_since` is epoch milliseconds (or an ISO timestamp); done PRs are read newest first until
+    one was updated before `done_since - DONE_OVERLAP_MS`. `main_cursor` is the last tip already
+    seen: the history stops before it. Raises BackstopTruncated when a range needs a page past
+    its cap, and ForgeCliError on any GraphQL `errors` entry.
+    """
+    validate_repo(repo)
+    validate_branch(branch)
+    validate_since(since)
+    if main_cursor is not None:
+        validate_sha(main_cursor, "main_cursor")
+    cutoff_ms = _ms_of(done_since) - DONE_OVERLAP_MS
+    owner, name = repo.split("/", 1)
+    reader = _Reader(api=api, owner=owner, name=name, caps=caps)
+    ranges = {
+        "open": _Range("open", caps.open),
+        "done": _Range("done", caps.done),
+        "main": _Range("main", caps.main),
+    }
+    open_prs: list[BackstopOpenPr] = []
+    done_prs: list[BackstopDonePr] = []
+    tip: str | None = None
+    history: list[tuple[str, str, str]] = []
+    qualified = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+    # Bounded: each round moves at least one range one page on, and every range has a cap.
+    for _ in range(caps.open + caps.done + caps.main + 1):
+        active = [r for r in ranges.values() if r.paging]
+        if not active:
+            break
+        for r in active:
+            if r.pages >= r.cap:
+                raise BackstopTruncated(range=r.name, cap=r.cap)
+            r.pages += 1
+        variables = {
+            "branch": qualified,
+            "since": since,
+            "withOpen": ranges["open"].paging,
+            "openAfter": ranges["open"].cursor,
+            "withDone": ranges["done"].paging,
+            "doneAfter": ranges["done"].cursor,
+            "withMain": ranges["main"].paging,
+            "mainAfter": ranges["main"].cursor,
+        }
+        repository = reader.send(SNAPSHOT_QUERY, variables)
+        if ranges["open"].paging:
+            connection = _connection(repository, "open")
+            for node in connection.get("nodes") or ():
+                if node:
+                    open_prs.append(_open_pr(reader, node))
+            _advance(ranges["open"], connection)
+        if ranges["done"].paging:
+            connection = _connection(repository, "done")
+            reached = False
+            for node in connection.get("nodes") or ():
+                if not node:
+                    continue
+                updated = str(node.get("updatedAt") or "")
+                if not updated or _ms_of(updated) < cutoff_ms:
+                    reached = True
+                    break
+                done_prs.append(_done_pr(node))
+            _advance(ranges["done"], connection, stop=reached)
+        if ranges["main"].paging:
+            ref = repository.get("main")
+            if not isinstance(ref, Mapping):
+                # No such branch: nothing to read, and nothing truncated.
+                ranges["main"].paging = False
+                continue
+            target = ref.get("target") or {}
+            if tip is None:
+                tip = target.get("oid")
+            connection = target.get("history") or {}
+            reached = False
+            for node in connection.get("nodes") or ():
+                sha = str(node.get("oid", ""))
+                if main_cursor is not None and sha == main_cursor:
+                    reached = True
+                    break
+                history.append(
+                    (sha, str(node.get("messageHeadline", "")), str(node.get("committedDate", "")))
+                )
+            _advance(ranges["main"], connection, stop=reached)
+    rate_limit = BackstopRateLimit(
+        cost=reader.cost,
+        remaining=reader.remaining,
+        reset_at=reader.reset_at,
+        queries=reader.queries,
+    )
+    return BackstopSnapshot(
+        open=tuple(open_prs),
+        done=tuple(done_prs),
+        main=BackstopMain(tip=tip, commits=tuple(history)),
+        rate_limit=rate_limit,
+    )
+
+
+def _connection(repository: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    connection = repository.get(key)
+    if not isinstance(connection, Mapping):
+        raise ForgeCliError(f"GraphQL answer lacks the {key} range")
+    return connection
+
+
+def _advance(r: _Range, connection: Mapping[str, Any], *, stop: bool = False) -> None:
+    info = connection.get("pageInfo") or {}
+    if stop or not info.get("hasNextPage"):
+        r.paging = False
+        return
+    cursor = info.get("endCursor")
+    if not cursor:
+        raise ForgeCliError(f"GraphQL said {r.name} has more pages but gave no cursor")
+    r.cursor = str(cursor)
+
+
+def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
+    return BackstopDonePr(
+        number=int(node["number"]),
+        state=str(node.get("state", "")).lower(),
+        merged=bool(node.get("merged")),
+        merged_at=node.get("mergedAt"),
+        closed_at=node.get("closedAt"),
+        updated_at=str(node.get("updatedAt", "")),
+        head_sha=node.get("headRefOid"),
+        merge_sha=(node.get("mergeCommit") or {}).get("oid"),
+        merged_by=(node.get("mergedBy") or {}).get("login"),
+    )

@@ -1,0 +1,377 @@
+"""read_backstop_snapshot through the real gh against the local forge's GraphQL, and its caps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from forge_automation._backstop import (
+    BackstopCheck,
+    BackstopStatus,
+    GraphqlApi,
+    gh_graphql_api,
+    graphql_points,
+    read_backstop_snapshot,
+    snapshot_requests,
+)
+from forge_automation._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
+from forge_automation._errors import BackstopTruncated, ForgeCliError, ForgeInputError
+from forge_support import ForgeServer, RepoState, _backstop_answer
+
+REPO = "acme/widgets"
+SINCE = "2024-01-01T00:00:00Z"
+# 2024-03-01T00:00:00Z in epoch milliseconds.
+DONE_SINCE_MS = 1709251200000
+
+
+def _iso(day: int, minute: int = 0) -> str:
+    return f"2024-02-{day:02d}T00:{minute:02d}:00Z"
+
+
+def _history(repo: RepoState, count: int, *, branch: str = "main") -> list[str]:
+    """Build a linear history of `count` commits, one minute apart, and return shas oldest first."""
+    shas: list[str] = []
+    for i in range(count):
+        date = f"2024-01-{1 + i // 1440:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"
+        shas.append(
+            repo.add_commit(f"c{i}", parents=shas[-1:], message=f"commit {i}\n\nbody", date=date)
+        )
+    repo.branches[branch] = shas[-1]
+    return shas
+
+
+def _open_prs(repo: RepoState, count: int, *, start: int = 1) -> None:
+    for number in range(start, start + count):
+        sha = repo.add_commit(f"head{number}")
+        repo.add_pr(number, head_ref=f"b{number}", head_sha=sha)
+
+
+def _done_prs(
+    repo: RepoState, count: int, *, start: int, updated: str = "2024-03-01T00:00:00Z"
+) -> None:
+    for number in range(start, start + count):
+        sha = repo.add_commit(f"done{number}")
+        pr = repo.add_pr(number, head_ref=f"d{number}", head_sha=sha, state="closed")
+        pr["updated_at"] = updated
+        if number % 2:
+            pr["merged"] = True
+            pr["merged_at"] = updated
+            pr["_merged_by"] = "merger"
+
+
+def _run(repo: RepoState, run_id: int, name: str, sha: str, conclusion: str | None) -> None:
+    repo.check_runs.append(
+        {
+            "id": run_id,
+            "name": name,
+            "head_sha": sha,
+            "status": "completed" if conclusion else "in_progress",
+            "conclusion": conclusion,
+            "completed_at": "2024-02-01T00:00:00Z" if conclusion else None,
+            "app": {"id": 15368},
+        }
+    )
+
+
+def _review(number: int, i: int, sha: str) -> dict[str, Any]:
+    return {
+        "databaseId": number * 10000 + i,
+        "author": {"login": f"reviewer{i}"},
+        "state": "APPROVED" if i % 2 else "COMMENTED",
+        "submittedAt": f"2024-02-01T00:00:{i % 60:02d}Z",
+        "commit": {"oid": sha},
+    }
+
+
+def _direct(server: ForgeServer) -> GraphqlApi:
+    """Answer documents in-process (same answers as over gh) for the cap tests' many pages."""
+
+    def call(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        operation = query.split("(", 1)[0].removeprefix("query ").strip()
+        with server.lock:
+            repo = server.state.repos.get(f"{variables['owner']}/{variables['name']}")
+            answer = _backstop_answer(server.state, repo, operation, variables)
+            if server.state.graphql_faults:
+                answer["errors"] = [server.state.graphql_faults.pop(0)]
+        decoded: dict[str, Any] = json.loads(json.dumps(answer))
+        return decoded
+
+    return call
+
+
+@pytest.fixture
+def server() -> Iterator[ForgeServer]:
+    with ForgeServer() as forge:
+        yield forge
+
+
+def test_cost_formula_gives_203_requests_and_2_points() -> None:
+    assert snapshot_requests() == 203
+    assert graphql_points(snapshot_requests()) == 2
+    # A later page without the open range is three cheap connections: one point.
+    assert snapshot_requests(open=False) == 2
+    assert graphql_points(snapshot_requests(open=False, done=False)) == 1
+    assert graphql_points(250) == 3
+    assert graphql_points(249) == 2
+    with pytest.raises(ValueError):
+        graphql_points(-1)
+
+
+def test_every_range_pages_through_real_gh(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    shas = _history(repo, 120)
+    _open_prs(repo, 101)
+    _done_prs(repo, 21, start=500)
+    first = repo.prs[1]["head"]["sha"]
+    for i in range(101):
+        _run(repo, 9000 + i, f"check-{i:03d}", first, "success")
+    repo.statuses[first] = [{"context": "ci/legacy", "state": "failure", "created_at": _iso(3)}]
+    second = repo.prs[2]
+    second["_reviews"] = [_review(2, i, second["head"]["sha"]) for i in range(150)]
+    server.clear_log()
+
+    snapshot = read_backstop_snapshot(
+        gh_graphql_api(server.exec()),
+        repo=REPO,
+        branch="main",
+        since=SINCE,
+        main_cursor=None,
+        done_since=DONE_SINCE_MS,
+    )
+
+    assert [pr.number for pr in snapshot.open] == list(range(1, 102))
+    contexts = snapshot.open[0].contexts
+    assert len(contexts) == 102
+    checks = [c for c in contexts if isinstance(c, BackstopCheck)]
+    assert checks[0] == BackstopCheck(
+        database_id=9000,
+        name="check-000",
+        status="completed",
+        conclusion="success",
+        completed_at="2024-02-01T00:00:00Z",
+    )
+    assert [c for c in contexts if isinstance(c, BackstopStatus)] == [
+        BackstopStatus(context="ci/legacy", state="failure", created_at=_iso(3))
+    ]
+    reviews = snapshot.open[1].reviews
+    assert [r.database_id for r in reviews] == [20000 + i for i in range(150)]
+    assert reviews[1].author == "reviewer1"
+    assert reviews[1].state == "APPROVED"
+    assert [pr.number for pr in snapshot.done] == list(range(500, 521))
+    assert snapshot.done[1].merged_by == "merger"
+    assert snapshot.done[0].merged_by is None
+    assert snapshot.main.tip == shas[-1]
+    assert [c[0] for c in snapshot.main.commits] == shas[::-1]
+    assert snapshot.main.commits[0][1] == "commit 119"
+
+    # Pages 1-3 of the snapshot document, then one contexts and one reviews re-read.
+    assert dict(server.state.graphql_ops) == {
+        "Backstop": 3,
+        "BackstopContexts": 1,
+        "BackstopReviews": 1,
+    }
+    bodies = [json.loads(r.body) for r in server.requests("POST") if r.path == "/graphql"]
+    pages = [b for b in bodies if b["query"].startswith("query Backstop(")]
+    assert len({b["query"] for b in pages}) == 1, "every page re-sends the same document"
+    flags = [(v["withOpen"], v["withDone"], v["withMain"]) for v in (b["variables"] for b in pages)]
+    assert flags == [(True, True, True), (True, True, True), (False, False, True)]
+    assert pages[2]["variables"]["mainAfter"] == "100"
+    assert snapshot.rate_limit.queries == 5
+    assert snapshot.rate_limit.cost == 2 + 2 + 1 + 1 + 1
+    assert snapshot.rate_limit.remaining == 5000 - 7 == server.state.graphql_remaining
+    assert snapshot.rate_limit.reset_at is not None
+
+
+def test_done_stops_past_the_overlap_and_main_stops_before_the_cursor(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    shas = _history(repo, 10)
+    inside = DONE_SINCE_MS - DONE_OVERLAP_MS  # exactly at the cutoff still counts
+    _done_prs(repo, 2, start=10, updated="2024-03-01T00:00:00Z")
+    _done_prs(repo, 1, start=20, updated="2024-02-29T23:50:00Z")  # == cutoff
+    _done_prs(repo, 1, start=30, updated="2024-02-29T23:49:59Z")  # older: stops here
+    assert inside == 1709250600000
+    snapshot = read_backstop_snapshot(
+        _direct(server),
+        repo=REPO,
+        branch="main",
+        since=SINCE,
+        main_cursor=shas[6],
+        done_since="2024-03-01T00:00:00Z",
+    )
+    assert [pr.number for pr in snapshot.done] == [10, 11, 20]
+    assert [c[0] for c in snapshot.main.commits] == shas[:6:-1]
+    assert snapshot.open == ()
+
+
+def test_since_bounds_history_and_a_missing_branch_reads_empty(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    shas = _history(repo, 5)
+    snapshot = read_backstop_snapshot(
+        _direct(server),
+        repo=REPO,
+        branch="main",
+        since="2024-01-01T00:03:00Z",
+        main_cursor=None,
+        done_since=DONE_SINCE_MS,
+    )
+    assert [c[0] for c in snapshot.main.commits] == [shas[4], shas[3]]
+    empty = read_backstop_snapshot(
+        _direct(server),
+        repo=REPO,
+        branch="gone",
+        since=SINCE,
+        main_cursor=None,
+        done_since=DONE_SINCE_MS,
+    )
+    assert empty.main.tip is None
+    assert empty.main.commits == ()
+
+
+@pytest.mark.parametrize(
+    ("range_name", "cap"),
+    [("main", 20), ("done", 10), ("open", 20), ("contexts", 10), ("reviews", 10)],
+)
+def test_each_cap_of_backstop_caps_raises_truncated(
+    server: ForgeServer, range_name: str, cap: int
+) -> None:
+    repo = server.state.repo(REPO)
+    assert getattr(BACKSTOP_CAPS, range_name) == cap
+    if range_name == "main":
+        _history(repo, 20 * 50 + 1)
+    elif range_name == "done":
+        _done_prs(repo, 10 * 20 + 1, start=1000)
+    elif range_name == "open":
+        _open_prs(repo, 20 * 100 + 1)
+    elif range_name == "contexts":
+        _open_prs(repo, 1)
+        sha = repo.prs[1]["head"]["sha"]
+        for i in range(11 * 100 + 1):
+            _run(repo, 100000 + i, f"c{i}", sha, "success")
+    else:
+        _open_prs(repo, 1)
+        repo.prs[1]["_reviews"] = [_review(1, i, "0" * 40) for i in range(11 * 100 + 1)]
+    with pytest.raises(BackstopTruncated) as caught:
+        read_backstop_snapshot(
+            _direct(server),
+            repo=REPO,
+            branch="main",
+            since=SINCE,
+            main_cursor=None,
+            done_since=DONE_SINCE_MS,
+        )
+    assert (caught.value.range, caught.value.cap) == (range_name, cap)
+
+
+@pytest.mark.parametrize("range_name", ["main", "done", "open", "contexts", "reviews"])
+def test_a_range_exactly_at_its_cap_is_read_whole(server: ForgeServer, range_name: str) -> None:
+    repo = server.state.repo(REPO)
+    caps = BackstopCaps(main=2, done=2, open=2, contexts=1, reviews=1)
+    if range_name == "main":
+        _history(repo, 100)
+    elif range_name == "done":
+        _done_prs(repo, 40, start=1000)
+    elif range_name == "open":
+        _open_prs(repo, 200)
+    elif range_name == "contexts":
+        _open_prs(repo, 1)
+        sha = repo.prs[1]["head"]["sha"]
+        for i in range(200):
+            _run(repo, 100000 + i, f"c{i}", sha, None)
+    else:
+        _open_prs(repo, 1)
+        repo.prs[1]["_reviews"] = [_review(1, i, "0" * 40) for i in range(200)]
+    snapshot = read_backstop_snapshot(
+        _direct(server),
+        repo=REPO,
+        branch="main",
+        since=SINCE,
+        main_cursor=None,
+        done_since=DONE_SINCE_MS,
+        caps=caps,
+    )
+    sizes = {
+        "main": len(snapshot.main.commits),
+        "done": len(snapshot.done),
+        "open": len(snapshot.open),
+        "contexts": len(snapshot.open[0].contexts) if snapshot.open else 0,
+        "reviews": len(snapshot.open[0].reviews) if snapshot.open else 0,
+    }
+    assert sizes[range_name] == {"main": 100, "done": 40, "open": 200}.get(range_name, 200)
+
+
+def test_an_errors_entry_beside_data_fails_the_read_through_gh(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    _history(repo, 3)
+    server.state.graphql_faults.append(
+        {"type": "RATE_LIMITED", "message": "secondary limit ghs_leakedtoken1234567890", "path": []}
+    )
+    with pytest.raises(ForgeCliError) as caught:
+        read_backstop_snapshot(
+            gh_graphql_api(server.exec()),
+            repo=REPO,
+            branch="main",
+            since=SINCE,
+            main_cursor=None,
+            done_since=DONE_SINCE_MS,
+        )
+    assert "secondary limit" in str(caught.value)
+    assert "ghs_leaked" not in str(caught.value)
+
+
+def test_an_errors_entry_on_a_follow_up_fails_the_read(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    _open_prs(repo, 1)
+    repo.prs[1]["_reviews"] = [_review(1, i, "0" * 40) for i in range(101)]
+    api = _direct(server)
+    calls: list[str] = []
+
+    def failing_follow_up(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        calls.append(query.split("(", 1)[0])
+        answer = dict(api(query, variables))
+        if "BackstopReviews" in query:
+            answer["errors"] = [{"message": "Something went wrong"}]
+        return answer
+
+    with pytest.raises(ForgeCliError, match="Something went wrong"):
+        read_backstop_snapshot(
+            failing_follow_up,
+            repo=REPO,
+            branch="main",
+            since=SINCE,
+            main_cursor=None,
+            done_since=DONE_SINCE_MS,
+        )
+    assert calls == ["query Backstop", "query BackstopReviews"]
+
+
+def test_unknown_repository_and_bad_arguments(server: ForgeServer) -> None:
+    with pytest.raises(ForgeCliError, match="Could not resolve"):
+        read_backstop_snapshot(
+            _direct(server),
+            repo="nobody/nothing",
+            branch="main",
+            since=SINCE,
+            main_cursor=None,
+            done_since=DONE_SINCE_MS,
+        )
+    for field, kwargs in (
+        ("repo", {"repo": "../x"}),
+        ("branch", {"branch": "a..b"}),
+        ("since", {"since": "yesterday"}),
+        ("main_cursor", {"main_cursor": "HEAD"}),
+    ):
+        arguments: dict[str, Any] = {
+            "repo": REPO,
+            "branch": "main",
+            "since": SINCE,
+            "main_cursor": None,
+            "done_since": DONE_SINCE_MS,
+            **kwargs,
+        }
+        with pytest.raises(ForgeInputError) as caught:
+            read_backstop_snapshot(_direct(server), **arguments)
+        assert caught.value.field == field
+    assert server.state.graphql_ops.total() == 0
