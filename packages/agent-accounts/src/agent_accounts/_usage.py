@@ -1,0 +1,157 @@
+"""Usage readings: validating a stored reading and converting the usage endpoint's answer."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Final
+
+from ._redact import redact_secrets
+from ._types import RateWindow, UsageReading
+
+__all__ = [
+    "KNOWN_WINDOWS",
+    "POLL_SESSION_ID",
+    "POLL_SOURCE",
+    "is_window_name",
+    "parse_usage_reading",
+    "usage_from_oauth_response",
+]
+
+KNOWN_WINDOWS: Final = (
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day_oauth_apps",
+)
+POLL_SESSION_ID: Final = "usage-poll"
+POLL_SOURCE: Final = "oauth-usage"
+
+_WINDOW_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_MAX_TEXT = 256
+
+
+def is_window_name(name: object) -> bool:
+    """Tell whether `name` is a short snake-case window name."""
+    return isinstance(name, str) and _WINDOW_NAME.fullmatch(name) is not None
+
+
+def _number(value: object) -> float | None:
+    # bool is an int subclass; a JSON `true` is never a number here.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _short_text(value: object) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= _MAX_TEXT else None
+
+
+def _parse_window(value: object) -> RateWindow | None:
+    if not isinstance(value, Mapping):
+        return None
+    used = _number(value.get("used_percentage"))
+    if used is None or not 0 <= used <= 100:
+        return None
+    window: RateWindow = {"used_percentage": value["used_percentage"]}
+    if "resets_at" in value and value["resets_at"] is not None:
+        if _number(value["resets_at"]) is None:
+            return None
+        window["resets_at"] = value["resets_at"]
+    return window
+
+
+def _parse(value: object) -> UsageReading | None:
+    if not isinstance(value, Mapping):
+        return None
+    session_id = _short_text(value.get("session_id"))
+    written_at = value.get("written_at")
+    limits = value.get("rate_limits")
+    if session_id is None or _number(written_at) is None or not isinstance(limits, Mapping):
+        return None
+    rate_limits: dict[str, RateWindow] = {}
+    for name, raw in limits.items():
+        if not is_window_name(name):
+            return None
+        window = _parse_window(raw)
+        if window is None:
+            return None
+        rate_limits[name] = window
+    reading: UsageReading = {
+        "session_id": session_id,
+        "written_at": written_at,  # type: ignore[typeddict-item]  # checked by _number above
+        "rate_limits": rate_limits,
+    }
+    for key in ("source", "account"):
+        if key in value:
+            text = _short_text(value[key])
+            if text is None:
+                return None
+            reading[key] = text
+    return reading
+
+
+def parse_usage_reading(value: object) -> UsageReading | None:
+    """Validate a usage reading, keeping only the keys the spec defines; None when invalid."""
+    try:
+        return _parse(value)
+    except Exception:  # a hostile mapping (throwing getter) is simply not a reading
+        return None
+
+
+def _epoch_seconds(iso: object) -> float | None:
+    if not isinstance(iso, str) or len(iso) > 64:
+        return None
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    seconds = moment.timestamp()
+    return int(seconds) if seconds.is_integer() else seconds
+
+
+def _convert(body: object, written_at: object, account: object) -> UsageReading | None:
+    if not isinstance(body, Mapping) or _number(written_at) is None:
+        return None
+    rate_limits: dict[str, RateWindow] = {}
+    for name, raw in body.items():
+        if not is_window_name(name) or not isinstance(raw, Mapping):
+            continue
+        utilization = _number(raw.get("utilization"))
+        resets = raw.get("resets_at")
+        if utilization is None or not (resets is None or isinstance(resets, str)):
+            continue
+        # The endpoint can report a window past its limit; a reading caps it at the limit.
+        used = min(max(utilization, 0.0), 100.0)
+        window: RateWindow = {"used_percentage": int(used) if used.is_integer() else used}
+        reset_seconds = _epoch_seconds(resets)
+        if reset_seconds is not None:
+            window["resets_at"] = reset_seconds
+        rate_limits[name] = window
+    if not rate_limits:
+        return None
+    reading: UsageReading = {
+        "session_id": POLL_SESSION_ID,
+        "written_at": written_at,  # type: ignore[typeddict-item]  # checked by _number above
+        "rate_limits": rate_limits,
+        "source": POLL_SOURCE,
+    }
+    if isinstance(account, str) and account and redact_secrets(account) == account:
+        reading["account"] = account
+    return reading
+
+
+def usage_from_oauth_response(
+    body: object, *, written_at: float, account: str | None = None
+) -> UsageReading | None:
+    """Convert the usage endpoint's body to a reading; None if no window survives. Never raises."""
+    try:
+        return _convert(body, written_at, account)
+    except Exception:  # a body whose getter throws gives no reading
+        return None
