@@ -6,6 +6,7 @@ skipped; `fake_forge()` is the same wire in memory for tests.
 
 from __future__ import annotations
 
+from ._app_token import InstallationToken, app_installation_token
 from ._backstop import (
     BackstopSnapshot,
     GraphqlApi,
@@ -37,7 +38,12 @@ from ._errors import (
 )
 from ._exec import ExecOptions, ExecResult, GhExec, GitExec
 from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
+from ._git import exec_git, ls_remote_pull_head
+from ._logs import JobLogSummary, job_log_tail, summarize_job_log
 from ._port import ForgePort, forge_port, load_required_contexts
+from ._readiness import Blocker, Readiness, merge_readiness
+from ._redact import redact_forge_secrets, redact_split
+from ._squash import SquashCommit, SquashMessage, format_squash_message
 from ._types import (
     Ancestry,
     AncestryStatus,
@@ -64,6 +70,8 @@ from ._types import (
     SkipReason,
     UpsertCommentResult,
 )
+from ._verdict import CiVerdict, ci_verdict
+from ._walk import BaseMerge, HeadWalk, approved_head_walk
 from ._wire import AppTokenProvider, ForgeWire, gh_cli_wire, run_gh
 
 # Plain `sorted()` order, which test_exported_members pins (isort-style would differ).
@@ -76,9 +84,12 @@ __all__ = [  # noqa: RUF022
     "BackstopCaps",
     "BackstopSnapshot",
     "BackstopTruncated",
+    "BaseMerge",
+    "Blocker",
     "CheckConclusion",
     "CheckRun",
     "CheckRunRequest",
+    "CiVerdict",
     "Commit",
     "CommitStatus",
     "CompareFiles",
@@ -105,7 +116,10 @@ __all__ = [  # noqa: RUF022
     "GhExec",
     "GitExec",
     "GraphqlApi",
+    "HeadWalk",
+    "InstallationToken",
     "IssueComment",
+    "JobLogSummary",
     "LsRemoteError",
     "NotModified",
     "OpenPrResult",
@@ -116,19 +130,33 @@ __all__ = [  # noqa: RUF022
     "PullRequest",
     "RateBudget",
     "ReadFaults",
+    "Readiness",
     "RequiredChecks",
     "RequiredContext",
     "ReviewComment",
     "SkipReason",
+    "SquashCommit",
+    "SquashMessage",
     "UpsertCommentResult",
+    "app_installation_token",
+    "approved_head_walk",
+    "ci_verdict",
+    "exec_git",
     "fake_forge",
     "forge_port",
+    "format_squash_message",
     "gh_cli_wire",
     "gh_graphql_api",
     "graphql_points",
+    "job_log_tail",
     "load_required_contexts",
+    "ls_remote_pull_head",
+    "merge_readiness",
     "read_backstop_snapshot",
+    "redact_forge_secrets",
+    "redact_split",
     "run_gh",
     "shared_rate_budget",
     "snapshot_requests",
+    "summarize_job_log",
 ]
