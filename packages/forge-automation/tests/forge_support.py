@@ -88,6 +88,84 @@ class RepoState:
         self.commits[sha] = (tuple(parents), message if message is not None else name, date)
         return sha
 
+    def add_run(
+        self,
+        sha: str,
+        name: str,
+        conclusion: str | None,
+        *,
+        app_id: int = 15368,
+        run_id: int | None = None,
+        log: bytes | None = None,
+    ) -> dict[str, Any]:
+        """Add a check run (the built-in CI app by default), with its job log when given."""
+        run_id = run_id if run_id is not None else 70000 + len(self.check_runs)
+        run: dict[str, Any] = {
+            "id": run_id,
+            "name": name,
+            "head_sha": sha,
+            "status": "completed" if conclusion else "in_progress",
+            "conclusion": conclusion,
+            "started_at": "2024-01-01T00:00:00Z",
+            "completed_at": "2024-01-01T00:05:00Z" if conclusion else None,
+            "details_url": f"http://github.localhost/{self.full_name}/actions/runs/1/job/{run_id}",
+            "external_id": "",
+            "app": {"id": app_id, "slug": "github-actions" if app_id == 15368 else "app"},
+        }
+        self.check_runs.append(run)
+        if log is not None:
+            self.job_logs[run_id] = log
+        return run
+
+    def set_rulesets(
+        self, branch: str, contexts: Sequence[str | tuple[str, int]], *, strict: bool = False
+    ) -> None:
+        """Require `contexts` (a name, or a name pinned to an app id) on `branch` by ruleset."""
+        checks = [
+            {"context": c} if isinstance(c, str) else {"context": c[0], "integration_id": c[1]}
+            for c in contexts
+        ]
+        self.rulesets[branch] = [
+            {
+                "type": "required_status_checks",
+                "parameters": {
+                    "strict_required_status_checks_policy": strict,
+                    "required_status_checks": checks,
+                },
+            }
+        ]
+
+    def mirror_git(self, clone: str) -> None:
+        """Copy a real git repository's commits and branches into this state, shas and all."""
+        import subprocess
+
+        listing = subprocess.run(
+            ["git", "-C", clone, "log", "--all", "--format=%H %P%x09%cI%x09%s"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for line in listing.splitlines():
+            shas, date, subject = line.split("\t", 2)
+            sha, *parents = shas.split()
+            self.commits[sha] = (tuple(parents), subject, date)
+        heads = subprocess.run(
+            [
+                "git",
+                "-C",
+                clone,
+                "for-each-ref",
+                "--format=%(refname:short) %(objectname)",
+                "refs/heads",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for line in heads.splitlines():
+            name, sha = line.split()
+            self.branches[name] = sha
+
     def add_pr(
         self,
         number: int,

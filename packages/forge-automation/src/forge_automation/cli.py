@@ -1,0 +1,465 @@
+"""forge-cli: ci-wait, pr-status, pr-context, ci-failures and premerge over the logged-in `gh`.
+
+Commands are thin: each parses its arguments, calls the library and prints one line per fact.
+One boundary (`main`) maps every error to the spec's exit codes: usage errors exit 64 for ci-wait,
+pr-status and pr-context and 2 for ci-failures and premerge, never with a traceback. `--debug`
+first (or FORGE_CLI_DEBUG=1) adds a redacted traceback for errors that are not the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from ._port import ForgePort
+    from ._types import CheckRun
+
+__all__ = ["app", "main"]
+
+EX_USAGE = 64
+EX_BAD_ARGS = 2
+EX_SOFTWARE = 70
+# The exit code of a usage error per command; an unknown command is a bad verb: 64.
+USAGE_EXIT = {
+    "ci-wait": EX_USAGE,
+    "pr-status": EX_USAGE,
+    "pr-context": EX_USAGE,
+    "ci-failures": EX_BAD_ARGS,
+    "premerge": EX_BAD_ARGS,
+}
+MAX_FAILED_JOBS = 5
+_FAILING = frozenset({"failure", "timed_out", "startup_failure"})
+_PR_REF = re.compile(r"\A([^#\s]+)#([0-9]{1,10})\Z")
+
+app = typer.Typer(
+    name="forge-cli",
+    help="Read a forge's PRs and CI through the logged-in gh (GH_HOST, GH_TOKEN work as usual).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class CliExit(Exception):
+    """End the command with `code`, after printing `message` (if any) on stderr."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message or "")
+        self.code = code
+        self.message = message
+
+
+class UsageProblem(Exception):
+    """A user error in the arguments: exits with the command's usage code."""
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _port() -> ForgePort:
+    from ._port import forge_port
+    from ._wire import gh_cli_wire
+
+    return forge_port(gh_cli_wire())
+
+
+def _pr_ref(value: str) -> tuple[str, int]:
+    from ._errors import ForgeInputError
+    from ._validate import validate_repo
+
+    match = _PR_REF.fullmatch(value)
+    if match is None or int(match.group(2)) < 1:
+        raise UsageProblem(f"expected <owner>/<name>#<number>, got {value[:200]!r}")
+    try:
+        validate_repo(match.group(1))
+    except ForgeInputError as exc:
+        raise UsageProblem(str(exc)) from None
+    return match.group(1), int(match.group(2))
+
+
+def _repo(value: str) -> str:
+    from ._errors import ForgeInputError
+    from ._validate import validate_repo
+
+    try:
+        return validate_repo(value)
+    except ForgeInputError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _json(value: object) -> None:
+    _out(json.dumps(value, ensure_ascii=False))
+
+
+def _short(sha: str | None) -> str:
+    return sha[:7] if sha else "-"
+
+
+# -- ci-wait --------------------------------------------------------------------------------------
+
+
+@app.command("ci-wait")
+def ci_wait_command(
+    repo: Annotated[str, typer.Argument(help="owner/name")],
+    sha: Annotated[str, typer.Argument(help="the pushed commit, 40 hex characters")],
+    timeout: Annotated[float, typer.Option(help="seconds to wait before TIMEOUT")] = 1800.0,
+    interval: Annotated[float, typer.Option(help="seconds between polls")] = 15.0,
+) -> None:
+    """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2)."""
+    from ._ci_wait import ci_wait
+    from ._errors import ForgeCliError, ForgeInputError
+
+    _repo(repo)
+    try:
+        result = ci_wait(_port(), repo, sha, timeout=timeout, interval=interval)
+    except ForgeInputError as exc:
+        raise UsageProblem(str(exc)) from None
+    except ForgeCliError as exc:
+        if exc.status in (404, 422):
+            raise CliExit(EX_USAGE, f"unknown sha {sha} in {repo}") from None
+        raise
+    reasons = ", ".join(result.reasons) or "-"
+    word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[result.verdict]
+    _out(f"{word} {repo} {sha} {reasons}")
+    raise CliExit({"green": 0, "red": 1, "timeout": 2}[result.verdict])
+
+
+# -- pr-status ------------------------------------------------------------------------------------
+
+
+def _check_counts(runs: Sequence[CheckRun], head: str) -> tuple[int, int, list[str]]:
+    from ._verdict import run_outcome
+
+    latest: dict[tuple[str, int | None], CheckRun] = {}
+    for run in sorted((r for r in runs if r.head_sha == head), key=lambda r: r.id):
+        latest[(run.name, run.app_id)] = run
+    outcomes = [(run.name, run_outcome(run, required=False)) for run in latest.values()]
+    failing = [name for name, outcome in outcomes if outcome == "fail"]
+    passed = sum(1 for _, outcome in outcomes if outcome == "pass")
+    return passed, len(outcomes), failing
+
+
+@app.command("pr-status")
+def pr_status_command(
+    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Print a PR's state, head, mergeability, checks and merge blockers on one line."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+
+    from ._constants import ACTIONS_APP_ID
+    from ._errors import ForgeCliError
+    from ._port import load_required_contexts
+    from ._readiness import merge_readiness
+
+    repo, number = _pr_ref(ref)
+    port = _port()
+    pr = _read_pr(port, repo, number)
+    # The base's rules, the head's runs and the behind count do not depend on each other.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        rules_f = pool.submit(load_required_contexts, port, repo, pr.base_ref)
+        runs_f = pool.submit(port.check_runs, repo, pr.head_sha)
+        ancestry_f = (
+            pool.submit(port.wire.compare_ancestry, repo, pr.base_ref, pr.head_sha)
+            if pr.state == "open" and not pr.merged
+            else None
+        )
+        rules, runs = rules_f.result(), runs_f.result()
+        ancestry = ancestry_f.result() if ancestry_f is not None else None
+    if ancestry_f is not None:
+        if ancestry is None:
+            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
+        pr = replace(pr, behind=ancestry.behind_by > 0, behind_by=ancestry.behind_by)
+    apps = {ACTIONS_APP_ID} | {c.app_id for c in rules.contexts if c.app_id is not None}
+    # Approval lives elsewhere: judging against the PR's own head drops the unapproved blocker.
+    readiness = merge_readiness(
+        pr=pr, rules=rules, runs=runs, required_apps=apps, approved_head=pr.head_sha
+    )
+    passed, total, failing = _check_counts(runs, pr.head_sha)
+    state = "merged" if pr.merged else pr.state
+    if as_json:
+        _json(
+            {
+                "repo": repo,
+                "number": number,
+                "state": state,
+                "headSha": pr.head_sha,
+                "baseRef": pr.base_ref,
+                "mergeableState": pr.mergeable_state,
+                "checks": {"passed": passed, "total": total, "failing": failing},
+                "ready": readiness.ready,
+                "blockers": [b.to_json() for b in readiness.blockers],
+            }
+        )
+        return
+    blockers = "; ".join(f"{b.reason}: {b.detail}" for b in readiness.blockers) or "none"
+    _out(
+        f"{repo}#{number} {state}{' draft' if pr.draft else ''} head={_short(pr.head_sha)} "
+        f"mergeable={pr.mergeable_state} checks={passed}/{total} "
+        f"failing={','.join(failing) or '-'} "
+        f"{'ready' if readiness.ready else 'blocked'} blockers={blockers}"
+    )
+
+
+def _read_pr(port: ForgePort, repo: str, number: int) -> Any:
+    from ._errors import ForgeCliError
+
+    try:
+        return port.wire.get_pr(repo, number)
+    except ForgeCliError as exc:
+        if exc.status == 404:
+            raise UsageProblem(f"no PR {repo}#{number} (or no access to it)") from None
+        raise
+
+
+# -- pr-context -----------------------------------------------------------------------------------
+
+
+@app.command("pr-context")
+def pr_context_command(
+    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
+) -> None:
+    """Print a PR's title, base, head sha and changed files, then its body."""
+    from ._constants import PR_FILES_CAP
+    from ._errors import FileListTruncatedError
+
+    repo, number = _pr_ref(ref)
+    port = _port()
+    pr = _read_pr(port, repo, number)
+    _out(f"title: {pr.title}")
+    _out(f"base: {pr.base_ref}")
+    _out(f"head: {pr.head_sha}")
+    count = pr.changed_files
+    if count is not None and count > PR_FILES_CAP:
+        _out(f"files: {count} (more than the forge lists; {PR_FILES_CAP:,} at most, none shown)")
+    else:
+        try:
+            files = port.list_pr_files(repo, number)
+        except FileListTruncatedError as exc:
+            _out(f"files: {exc.expected} (listing came back with {exc.received}; none shown)")
+        else:
+            _out(f"files: {len(files)}")
+            for entry in files:
+                moved = f"{entry.previous_path} -> " if entry.previous_path else ""
+                _out(f"  {entry.status} {moved}{entry.path}")
+    _out("")
+    _out(pr.body)
+
+
+# -- ci-failures ----------------------------------------------------------------------------------
+
+
+def _gh_get(path: str, *, accept: str = "application/vnd.github+json") -> tuple[int, bytes]:
+    from ._errors import ForgeCliError
+    from ._exec import ExecOptions
+    from ._wire import parse_gh_response, redact_text, run_gh
+
+    result = run_gh(["api", "-i", "-H", f"Accept: {accept}", path], ExecOptions(timeout=120.0))
+    response = parse_gh_response(result.stdout)
+    if response is None:
+        detail = redact_text(result.stderr.decode("utf-8", "replace").strip())[:300]
+        raise ForgeCliError(f"gh exited {result.returncode}: {detail or 'no output'}")
+    return response.status, response.body
+
+
+def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
+    from urllib.parse import quote
+
+    status, body = _gh_get(
+        f"repos/{quote(repo, safe='/')}/actions/jobs/{job_id}/logs", accept="*/*"
+    )
+    if status != 200:
+        return None, f"log unavailable (HTTP {status})"
+    return body.decode("utf-8", "replace"), None
+
+
+def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[str, object]]:
+    from ._logs import summarize_job_log
+
+    url = run.details_url or "-"
+    text, problem = _job_log(repo, run.id)
+    human = [f"FAILED {run.name} {url}"]
+    record: dict[str, object] = {
+        "id": run.id,
+        "name": run.name,
+        "url": run.details_url,
+        "conclusion": run.conclusion,
+    }
+    if text is None:
+        human.append(f"  {problem}")
+        record.update(error=problem, log=None, lines=[])
+        return human, record
+    summary = summarize_job_log(text, lines=lines)
+    shown = list(summary.display_lines())
+    human.extend(f"  {line}" for line in shown)
+    record.update(error=None, log=summary.to_json(), lines=shown)
+    return human, record
+
+
+@app.command("ci-failures")
+def ci_failures_command(
+    target: Annotated[str, typer.Argument(metavar="REPO#N|REPO", help="owner/name#number")],
+    job: Annotated[int | None, typer.Option(help="one check run (job) id instead of a PR")] = None,
+    lines: Annotated[int, typer.Option(help="tail lines per log")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Show why built-in CI failed at a PR's head: at most 5 failing jobs, each log's key lines."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._constants import ACTIONS_APP_ID
+    from ._wire import _run_from_json
+
+    if not 1 <= lines <= 10_000:
+        raise UsageProblem("--lines must be between 1 and 10000")
+    number: int | None
+    if job is not None:
+        if "#" in target:
+            raise UsageProblem("give either <repo>#<n> or <repo> --job <id>, not both")
+        repo, number = _repo(target), None
+        if job < 1:
+            raise UsageProblem("--job must be a positive check run id")
+        status, body = _gh_get(f"repos/{repo}/check-runs/{job}")
+        if status == 404:
+            raise CliExit(1, f"no check run {job} in {repo}")
+        if status != 200:
+            raise CliExit(1, f"cannot read check run {job}: HTTP {status}")
+        failing = [_run_from_json(json.loads(body))]
+        head_sha = failing[0].head_sha
+    else:
+        repo, number = _pr_ref(target)
+        port = _port()
+        pr = _read_pr(port, repo, number)
+        head_sha = pr.head_sha
+        runs = port.latest_check_runs(repo, head_sha)
+        failing = sorted(
+            (r for r in runs if r.app_id == ACTIONS_APP_ID and r.conclusion in _FAILING),
+            key=lambda r: r.id,
+        )
+    shown, skipped = failing[:MAX_FAILED_JOBS], failing[MAX_FAILED_JOBS:]
+    with ThreadPoolExecutor(max_workers=min(len(shown), MAX_FAILED_JOBS) or 1) as pool:
+        reports = list(pool.map(lambda run: _job_report(repo, run, lines), shown))
+    if as_json:
+        _json(
+            {
+                "repo": repo,
+                "number": number,
+                "headSha": head_sha,
+                "jobs": [record for _, record in reports],
+                "skipped": [{"id": r.id, "name": r.name, "url": r.details_url} for r in skipped],
+            }
+        )
+        return
+    if not reports:
+        where = f"{repo}#{number}" if number is not None else repo
+        _out(f"no failing built-in CI jobs at {where} head {head_sha}")
+        return
+    for human, _ in reports:
+        for line in human:
+            _out(line)
+    if skipped:
+        names = ", ".join(r.name for r in skipped)
+        _out(f"SKIPPED {len(skipped)} more failing jobs: {names}")
+
+
+# -- premerge -------------------------------------------------------------------------------------
+
+
+@app.command("premerge")
+def premerge_command(
+    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
+    head_sha: Annotated[str, typer.Argument(metavar="HEAD_SHA", help="the head you will merge")],
+    approved_head: Annotated[
+        str, typer.Option("--approved-head", help="the head a reviewer approved")
+    ],
+    clone: Annotated[
+        str | None, typer.Option(help="a fetched clone holding head, approved head and base tip")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Check a PR may merge at HEAD_SHA: OK (0) or FAIL with every reason (1)."""
+    from ._errors import ForgeInputError
+    from ._premerge import premerge, validate_full_sha
+
+    repo, number = _pr_ref(ref)
+    try:
+        validate_full_sha(head_sha, "head_sha")
+        validate_full_sha(approved_head, "approved_head")
+    except ForgeInputError as exc:
+        raise UsageProblem(str(exc)) from None
+    if clone is not None and not os.path.isdir(clone):
+        raise UsageProblem(f"--clone {clone!r} is not a directory")
+    result = premerge(_port(), repo, number, head_sha, approved_head=approved_head, clone=clone)
+    if as_json:
+        _json(result.to_json())
+    elif result.ok:
+        required = ",".join(result.required) or "-"
+        _out(
+            f"OK {repo}#{number} head={result.head} base={result.base} required={required} "
+            f"strict={'true' if result.strict else 'false'} behind={result.behind_by}"
+        )
+    else:
+        _out(f"FAIL {repo}#{number}: {'; '.join(result.reasons)}")
+    raise CliExit(0 if result.ok else 1)
+
+
+# -- the one error boundary -----------------------------------------------------------------------
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    sys.stderr.write(f"forge-cli: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run forge-cli and exit with the spec's code for whatever happened."""
+    from typer._click.exceptions import UsageError
+
+    from ._errors import ForgeCliError, ForgeError, ForgeInputError
+    from ._wire import redact_text
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("FORGE_CLI_DEBUG") == "1"
+    if args[:1] == ["--debug"]:
+        debug, args = True, args[1:]
+    verb = args[0] if args else ""
+    usage_code = USAGE_EXIT.get(verb, EX_USAGE)
+    try:
+        command = typer.main.get_command(app)
+        command.main(args=args, prog_name="forge-cli", standalone_mode=False)
+    except CliExit as done:
+        if done.message:
+            _fail(done.code, done.message)
+        sys.stdout.flush()
+        raise SystemExit(done.code) from None
+    except UsageProblem as exc:
+        _fail(usage_code, f"{verb}: {exc}")
+    except UsageError as exc:
+        _fail(usage_code, exc.format_message())
+    except ForgeInputError as exc:
+        _fail(usage_code, f"{verb}: {exc}")
+    except (ForgeCliError, ForgeError) as exc:
+        _fail(1, redact_text(str(exc)))
+    except typer.Abort:
+        _fail(130, "aborted")
+    except KeyboardInterrupt:
+        _fail(130, "interrupted")
+    except Exception as exc:  # the boundary: anything else is a bug, shown without secrets
+        if debug:
+            import traceback
+
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            sys.stderr.write(redact_text(text))
+        _fail(EX_SOFTWARE, f"internal error ({type(exc).__name__}); rerun with --debug")
+    sys.stdout.flush()
+    raise SystemExit(0)
