@@ -2,77 +2,158 @@
 
 `forge_port(gh_cli_wire())` validates every argument, reads before every write and reports what it
 skipped; `fake_forge()` is the same wire in memory for tests.
+
+Names load on first use (PEP 562), so `squash-message` and `forge-cli` import only the
+modules they need; type checkers see the explicit imports below.
 """
 
 from __future__ import annotations
 
-from ._app_token import InstallationToken, app_installation_token
-from ._backstop import (
-    BackstopSnapshot,
-    GraphqlApi,
-    gh_graphql_api,
-    graphql_points,
-    read_backstop_snapshot,
-    snapshot_requests,
-)
-from ._budget import RateBudget, shared_rate_budget
-from ._constants import (
-    ACTIONS_APP_ID,
-    BACKSTOP_CAPS,
-    DONE_OVERLAP_MS,
-    FAKE_APP_ID,
-    FORCE_PUSHES_CAP,
-    PR_COMMITS_CAP,
-    PR_FILES_CAP,
-    BackstopCaps,
-)
-from ._errors import (
-    BackstopTruncated,
-    FileListTruncatedError,
-    ForcePushesTruncated,
-    ForgeCliError,
-    ForgeConflictError,
-    ForgeError,
-    ForgeInputError,
-    LsRemoteError,
-)
-from ._exec import ExecOptions, ExecResult, GhExec, GitExec
-from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
-from ._git import exec_git, ls_remote_pull_head
-from ._logs import JobLogSummary, job_log_tail, summarize_job_log
-from ._port import ForgePort, forge_port, load_required_contexts
-from ._readiness import Blocker, Readiness, merge_readiness
-from ._redact import redact_forge_secrets, redact_split
-from ._squash import SquashCommit, SquashMessage, format_squash_message
-from ._types import (
-    Ancestry,
-    AncestryStatus,
-    CheckConclusion,
-    CheckRun,
-    CheckRunRequest,
-    Commit,
-    CommitStatus,
-    CompareFiles,
-    CreatedCheckRun,
-    DeleteRefResult,
-    EnsureBranchResult,
-    FileEntry,
-    ForcePush,
-    IssueComment,
-    NotModified,
-    OpenPrResult,
-    OpenPrsList,
-    Page,
-    PullRequest,
-    RequiredChecks,
-    RequiredContext,
-    ReviewComment,
-    SkipReason,
-    UpsertCommentResult,
-)
-from ._verdict import CiVerdict, ci_verdict
-from ._walk import BaseMerge, HeadWalk, approved_head_walk
-from ._wire import AppTokenProvider, ForgeWire, gh_cli_wire, run_gh
+import importlib
+
+# Not `typing.TYPE_CHECKING`: importing typing costs the command line tools milliseconds they
+# do not need; type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._app_token import InstallationToken, app_installation_token
+    from ._backstop import (
+        BackstopSnapshot,
+        GraphqlApi,
+        gh_graphql_api,
+        graphql_points,
+        read_backstop_snapshot,
+        snapshot_requests,
+    )
+    from ._budget import RateBudget, shared_rate_budget
+    from ._constants import (
+        ACTIONS_APP_ID,
+        BACKSTOP_CAPS,
+        DONE_OVERLAP_MS,
+        FAKE_APP_ID,
+        FORCE_PUSHES_CAP,
+        PR_COMMITS_CAP,
+        PR_FILES_CAP,
+        BackstopCaps,
+    )
+    from ._errors import (
+        BackstopTruncated,
+        FileListTruncatedError,
+        ForcePushesTruncated,
+        ForgeCliError,
+        ForgeConflictError,
+        ForgeError,
+        ForgeInputError,
+        LsRemoteError,
+    )
+    from ._exec import ExecOptions, ExecResult, GhExec, GitExec
+    from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
+    from ._git import exec_git, ls_remote_pull_head
+    from ._logs import JobLogSummary, job_log_tail, summarize_job_log
+    from ._port import ForgePort, forge_port, load_required_contexts
+    from ._readiness import Blocker, Readiness, merge_readiness
+    from ._redact import redact_forge_secrets, redact_split
+    from ._squash import SquashCommit, SquashMessage, format_squash_message
+    from ._types import (
+        Ancestry,
+        AncestryStatus,
+        CheckConclusion,
+        CheckRun,
+        CheckRunRequest,
+        Commit,
+        CommitStatus,
+        CompareFiles,
+        CreatedCheckRun,
+        DeleteRefResult,
+        EnsureBranchResult,
+        FileEntry,
+        ForcePush,
+        IssueComment,
+        NotModified,
+        OpenPrResult,
+        OpenPrsList,
+        Page,
+        PullRequest,
+        RequiredChecks,
+        RequiredContext,
+        ReviewComment,
+        SkipReason,
+        UpsertCommentResult,
+    )
+    from ._verdict import CiVerdict, ci_verdict
+    from ._walk import BaseMerge, HeadWalk, approved_head_walk
+    from ._wire import AppTokenProvider, ForgeWire, gh_cli_wire, run_gh
+
+# Which private module defines each public name; keep in step with the imports above.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_app_token": ("InstallationToken", "app_installation_token"),
+    "_backstop": (
+        "BackstopSnapshot",
+        "GraphqlApi",
+        "gh_graphql_api",
+        "graphql_points",
+        "read_backstop_snapshot",
+        "snapshot_requests",
+    ),
+    "_budget": ("RateBudget", "shared_rate_budget"),
+    "_constants": (
+        "ACTIONS_APP_ID",
+        "BACKSTOP_CAPS",
+        "DONE_OVERLAP_MS",
+        "FAKE_APP_ID",
+        "FORCE_PUSHES_CAP",
+        "PR_COMMITS_CAP",
+        "PR_FILES_CAP",
+        "BackstopCaps",
+    ),
+    "_errors": (
+        "BackstopTruncated",
+        "FileListTruncatedError",
+        "ForcePushesTruncated",
+        "ForgeCliError",
+        "ForgeConflictError",
+        "ForgeError",
+        "ForgeInputError",
+        "LsRemoteError",
+    ),
+    "_exec": ("ExecOptions", "ExecResult", "GhExec", "GitExec"),
+    "_fake": ("FakeCommit", "FakeForge", "ReadFaults", "fake_forge"),
+    "_git": ("exec_git", "ls_remote_pull_head"),
+    "_logs": ("JobLogSummary", "job_log_tail", "summarize_job_log"),
+    "_port": ("ForgePort", "forge_port", "load_required_contexts"),
+    "_readiness": ("Blocker", "Readiness", "merge_readiness"),
+    "_redact": ("redact_forge_secrets", "redact_split"),
+    "_squash": ("SquashCommit", "SquashMessage", "format_squash_message"),
+    "_types": (
+        "Ancestry",
+        "AncestryStatus",
+        "CheckConclusion",
+        "CheckRun",
+        "CheckRunRequest",
+        "Commit",
+        "CommitStatus",
+        "CompareFiles",
+        "CreatedCheckRun",
+        "DeleteRefResult",
+        "EnsureBranchResult",
+        "FileEntry",
+        "ForcePush",
+        "IssueComment",
+        "NotModified",
+        "OpenPrResult",
+        "OpenPrsList",
+        "Page",
+        "PullRequest",
+        "RequiredChecks",
+        "RequiredContext",
+        "ReviewComment",
+        "SkipReason",
+        "UpsertCommentResult",
+    ),
+    "_verdict": ("CiVerdict", "ci_verdict"),
+    "_walk": ("BaseMerge", "HeadWalk", "approved_head_walk"),
+    "_wire": ("AppTokenProvider", "ForgeWire", "gh_cli_wire", "run_gh"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 # Plain `sorted()` order, which test_exported_members pins (isort-style would differ).
 __all__ = [  # noqa: RUF022
@@ -160,3 +241,18 @@ __all__ = [  # noqa: RUF022
     "snapshot_requests",
     "summarize_job_log",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines `name` on first access and cache the value."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names next to the module's own attributes."""
+    return sorted({*globals(), *__all__})

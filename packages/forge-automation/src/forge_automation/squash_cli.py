@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from ._squash import SquashCommit, format_squash_message
+
+# typing and collections.abc are only for the type checker: start-up is this tool's figure.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["EXIT_DATAERR", "EXIT_USAGE", "main", "parse_request"]
 
