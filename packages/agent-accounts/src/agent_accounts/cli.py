@@ -1,0 +1,337 @@
+"""`account-cli`: poll usage and report login state for every local agent account.
+
+`status --statusline` runs on every prompt of an agent client, so it is dispatched by hand before
+anything heavy is imported (no typer, no httpx), always exits 0 and never writes stderr. Every
+other path goes through one boundary that maps failures to the spec's fixed stderr templates and
+exit codes (64 for any usage error); no traceback, argument, file content or token is ever printed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+if TYPE_CHECKING:
+    from agent_accounts.io import PollEntry, PollResult, Profile, UsageFile
+
+__all__ = ["main"]
+
+PROG: Final = "account-cli"
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_LOGIN: Final = 2
+EXIT_USAGE: Final = 64
+REFRESH_MARGIN_MS: Final = 10 * 60 * 1000
+API_BASE_ENV: Final = "AGENT_API_BASE_URL"
+AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
+CONFIG_DIR_ENV: Final = "AGENT_CONFIG_DIR"
+_STATUSLINE_UNKNOWN: Final = "unknown|unknown|||||||"
+_BOTH: Final = ("five_hour", "seven_day")
+
+USAGE: Final = f"""usage: {PROG} poll [--write [--refresh]]
+       {PROG} status [--json | --statusline]
+"""
+
+
+class UsageError(Exception):
+    """A command line the tool does not accept."""
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(f"{PROG}: {line}\n")
+
+
+def _percent(value: float) -> str:
+    return f"{value:g}%"
+
+
+def _windows_text(rate_limits: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {_percent(w['used_percentage'])}" for name, w in rate_limits.items())
+
+
+# ---- status --statusline: the hot path -------------------------------------------------------
+
+
+def _floor(value: object) -> str:
+    return str(math.floor(value)) if isinstance(value, int | float) else ""
+
+
+def _statusline_fields(usage: UsageFile) -> tuple[str, str, str, str, str]:
+    limits = usage.reading["rate_limits"]
+    five, week = limits["five_hour"], limits["seven_day"]
+    return (
+        _floor(five["used_percentage"]),
+        _floor(week["used_percentage"]),
+        _floor(five.get("resets_at")),
+        _floor(week.get("resets_at")),
+        str(usage.age_seconds),
+    )
+
+
+def _statusline() -> str:
+    from agent_accounts.io._files import read_usage
+    from agent_accounts.io._profiles import default_config_dir, discover_profiles
+
+    current = os.environ.get(CONFIG_DIR_ENV) or default_config_dir()
+    lines: list[str] = []
+    mine = read_usage(current, windows=_BOTH)
+    if mine is None:
+        lines.append(_STATUSLINE_UNKNOWN)
+    else:
+        five, week, five_reset, week_reset, age = _statusline_fields(mine)
+        lines.append(f"{five}|{week}|{five_reset}|{week_reset}|||||{age}")
+    here = os.path.realpath(current)
+    for profile in discover_profiles():
+        if os.path.realpath(profile.config_dir) == here:
+            continue
+        usage = read_usage(profile.config_dir, windows=_BOTH)
+        if usage is not None and "|" not in profile.label and "\n" not in profile.label:
+            five, week, _, _, age = _statusline_fields(usage)
+            lines.append(f"other|{profile.label}|{five}|{week}|{age}|")
+    return "\n".join(lines) + "\n"
+
+
+def _run_statusline() -> int:
+    try:
+        text = _statusline()
+    except Exception:  # the status line never fails the prompt that runs it
+        text = _STATUSLINE_UNKNOWN + "\n"
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except Exception:  # a closed pipe is the agent client's business
+        return EXIT_OK
+    return EXIT_OK
+
+
+# ---- status and poll ---------------------------------------------------------------------------
+
+
+def _login_line(label: str, login: Any) -> str:
+    detail = login.status
+    if login.status == "refused":
+        detail = f"refused ({login.reason})"
+    return f"{label}: login {detail}"
+
+
+def _status(as_json: bool) -> int:
+    import json
+
+    from agent_accounts.io import discover_profiles, read_login_state, read_usage
+
+    code = EXIT_OK
+    rows: list[dict[str, Any]] = []
+    for profile in discover_profiles():
+        try:
+            login: Any = read_login_state(profile.config_dir)
+            login_json = login.to_json()
+        except OSError:
+            login, login_json = None, {"status": "unreadable"}
+            code = max(code, EXIT_FAILED)
+            _err(f"{profile.label}: login unreadable")
+        if login is not None and login.status != "present":
+            code = EXIT_LOGIN
+            _err(_login_line(profile.label, login))
+        usage = read_usage(profile.config_dir)
+        rows.append(
+            {
+                "label": profile.label,
+                "configDir": profile.config_dir,
+                "login": login_json,
+                "usage": None
+                if usage is None
+                else {
+                    "written_at": usage.reading["written_at"],
+                    "age_seconds": usage.age_seconds,
+                    "rate_limits": usage.reading["rate_limits"],
+                },
+            }
+        )
+    if as_json:
+        sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
+        return code
+    for row in rows:
+        parts = [f"login {row['login']['status']}"]
+        usage_row = row["usage"]
+        if usage_row is None:
+            parts.append("no reading")
+        else:
+            parts.append(
+                f"{_windows_text(usage_row['rate_limits'])} ({usage_row['age_seconds']}s old)"
+            )
+        sys.stdout.write(f"{row['label']}: {'; '.join(parts)}\n")
+    return code
+
+
+def _iso(epoch_s: float) -> str:
+    from datetime import UTC, datetime
+
+    return (
+        datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
+
+
+def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int:
+    """Print one profile's poll outcome; return its exit code."""
+    if result.ok:
+        if entry is not None and entry.write_error is not None:
+            _err(f"{label}: usage write failed")
+            return EXIT_FAILED
+        sys.stdout.write(f"{label}: {_windows_text(dict(result.reading['rate_limits']))}\n")
+        return EXIT_OK
+    failure = result.failure
+    if failure == "missing":
+        sys.stdout.write(f"{label}: no login, skipped\n")
+        return EXIT_OK
+    if failure == "backoff" and entry is not None and entry.backoff_until is not None:
+        sys.stdout.write(f"{label}: rate limited, skipped until {_iso(entry.backoff_until)}\n")
+        return EXIT_OK
+    if failure == "expired":
+        _err(f"{label}: login expired")
+        return EXIT_LOGIN
+    if failure == "refused":
+        _err(f"{label}: login refused ({result.reason or 'malformed'})")
+        return EXIT_LOGIN
+    _err(f"{label}: poll failed: {failure}")
+    return EXIT_FAILED
+
+
+async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int:
+    """Run the token refresh for every profile first; return the worst exit code."""
+    import asyncio
+
+    import httpx
+
+    from agent_accounts.io import DEFAULT_AUTH_URL, refresh_if_needed
+
+    # No onFailure: the command line files no deposit.
+    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+        results = await asyncio.gather(
+            *(
+                refresh_if_needed(
+                    p,
+                    client=client,
+                    margin_ms=REFRESH_MARGIN_MS,
+                    auth_url=auth_url or DEFAULT_AUTH_URL,
+                )
+                for p in profiles
+            )
+        )
+    code = EXIT_OK
+    for profile, result in zip(profiles, results, strict=True):
+        if result.status == "refreshed":
+            sys.stdout.write(f"{profile.label}: token refreshed\n")
+        elif result.status == "failed":
+            _err(f"{profile.label}: token refresh failed: {result.failure}")
+            code = EXIT_FAILED
+    return code
+
+
+async def _poll(write: bool, refresh: bool) -> int:
+    import asyncio
+
+    from agent_accounts.io import DEFAULT_API_BASE, discover_profiles, poll_all, poll_usage
+
+    api_base = os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE
+    profiles = discover_profiles()
+    code = EXIT_OK
+    if refresh:
+        code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
+    if write:
+        entries = await poll_all(profiles=profiles, api_base=api_base)
+        codes = [_report_poll(e.label, e.result, e) for e in entries]
+    else:
+        results = await asyncio.gather(*(poll_usage(p, api_base=api_base) for p in profiles))
+        codes = [_report_poll(p.label, r, None) for p, r in zip(profiles, results, strict=True)]
+    return max([code, *codes])
+
+
+# ---- argument parsing --------------------------------------------------------------------------
+
+_FLAGS: Final = {"poll": ("--write", "--refresh"), "status": ("--json", "--statusline")}
+
+
+def _parse(argv: Sequence[str]) -> tuple[str, set[str]]:
+    if not argv:
+        raise UsageError
+    command, *rest = argv
+    allowed = _FLAGS.get(command)
+    if allowed is None:
+        raise UsageError
+    flags: set[str] = set()
+    for arg in rest:
+        if arg not in allowed or arg in flags:
+            raise UsageError  # unknown or repeated flag
+        flags.add(arg)
+    if "--refresh" in flags and "--write" not in flags:
+        raise UsageError
+    if {"--json", "--statusline"} <= flags:
+        raise UsageError
+    return command, flags
+
+
+def _typer_app() -> Any:
+    """The typer app: help text and shell completion for humans; dispatch stays in `_dispatch`."""
+    import typer
+
+    app = typer.Typer(add_completion=False, help="Local agent-account usage and login state.")
+
+    @app.command()
+    def poll(
+        write: bool = typer.Option(False, "--write", help="Store each reading as usage-poll.json."),
+        refresh: bool = typer.Option(False, "--refresh", help="Refresh due tokens first."),
+    ) -> None:
+        """Poll the usage endpoint for every profile."""
+
+    @app.command()
+    def status(
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        statusline: bool = typer.Option(False, "--statusline", help="Print status-line rows."),
+    ) -> None:
+        """Report login state and the newest reading of every profile (no request)."""
+
+    return app
+
+
+def _dispatch(command: str, flags: set[str]) -> int:
+    import asyncio
+
+    if command == "status":
+        return _status("--json" in flags)
+    return asyncio.run(_poll("--write" in flags, "--refresh" in flags))
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run `account-cli`; exits with the spec's code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["status", "--statusline"]:
+        raise SystemExit(_run_statusline())
+    if args in (["--help"], ["-h"], ["help"]) or (len(args) == 2 and args[1] in ("--help", "-h")):
+        try:
+            _typer_app()(args=args, prog_name=PROG, standalone_mode=False)
+        except Exception:
+            sys.stdout.write(USAGE)
+        raise SystemExit(EXIT_OK)
+    try:
+        command, flags = _parse(args)
+    except UsageError:
+        sys.stderr.write(USAGE)
+        raise SystemExit(EXIT_USAGE) from None
+    try:
+        code = _dispatch(command, flags)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except ValueError:
+        _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
+        code = EXIT_USAGE
+    except Exception as exc:  # the one boundary: a fixed line, never a traceback or a message
+        _err(f"unexpected {type(exc).__name__}")
+        code = EXIT_FAILED
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The I/O layer of the account library: profile discovery, the file gate, usage files and polling.
+
+Every file this layer reads that others could have planted goes through one gate (no symlinks, the
+caller's own regular file, owner-only, one link, bounded size). Tokens never leave it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._files import UsageFile, read_login_state, read_usage, write_reading
+from ._profiles import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
+from ._urls import DEFAULT_API_BASE
+
+if TYPE_CHECKING:
+    from ._poll import (
+        EXPIRY_MARGIN_MS,
+        PollEntry,
+        PollFailed,
+        PollOk,
+        PollResult,
+        poll_all,
+        poll_usage,
+    )
+    from ._refresh import (
+        DEFAULT_AUTH_URL,
+        DEFAULT_REFRESH_SCOPES,
+        MAX_REFRESH_TIMEOUT_MS,
+        OAUTH_CLIENT_ID,
+        RefreshFailed,
+        RefreshFailureDeposit,
+        RefreshFresh,
+        RefreshLocked,
+        RefreshRefreshed,
+        RefreshRefreshedElsewhere,
+        RefreshResult,
+        RefreshSkipped,
+        refresh_if_needed,
+    )
+
+# Polling and refresh pull in asyncio; a status line that only reads files must not pay for them.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "EXPIRY_MARGIN_MS",
+            "PollEntry",
+            "PollFailed",
+            "PollOk",
+            "PollResult",
+            "poll_all",
+            "poll_usage",
+        ),
+        "._poll",
+    ),
+    **dict.fromkeys(
+        (
+            "DEFAULT_AUTH_URL",
+            "DEFAULT_REFRESH_SCOPES",
+            "MAX_REFRESH_TIMEOUT_MS",
+            "OAUTH_CLIENT_ID",
+            "RefreshFailed",
+            "RefreshFailureDeposit",
+            "RefreshFresh",
+            "RefreshLocked",
+            "RefreshRefreshed",
+            "RefreshRefreshedElsewhere",
+            "RefreshResult",
+            "RefreshSkipped",
+            "refresh_if_needed",
+        ),
+        "._refresh",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "CONFIG_DIRS_ENV",
+    "DEFAULT_API_BASE",
+    "DEFAULT_AUTH_URL",
+    "DEFAULT_REFRESH_SCOPES",
+    "EXPIRY_MARGIN_MS",
+    "MAX_REFRESH_TIMEOUT_MS",
+    "OAUTH_CLIENT_ID",
+    "PROFILE_ROOT_ENV",
+    "PollEntry",
+    "PollFailed",
+    "PollOk",
+    "PollResult",
+    "Profile",
+    "RefreshFailed",
+    "RefreshFailureDeposit",
+    "RefreshFresh",
+    "RefreshLocked",
+    "RefreshRefreshed",
+    "RefreshRefreshedElsewhere",
+    "RefreshResult",
+    "RefreshSkipped",
+    "UsageFile",
+    "discover_profiles",
+    "poll_all",
+    "poll_usage",
+    "read_login_state",
+    "read_usage",
+    "refresh_if_needed",
+    "write_reading",
+]

@@ -1,0 +1,357 @@
+"""Usage polling: one request per profile, never retried, and a 429 backoff kept on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from agent_accounts import (
+    KNOWN_WINDOWS,
+    LoginExpired,
+    LoginMissing,
+    LoginRefused,
+    UsageReading,
+    login_state_from_credentials,
+    redact_secrets,
+    usage_from_oauth_response,
+)
+
+from ._atomic import atomic_write, ensure_private_dir
+from ._files import read_credentials, status_cache_dir, write_reading
+from ._gate import GateReason, GateRefused, read_gated, zero
+from ._profiles import Profile, discover_profiles
+from ._urls import DEFAULT_API_BASE, check_base_url
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "BACKOFF_FILE",
+    "BACKOFF_FIRST_S",
+    "BACKOFF_MAX_S",
+    "EXPIRY_MARGIN_MS",
+    "PollEntry",
+    "PollFailed",
+    "PollOk",
+    "PollResult",
+    "poll_all",
+    "poll_usage",
+]
+
+EXPIRY_MARGIN_MS: Final = 60_000
+USAGE_BETA: Final = "oauth-2025-04-20"
+BODY_MAX_BYTES: Final = 64 * 1024
+RESETS_AT_MAX: Final = 64
+TOKEN_MAX: Final = 4096
+BACKOFF_FILE: Final = "usage-poll.backoff"
+BACKOFF_FIRST_S: Final = 300
+BACKOFF_MAX_S: Final = 3600
+_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+Failure = Literal["missing", "refused", "expired", "io", "network", "malformed", "backoff"] | str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollOk:
+    """A poll that produced a reading."""
+
+    ok: Literal[True] = True
+    reading: UsageReading
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollFailed:
+    """A poll that did not: `failure` is the spec's kind (`http-<status>` included)."""
+
+    ok: Literal[False] = False
+    failure: Failure
+    reason: GateReason | None = None
+
+
+PollResult = PollOk | PollFailed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollEntry:
+    """One profile's outcome in `poll_all`."""
+
+    label: str
+    result: PollResult
+    file: str | None = None
+    write_error: BaseException | None = None
+    backoff_until: float | None = None
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _check_now(now: float | None) -> float:
+    if now is None:
+        return time.time()
+    current = _finite(now)
+    if current is None:
+        raise ValueError("now must be a finite number of epoch seconds")
+    return current
+
+
+def _check_timeout(timeout: float) -> float:
+    limit = _finite(timeout)
+    if limit is None or limit <= 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    return limit
+
+
+def _access_token(profile: Profile, *, uid: int | None, now_ms: float) -> str | PollFailed:
+    try:
+        credentials = read_credentials(profile.config_dir, uid=uid)
+    except GateRefused as refused:
+        return PollFailed(failure="refused", reason=refused.reason)
+    except OSError:
+        return PollFailed(failure="io")
+    state = login_state_from_credentials(credentials, now_ms)
+    if isinstance(state, LoginMissing):
+        return PollFailed(failure="missing")
+    if isinstance(state, LoginRefused):
+        return PollFailed(failure="refused", reason=state.reason)
+    token: str = credentials["agentOauth"]["accessToken"]  # a non-empty str: state checked it
+    if len(token) > TOKEN_MAX or _B64TOKEN.fullmatch(token) is None:
+        return PollFailed(failure="refused", reason="malformed")
+    if isinstance(state, LoginExpired) or state.expires_at_ms <= now_ms + EXPIRY_MARGIN_MS:
+        return PollFailed(failure="expired")
+    return token
+
+
+def _windows_of(body: object) -> dict[str, Any] | None:
+    """Keep the allowlisted windows of a 2xx body; None when one has the wrong shape."""
+    if not isinstance(body, Mapping):
+        return None
+    kept: dict[str, Any] = {}
+    for name in KNOWN_WINDOWS:
+        window = body.get(name)
+        if window is None:
+            continue
+        if not isinstance(window, Mapping):
+            return None
+        utilization = window.get("utilization")
+        resets = window.get("resets_at")
+        if isinstance(utilization, bool) or not isinstance(utilization, int | float):
+            return None
+        if not (resets is None or (isinstance(resets, str) and len(resets) <= RESETS_AT_MAX)):
+            return None
+        kept[name] = {"utilization": utilization, "resets_at": resets}
+    return kept
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > BODY_MAX_BYTES:
+            raise _BodyTooLarge
+    return bytes(body)
+
+
+async def _request(
+    client: httpx.AsyncClient, url: str, token: str, timeout: float
+) -> tuple[int, bytes | None]:
+    headers = {
+        "authorization": f"Bearer {token}",
+        "vendor-beta": USAGE_BETA,
+        "accept": "application/json",
+    }
+    # One deadline bounds connect, headers and the whole body read.
+    async with (
+        asyncio.timeout(timeout),
+        client.stream("GET", url, headers=headers, follow_redirects=False) as response,
+    ):
+        if response.history:
+            return -1, None  # a caller's client followed a redirect: the spec calls it network
+        if not 200 <= response.status_code < 300:
+            return response.status_code, None  # closed unread on exit
+        return response.status_code, await _read_capped(response)
+
+
+async def _poll(
+    profile: Profile,
+    *,
+    client: httpx.AsyncClient,
+    now: float,
+    uid: int | None,
+    timeout: float,
+    url: str,
+) -> PollResult:
+    token = _access_token(profile, uid=uid, now_ms=now * 1000)
+    if isinstance(token, PollFailed):
+        return token
+    try:
+        status, body = await _request(client, url, token, timeout)
+    except _BodyTooLarge:
+        return PollFailed(failure="malformed")
+    except Exception:  # timeouts, resets, TLS and redirect errors: the message is dropped
+        return PollFailed(failure="network")
+    finally:
+        del token
+    if status == -1:
+        return PollFailed(failure="network")
+    if body is None:
+        return PollFailed(failure=f"http-{status}")
+    try:
+        windows = _windows_of(json.loads(body))
+    except ValueError:
+        return PollFailed(failure="malformed")
+    if windows is None:
+        return PollFailed(failure="malformed")
+    account = profile.label if redact_secrets(profile.label) == profile.label else None
+    reading = usage_from_oauth_response(windows, written_at=now, account=account)
+    if reading is None:
+        return PollFailed(failure="malformed")
+    return PollOk(reading=reading)
+
+
+@contextlib.asynccontextmanager
+async def _client_for(client: httpx.AsyncClient | None) -> Any:
+    if client is not None:
+        yield client
+        return
+    import httpx  # only polling pays for httpx
+
+    # No per-phase timeout: one asyncio deadline per request bounds connect, headers and body.
+    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as own:  # noqa: S113
+        yield own
+
+
+async def poll_usage(
+    profile: Profile,
+    *,
+    client: httpx.AsyncClient | None = None,
+    now: float | None = None,
+    uid: int | None = None,
+    timeout: float = 10.0,
+    api_base: str = DEFAULT_API_BASE,
+) -> PollResult:
+    """Send one usage request for `profile` and return the reading or the failure kind.
+
+    Raises ValueError only for a bad `now`, `timeout` or `api_base` (fixed messages).
+    """
+    current = _check_now(now)
+    limit = _check_timeout(timeout)
+    url = check_base_url(api_base) + "/api/oauth/usage"
+    async with _client_for(client) as active:
+        return await _poll(profile, client=active, now=current, uid=uid, timeout=limit, url=url)
+
+
+@dataclass(frozen=True, slots=True)
+class _Backoff:
+    until: float
+    wait: float
+
+
+def _backoff_path(profile: Profile) -> str:
+    return os.path.join(status_cache_dir(profile.config_dir), BACKOFF_FILE)
+
+
+def _read_backoff(profile: Profile, *, uid: int | None, now: float) -> _Backoff | None:
+    try:
+        raw = read_gated(_backoff_path(profile), uid=uid, max_bytes=1024)
+    except (GateRefused, OSError):
+        return None
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+        until, wait = float(data["until"]), float(data["wait"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    finally:
+        zero(raw)
+    if not (math.isfinite(until) and math.isfinite(wait)) or until - now > BACKOFF_MAX_S:
+        return None  # unreadable, or waiting past the cap: counts as none
+    return _Backoff(until=until, wait=max(wait, BACKOFF_FIRST_S))
+
+
+def _write_backoff(profile: Profile, state: _Backoff) -> None:
+    data = json.dumps({"until": state.until, "wait": state.wait}).encode()
+    with contextlib.suppress(OSError):  # an unwritable backoff file is skipped
+        directory = status_cache_dir(profile.config_dir)
+        ensure_private_dir(directory)
+        atomic_write(directory, BACKOFF_FILE, data)
+
+
+def _clear_backoff(profile: Profile) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(_backoff_path(profile))
+
+
+async def _poll_entry(
+    profile: Profile,
+    *,
+    client: httpx.AsyncClient,
+    now: float,
+    uid: int | None,
+    timeout: float,
+    url: str,
+) -> PollEntry:
+    backoff = _read_backoff(profile, uid=uid, now=now)
+    if backoff is not None and backoff.until > now:
+        return PollEntry(
+            label=profile.label,
+            result=PollFailed(failure="backoff"),
+            backoff_until=backoff.until,
+        )
+    result = await _poll(profile, client=client, now=now, uid=uid, timeout=timeout, url=url)
+    if isinstance(result, PollFailed):
+        if result.failure != "http-429":
+            return PollEntry(label=profile.label, result=result)
+        wait = BACKOFF_FIRST_S if backoff is None else min(backoff.wait * 2, BACKOFF_MAX_S)
+        state = _Backoff(until=now + wait, wait=wait)
+        _write_backoff(profile, state)
+        return PollEntry(label=profile.label, result=result, backoff_until=state.until)
+    _clear_backoff(profile)
+    try:
+        written = write_reading(profile.config_dir, result.reading)
+    except (OSError, TypeError) as exc:
+        return PollEntry(label=profile.label, result=result, write_error=redact_secrets(exc))
+    return PollEntry(label=profile.label, result=result, file=written)
+
+
+async def poll_all(
+    *,
+    client: httpx.AsyncClient | None = None,
+    now: float | None = None,
+    uid: int | None = None,
+    timeout: float = 10.0,
+    profiles: Sequence[Profile] | None = None,
+    discover: Mapping[str, Any] | None = None,
+    api_base: str = DEFAULT_API_BASE,
+) -> list[PollEntry]:
+    """Poll every profile concurrently and write each reading; one entry per profile, in order."""
+    current = _check_now(now)
+    limit = _check_timeout(timeout)
+    url = check_base_url(api_base) + "/api/oauth/usage"
+    targets = list(profiles) if profiles is not None else discover_profiles(**(discover or {}))
+    async with _client_for(client) as active:
+
+        async def isolated(profile: Profile) -> PollEntry:
+            try:
+                return await _poll_entry(
+                    profile, client=active, now=current, uid=uid, timeout=limit, url=url
+                )
+            except Exception:  # one profile's surprise never stops another
+                return PollEntry(label=profile.label, result=PollFailed(failure="io"))
+
+        return list(await asyncio.gather(*(isolated(p) for p in targets)))
