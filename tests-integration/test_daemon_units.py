@@ -1,0 +1,307 @@
+"""The daemon's socket-activated systemd user units, verified and scored by the real systemd-analyze.
+
+Run as a script (`python test_daemon_units.py --mdwe-exec CMD...`) this module execs CMD under the
+seccomp filter that systemd installs for MemoryDenyWriteExecute=yes, so a test can prove the
+daemon's stack (aiohttp, mcp, cryptography, ssl, watchfiles) runs with it on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SYSTEMD_DIR = Path(__file__).resolve().parents[1] / "systemd"
+SOCKET = SYSTEMD_DIR / "local-daemon.socket"
+SERVICE = SYSTEMD_DIR / "local-daemon.service"
+# Measured with systemd 252 on Debian 12 (as root, the CI user): 1.5, the same as account-poll.
+# What is left: runs as the user, shares the host network (a product's commands call gh), may open
+# inet and unix sockets, reads home. A change that widens the sandbox raises the score and fails here.
+SECURITY_THRESHOLD = 1.5
+EXEC_START = (
+    "%h/.local/bin/local-daemon serve ${LOCAL_DAEMON_APP} --state-dir %S/local-daemon"
+    " $LOCAL_DAEMON_ARGS"
+)
+
+
+def _directives(path: Path) -> dict[str, dict[str, list[str]]]:
+    """Parse a unit file into section -> key -> values (keys may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] | None = None
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        assert current is not None, line
+        key, _, value = line.partition("=")
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+def _one(sections: dict[str, dict[str, list[str]]], section: str, key: str) -> str:
+    values = sections[section][key]
+    assert len(values) == 1, (key, values)
+    return values[0]
+
+
+def _stub_home(root: Path, *, with_binary: bool) -> dict[str, str]:
+    """An environment whose HOME (%h) holds a stub ~/.local/bin/local-daemon, as `uv tool` puts it."""
+    home = root / "home"
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    if with_binary:
+        stub = bin_dir / "local-daemon"
+        stub.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+        stub.chmod(0o755)
+    run = root / "run"
+    run.mkdir(mode=0o700)
+    return {**os.environ, "HOME": str(home), "XDG_RUNTIME_DIR": str(run)}
+
+
+def _analyze(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["systemd-analyze", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_systemd_analyze_verify_passes_on_the_pair(tmp_path: Path) -> None:
+    env = _stub_home(tmp_path, with_binary=True)
+    proc = _analyze(env, "verify", "--user", str(SOCKET), str(SERVICE))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == ""
+
+
+def test_systemd_analyze_verify_catches_a_missing_daemon_binary(tmp_path: Path) -> None:
+    # Proves the verify test above can fail, and that ExecStart= names ~/.local/bin/local-daemon.
+    env = _stub_home(tmp_path, with_binary=False)
+    proc = _analyze(env, "verify", "--user", str(SOCKET), str(SERVICE))
+    assert proc.returncode != 0
+    assert f"{env['HOME']}/.local/bin/local-daemon" in proc.stderr
+
+
+def test_security_exposure_stays_at_or_below_threshold(tmp_path: Path) -> None:
+    env = _stub_home(tmp_path, with_binary=True)
+    proc = _analyze(env, "security", "--offline=true", "--user", str(SERVICE))
+    match = re.search(r"Overall exposure level for local-daemon\.service: ([0-9.]+)", proc.stdout)
+    assert match is not None, proc.stdout[-500:] + proc.stderr[-500:]
+    assert float(match.group(1)) <= SECURITY_THRESHOLD
+
+
+def test_socket_listens_on_loopback_8765_for_one_daemon() -> None:
+    unit = _directives(SOCKET)
+    assert _one(unit, "Socket", "ListenStream") == "127.0.0.1:8765"
+    assert _one(unit, "Socket", "Accept") == "no"
+    assert _one(unit, "Install", "WantedBy") == "sockets.target"
+    # The daemon takes exactly one inherited fd (systemd_listen_fd refuses LISTEN_FDS != 1).
+    listeners = [k for k in unit["Socket"] if k.startswith("Listen")]
+    assert listeners == ["ListenStream"]
+
+
+def test_service_runs_serve_on_the_socket_with_the_env_file() -> None:
+    unit = _directives(SERVICE)
+    assert _one(unit, "Unit", "Requires") == "local-daemon.socket"
+    assert _one(unit, "Unit", "After") == "local-daemon.socket"
+    assert _one(unit, "Service", "ExecStart") == EXEC_START
+    # `-`: a missing env file is not an error; serve then fails on the missing MODULE:ATTR.
+    assert _one(unit, "Service", "EnvironmentFile") == "-%h/.config/local-daemon/env"
+    assert _one(unit, "Service", "Restart") == "on-failure"
+    assert "Install" not in unit  # started by its socket only
+
+
+def test_service_sandbox_leaves_only_the_state_dir_writable() -> None:
+    unit = _directives(SERVICE)
+    service = unit["Service"]
+    expected = {
+        "NoNewPrivileges": "yes",
+        "UMask": "0077",
+        "ProtectSystem": "strict",
+        "ProtectHome": "read-only",
+        "ReadWritePaths": "%S/local-daemon",
+        "StateDirectory": "local-daemon",
+        "StateDirectoryMode": "0700",
+        "PrivateTmp": "yes",
+        "PrivateUsers": "yes",
+        "PrivateDevices": "yes",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+        "LockPersonality": "yes",
+        "MemoryDenyWriteExecute": "yes",
+        "RestrictRealtime": "yes",
+        "RestrictSUIDSGID": "yes",
+        "RestrictNamespaces": "yes",
+        "SystemCallArchitectures": "native",
+        "CapabilityBoundingSet": "",
+        "AmbientCapabilities": "",
+    }
+    assert {key: _one(unit, "Service", key) for key in expected} == expected
+    assert service["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
+    assert "ReadOnlyPaths" not in service
+    assert "PrivateNetwork" not in service  # product commands reach the forge through gh
+
+
+# --- MemoryDenyWriteExecute=yes: the seccomp filter systemd 252 installs, rebuilt here ----------
+
+_LD_W_ABS, _JEQ_K, _AND_K, _RET_K = 0x20, 0x15, 0x54, 0x06
+_ALLOW, _EPERM = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_ARG2 = 16 + 2 * 8  # low word of seccomp_data.args[2] on little-endian
+_MMAP, _MPROTECT, _SHMAT, _PKEY_MPROTECT = 9, 10, 30, 329
+_PROT_WRITE_EXEC, _PROT_EXEC, _SHM_EXEC = 0x6, 0x4, 0o100000
+# (label or None, op, k, jump-if-true label, jump-if-false label)
+_MDWE_PROGRAM: list[tuple[str | None, str, int, str | None, str | None]] = [
+    (None, "ld", 4, None, None),
+    (None, "jeq", _AUDIT_ARCH_X86_64, "nr", "deny"),
+    ("nr", "ld", 0, None, None),
+    (None, "jeq", _MMAP, "mmap", None),
+    (None, "jeq", _MPROTECT, "exec", None),
+    (None, "jeq", _PKEY_MPROTECT, "exec", None),
+    (None, "jeq", _SHMAT, "shm", None),
+    (None, "ret", _ALLOW, None, None),
+    ("mmap", "ld", _ARG2, None, None),
+    (None, "and", _PROT_WRITE_EXEC, None, None),
+    (None, "jeq", _PROT_WRITE_EXEC, "deny", "allow"),
+    ("exec", "ld", _ARG2, None, None),
+    (None, "and", _PROT_EXEC, None, None),
+    (None, "jeq", _PROT_EXEC, "deny", "allow"),
+    ("shm", "ld", _ARG2, None, None),
+    (None, "and", _SHM_EXEC, None, None),
+    (None, "jeq", _SHM_EXEC, "deny", "allow"),
+    ("allow", "ret", _ALLOW, None, None),
+    ("deny", "ret", _EPERM, None, None),
+]
+
+
+def _assemble_mdwe_filter() -> bytes:
+    """Assemble the classic-BPF program: EPERM for W+X mmap, exec mprotect, exec shmat."""
+    codes = {"ld": _LD_W_ABS, "jeq": _JEQ_K, "and": _AND_K, "ret": _RET_K}
+    labels = {row[0]: pc for pc, row in enumerate(_MDWE_PROGRAM) if row[0] is not None}
+    out = b""
+    for pc, (_label, op, k, true, false) in enumerate(_MDWE_PROGRAM):
+        jt = labels[true] - pc - 1 if true else 0
+        jf = labels[false] - pc - 1 if false else 0
+        out += struct.pack("=HBBI", codes[op], jt, jf, k)
+    return out
+
+
+def _exec_under_mdwe(argv: list[str]) -> None:
+    """Install the filter (after no_new_privs, as systemd does for a user unit), then exec argv."""
+    code = _assemble_mdwe_filter()
+    program = ctypes.create_string_buffer(code, len(code))
+    fprog = ctypes.create_string_buffer(
+        struct.pack("=HxxxxxxQ", len(code) // 8, ctypes.addressof(program))
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(38, 1, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    if libc.prctl(22, 2, ctypes.addressof(fprog), 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
+    os.execvp(argv[0], argv)
+
+
+_WX_PROBE = """
+import mmap
+try:
+    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+except PermissionError:
+    print("wx-denied")
+else:
+    print("wx-allowed")
+"""
+
+# What `local-daemon serve` runs: an aiohttp server and client over TLS, HKDF, mcp's server,
+# watchfiles' native watcher and the daemon's gate and TLS modules.
+_STACK_PROBE = """
+import asyncio, pathlib, ssl, sys
+import aiohttp, trustme, watchfiles
+from aiohttp import web
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+import mcp.server.lowlevel
+import local_daemon, local_daemon._gate, local_daemon._tls
+
+async def main() -> None:
+    HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"probe").derive(b"k" * 32)
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+    app = web.Application()
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
+    await site.start()
+    port = runner.addresses[0][1]
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"https://127.0.0.1:{port}/health", ssl=client_ctx) as response:
+            print("health", (await response.json())["ok"])
+    await runner.cleanup()
+    root = pathlib.Path(sys.argv[1])
+    async def touch() -> None:
+        await asyncio.sleep(0.2)
+        (root / "f").write_text("x")
+    task = asyncio.create_task(touch())
+    async for changes in watchfiles.awatch(root, rust_timeout=30_000):
+        print("watch", len(changes))
+        break
+    await task
+    print("mcp", mcp.server.lowlevel.Server("probe").name)
+
+asyncio.run(main())
+"""
+
+
+def _run_under_mdwe(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, __file__, "--mdwe-exec", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_mdwe_filter_refuses_writable_executable_memory() -> None:
+    # Proves the filter below is active: the same probe is allowed W+X memory without it.
+    bare = subprocess.run(
+        [sys.executable, "-c", _WX_PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert bare.stdout.strip() == "wx-allowed"
+    proc = _run_under_mdwe(sys.executable, "-c", _WX_PROBE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "wx-denied"
+
+
+@pytest.mark.slow
+def test_daemon_stack_runs_under_memory_deny_write_execute(tmp_path: Path) -> None:
+    proc = _run_under_mdwe(sys.executable, "-c", _STACK_PROBE, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["health True", "watch 1", "mcp probe"]
+
+
+# PENDING(serve): once `local-daemon serve` lands, add the end-to-end run of this unit's ExecStart=
+# (%h -> the venv, %S -> tmp) under `systemd-socket-activate -l 127.0.0.1:<free port>` and the MDWE
+# filter above, asserting /health answers on the inherited socket with the activated port.
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--mdwe-exec"] or len(sys.argv) < 3:
+        sys.exit("usage: test_daemon_units.py --mdwe-exec CMD [ARG...]")
+    _exec_under_mdwe(sys.argv[2:])
