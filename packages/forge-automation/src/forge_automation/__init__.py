@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         snapshot_requests,
     )
     from ._budget import RateBudget, shared_rate_budget
+    from ._ci_wait import CiWaitResult, ci_wait
     from ._constants import (
         ACTIONS_APP_ID,
         BACKSTOP_CAPS,
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "snapshot_requests",
     ),
     "_budget": ("RateBudget", "shared_rate_budget"),
+    "_ci_wait": ("CiWaitResult", "ci_wait"),
     "_constants": (
         "ACTIONS_APP_ID",
         "BACKSTOP_CAPS",
@@ -171,6 +173,7 @@ __all__ = [  # noqa: RUF022
     "CheckRun",
     "CheckRunRequest",
     "CiVerdict",
+    "CiWaitResult",
     "Commit",
     "CommitStatus",
     "CompareFiles",
@@ -222,6 +225,7 @@ __all__ = [  # noqa: RUF022
     "app_installation_token",
     "approved_head_walk",
     "ci_verdict",
+    "ci_wait",
     "exec_git",
     "fake_forge",
     "forge_port",

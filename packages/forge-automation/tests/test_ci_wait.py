@@ -1,0 +1,193 @@
+"""ci_wait: polls to green or red, times out on a fake clock, paces by the budget, never drops."""
+
+from __future__ import annotations
+
+import pytest
+
+from forge_automation._budget import RateBudget
+from forge_automation._ci_wait import CiWaitResult, ci_wait
+from forge_automation._constants import ACTIONS_APP_ID
+from forge_automation._errors import ForgeInputError
+from forge_automation._fake import FakeForge, fake_forge
+from forge_automation._port import forge_port
+from forge_automation._types import CheckRun, RequiredContext
+from forge_automation._wire import gh_cli_wire
+from forge_support import ForgeServer
+
+REPO = "acme/widgets"
+SHA = "5" * 40
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def _run(conclusion: str | None, run_id: int = 1, name: str = "test") -> CheckRun:
+    return CheckRun(
+        id=run_id,
+        name=name,
+        status="completed" if conclusion else "in_progress",
+        conclusion=conclusion,
+        app_id=ACTIONS_APP_ID,
+        head_sha=SHA,
+        completed_at="2024-01-01T00:00:00Z" if conclusion else None,
+    )
+
+
+def _idle_budget() -> RateBudget:
+    return RateBudget(sleep=lambda s: pytest.fail(f"budget slept {s}"))
+
+
+def _wait(fake: FakeForge, clock: Clock, *, timeout: float, interval: float) -> CiWaitResult:
+    return ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        rules=[RequiredContext(context="test", app_id=ACTIONS_APP_ID)],
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        budget=_idle_budget(),
+        timeout=timeout,
+        interval=interval,
+    )
+
+
+def test_green_on_the_first_poll_does_not_sleep() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("success")])
+    result = _wait(fake, clock, timeout=60, interval=10)
+    assert result.verdict == "green"
+    assert result.polls == 1
+    assert clock.sleeps == []
+
+
+def test_pending_then_red_polls_until_the_verdict() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run(None)])
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.sleeps) == 2:
+            fake.set_runs(SHA, [_run("failure")])
+
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        rules=[RequiredContext(context="test", app_id=ACTIONS_APP_ID)],
+        timeout=600,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls) == ("red", 3)
+    assert clock.sleeps == [10, 10]
+    assert any("test" in reason for reason in result.reasons)
+
+
+def test_timeout_keeps_the_pending_reasons_and_is_bounded() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run(None)])
+    result = _wait(fake, clock, timeout=30, interval=10)
+    assert result.verdict == "timeout"
+    assert result.polls == 4
+    assert sum(clock.sleeps) == 30
+    assert fake.calls["list_check_runs"] == 4
+
+
+def test_a_frozen_clock_still_ends() -> None:
+    fake = fake_forge()
+    fake.set_runs(SHA, [_run(None)])
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        timeout=30,
+        interval=10,
+        clock=lambda: 0.0,
+        sleep=lambda s: None,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls) == ("timeout", 5)
+
+
+def test_a_low_budget_paces_but_never_drops_a_poll() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("success")])
+    paced: list[float] = []
+    budget = RateBudget(now=lambda: 1000.0, sleep=paced.append)
+    budget.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1020"})
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        timeout=60,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        budget=budget,
+    )
+    assert result.verdict == "green"
+    assert paced == [20.0]
+    assert fake.calls["list_check_runs"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"sha": "nope"}, "sha"),
+        ({"repo": "../x"}, "repo"),
+        ({"timeout": -1.0}, "timeout"),
+        ({"interval": 0.0}, "interval"),
+        ({"timeout": float("nan")}, "timeout"),
+    ],
+)
+def test_bad_arguments_fail_before_any_poll(kwargs: dict[str, object], field: str) -> None:
+    fake = fake_forge()
+    args: dict[str, object] = {"repo": REPO, "sha": SHA, **kwargs}
+    with pytest.raises(ForgeInputError) as caught:
+        ci_wait(
+            forge_port(fake.wire),
+            str(args["repo"]),
+            str(args["sha"]),
+            timeout=float(args.get("timeout", 10.0)),  # type: ignore[arg-type]
+            interval=float(args.get("interval", 1.0)),  # type: ignore[arg-type]
+            budget=_idle_budget(),
+        )
+    assert caught.value.field == field
+    assert sum(fake.calls.values()) == 0
+
+
+def test_green_through_real_gh(forge_server: ForgeServer) -> None:
+    repo = forge_server.state.repo(REPO)
+    sha = repo.add_commit("head")
+    repo.check_runs.append(
+        {
+            "id": 1,
+            "name": "test",
+            "head_sha": sha,
+            "status": "completed",
+            "conclusion": "success",
+            "completed_at": "2024-01-01T00:00:00Z",
+            "app": {"id": ACTIONS_APP_ID},
+        }
+    )
+    port = forge_port(gh_cli_wire(forge_server.exec()))
+    result = ci_wait(
+        port,
+        REPO,
+        sha,
+        rules=[RequiredContext(context="test")],
+        timeout=5,
+        interval=1,
+        budget=RateBudget(),
+    )
+    assert result.verdict == "green"
+    assert result.polls == 1
