@@ -6,22 +6,23 @@ pr-status and pr-context and 2 for ci-failures and premerge, never with a traceb
 first (or FORGE_CLI_DEBUG=1) adds a redacted traceback for errors that are not the user's.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the wrappers' Annotated parameters in
+# `build_app`, where `typer` is a local name, so they must be evaluated where they are written.
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
-
-import typer
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
+    import typer
+
     from ._port import ForgePort
     from ._types import CheckRun
 
-__all__ = ["app", "main"]
+__all__ = ["build_app", "fast_parse", "main"]
 
 EX_USAGE = 64
 EX_BAD_ARGS = 2
@@ -38,15 +39,6 @@ MAX_FAILED_JOBS = 5
 _FAILING = frozenset({"failure", "timed_out", "startup_failure"})
 _PR_REF = re.compile(r"\A([^#\s]+)#([0-9]{1,10})\Z")
 
-app = typer.Typer(
-    name="forge-cli",
-    help="Read a forge's PRs and CI through the logged-in gh (GH_HOST, GH_TOKEN work as usual).",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
 
 class CliExit(Exception):
     """End the command with `code`, after printing `message` (if any) on stderr."""
@@ -60,12 +52,16 @@ class CliExit(Exception):
 class UsageProblem(Exception):
     """A user error in the arguments: exits with the command's usage code."""
 
+    def __init__(self, message: str, *, prefixed: bool = True) -> None:
+        super().__init__(message)
+        self.prefixed = prefixed
+
 
 def _out(line: str) -> None:
     sys.stdout.write(line + "\n")
 
 
-def _port() -> ForgePort:
+def _port() -> "ForgePort":
     from ._port import forge_port
     from ._wire import gh_cli_wire
 
@@ -107,13 +103,7 @@ def _short(sha: str | None) -> str:
 # -- ci-wait --------------------------------------------------------------------------------------
 
 
-@app.command("ci-wait")
-def ci_wait_command(
-    repo: Annotated[str, typer.Argument(help="owner/name")],
-    sha: Annotated[str, typer.Argument(help="the pushed commit, 40 hex characters")],
-    timeout: Annotated[float, typer.Option(help="seconds to wait before TIMEOUT")] = 1800.0,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 15.0,
-) -> None:
+def ci_wait_command(repo: str, sha: str, timeout: float = 1800.0, interval: float = 15.0) -> None:
     """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2)."""
     from ._ci_wait import ci_wait
     from ._errors import ForgeCliError, ForgeInputError
@@ -136,7 +126,31 @@ def ci_wait_command(
 # -- pr-status ------------------------------------------------------------------------------------
 
 
-def _check_counts(runs: Sequence[CheckRun], head: str) -> tuple[int, int, list[str]]:
+def _parallel(*calls: Callable[[], Any]) -> list[Any]:
+    """Run each call in its own thread; return their results in order, or raise the first error."""
+    import threading
+
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        try:
+            results[index] = calls[index]()
+        except BaseException as exc:  # re-raised in the caller's thread below
+            errors[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
+
+
+def _check_counts(runs: "Sequence[CheckRun]", head: str) -> tuple[int, int, list[str]]:
     from ._verdict import run_outcome
 
     latest: dict[tuple[str, int | None], CheckRun] = {}
@@ -148,13 +162,8 @@ def _check_counts(runs: Sequence[CheckRun], head: str) -> tuple[int, int, list[s
     return passed, len(outcomes), failing
 
 
-@app.command("pr-status")
-def pr_status_command(
-    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-) -> None:
+def pr_status_command(ref: str, as_json: bool = False) -> None:
     """Print a PR's state, head, mergeability, checks and merge blockers on one line."""
-    from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
     from ._constants import ACTIONS_APP_ID
@@ -166,17 +175,14 @@ def pr_status_command(
     port = _port()
     pr = _read_pr(port, repo, number)
     # The base's rules, the head's runs and the behind count do not depend on each other.
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        rules_f = pool.submit(load_required_contexts, port, repo, pr.base_ref)
-        runs_f = pool.submit(port.check_runs, repo, pr.head_sha)
-        ancestry_f = (
-            pool.submit(port.wire.compare_ancestry, repo, pr.base_ref, pr.head_sha)
-            if pr.state == "open" and not pr.merged
-            else None
-        )
-        rules, runs = rules_f.result(), runs_f.result()
-        ancestry = ancestry_f.result() if ancestry_f is not None else None
-    if ancestry_f is not None:
+    # (threads, not concurrent.futures: its import alone costs a gh call's tenth)
+    is_open = pr.state == "open" and not pr.merged
+    rules, runs, ancestry = _parallel(
+        lambda: load_required_contexts(port, repo, pr.base_ref),
+        lambda: port.check_runs(repo, pr.head_sha),
+        lambda: port.wire.compare_ancestry(repo, pr.base_ref, pr.head_sha) if is_open else None,
+    )
+    if is_open:
         if ancestry is None:
             raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
         pr = replace(pr, behind=ancestry.behind_by > 0, behind_by=ancestry.behind_by)
@@ -211,7 +217,7 @@ def pr_status_command(
     )
 
 
-def _read_pr(port: ForgePort, repo: str, number: int) -> Any:
+def _read_pr(port: "ForgePort", repo: str, number: int) -> Any:
     from ._errors import ForgeCliError
 
     try:
@@ -225,10 +231,7 @@ def _read_pr(port: ForgePort, repo: str, number: int) -> Any:
 # -- pr-context -----------------------------------------------------------------------------------
 
 
-@app.command("pr-context")
-def pr_context_command(
-    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
-) -> None:
+def pr_context_command(ref: str) -> None:
     """Print a PR's title, base, head sha and changed files, then its body."""
     from ._constants import PR_FILES_CAP
     from ._errors import FileListTruncatedError
@@ -283,7 +286,7 @@ def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
     return body.decode("utf-8", "replace"), None
 
 
-def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[str, object]]:
+def _job_report(repo: str, run: "CheckRun", lines: int) -> tuple[list[str], dict[str, object]]:
     from ._logs import summarize_job_log
 
     url = run.details_url or "-"
@@ -306,16 +309,10 @@ def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[s
     return human, record
 
 
-@app.command("ci-failures")
 def ci_failures_command(
-    target: Annotated[str, typer.Argument(metavar="REPO#N|REPO", help="owner/name#number")],
-    job: Annotated[int | None, typer.Option(help="one check run (job) id instead of a PR")] = None,
-    lines: Annotated[int, typer.Option(help="tail lines per log")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    target: str, job: int | None = None, lines: int = 20, as_json: bool = False
 ) -> None:
     """Show why built-in CI failed at a PR's head: at most 5 failing jobs, each log's key lines."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from ._constants import ACTIONS_APP_ID
     from ._wire import _run_from_json
 
@@ -346,8 +343,7 @@ def ci_failures_command(
             key=lambda r: r.id,
         )
     shown, skipped = failing[:MAX_FAILED_JOBS], failing[MAX_FAILED_JOBS:]
-    with ThreadPoolExecutor(max_workers=min(len(shown), MAX_FAILED_JOBS) or 1) as pool:
-        reports = list(pool.map(lambda run: _job_report(repo, run, lines), shown))
+    reports = _parallel(*(lambda run=run: _job_report(repo, run, lines) for run in shown))
     if as_json:
         _json(
             {
@@ -374,17 +370,12 @@ def ci_failures_command(
 # -- premerge -------------------------------------------------------------------------------------
 
 
-@app.command("premerge")
 def premerge_command(
-    ref: Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")],
-    head_sha: Annotated[str, typer.Argument(metavar="HEAD_SHA", help="the head you will merge")],
-    approved_head: Annotated[
-        str, typer.Option("--approved-head", help="the head a reviewer approved")
-    ],
-    clone: Annotated[
-        str | None, typer.Option(help="a fetched clone holding head, approved head and base tip")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    ref: str,
+    head_sha: str,
+    approved_head: str,
+    clone: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Check a PR may merge at HEAD_SHA: OK (0) or FAIL with every reason (1)."""
     from ._errors import ForgeInputError
@@ -412,6 +403,166 @@ def premerge_command(
     raise CliExit(0 if result.ok else 1)
 
 
+# -- argument parsing: a fast path, and typer for everything else ------------------------------
+
+
+def build_app() -> "typer.Typer":
+    """Return the typer app; built on demand because typer (with pydantic) costs half a second."""
+    from typing import Annotated
+
+    import typer
+
+    app = typer.Typer(
+        name="forge-cli",
+        help="Read a forge's PRs and CI through the logged-in gh (GH_HOST, GH_TOKEN as usual).",
+        add_completion=False,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    pr_ref = Annotated[str, typer.Argument(metavar="REPO#N", help="owner/name#number")]
+    json_flag = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+
+    @app.command("ci-wait")
+    def ci_wait(
+        repo: Annotated[str, typer.Argument(help="owner/name")],
+        sha: Annotated[str, typer.Argument(help="the pushed commit, 40 hex characters")],
+        timeout: Annotated[float, typer.Option(help="seconds to wait before TIMEOUT")] = 1800.0,
+        interval: Annotated[float, typer.Option(help="seconds between polls")] = 15.0,
+    ) -> None:
+        """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2)."""
+        ci_wait_command(repo, sha, timeout, interval)
+
+    @app.command("pr-status")
+    def pr_status(ref: pr_ref, as_json: json_flag = False) -> None:
+        """Print a PR's state, head, mergeability, checks and merge blockers on one line."""
+        pr_status_command(ref, as_json)
+
+    @app.command("pr-context")
+    def pr_context(ref: pr_ref) -> None:
+        """Print a PR's title, base, head sha and changed files, then its body."""
+        pr_context_command(ref)
+
+    @app.command("ci-failures")
+    def ci_failures(
+        target: Annotated[str, typer.Argument(metavar="REPO#N|REPO", help="owner/name#number")],
+        job: Annotated[int | None, typer.Option(help="a check run (job) id, not a PR")] = None,
+        lines: Annotated[int, typer.Option(help="tail lines per log")] = 20,
+        as_json: json_flag = False,
+    ) -> None:
+        """Show why built-in CI failed at a PR's head: at most 5 jobs, each log's key lines."""
+        ci_failures_command(target, job, lines, as_json)
+
+    @app.command("premerge")
+    def premerge(
+        ref: pr_ref,
+        head_sha: Annotated[str, typer.Argument(metavar="HEAD_SHA", help="the head to merge")],
+        approved_head: Annotated[
+            str, typer.Option("--approved-head", help="the head a reviewer approved")
+        ],
+        clone: Annotated[
+            str | None, typer.Option(help="a fetched clone holding head, approved head, base tip")
+        ] = None,
+        as_json: json_flag = False,
+    ) -> None:
+        """Check a PR may merge at HEAD_SHA: OK (0) or FAIL with every reason (1)."""
+        premerge_command(ref, head_sha, approved_head, clone, as_json)
+
+    return app
+
+
+def __getattr__(name: str) -> object:
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_FLOAT = re.compile(r"\A[0-9]{1,9}(?:\.[0-9]{1,9})?\Z")
+_INT = re.compile(r"\A[0-9]{1,9}\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A command's plain shape: positionals, valued options (flag -> (name, parse)), flags."""
+
+    run: Callable[..., None]
+    positionals: tuple[str, ...]
+    options: dict[str, tuple[str, Callable[[str], object], re.Pattern[str] | None]]
+    flags: dict[str, str]
+    required: tuple[str, ...] = ()
+
+
+_SHAPES = {
+    "ci-wait": _Shape(
+        ci_wait_command,
+        ("repo", "sha"),
+        {"--timeout": ("timeout", float, _FLOAT), "--interval": ("interval", float, _FLOAT)},
+        {},
+    ),
+    "pr-status": _Shape(pr_status_command, ("ref",), {}, {"--json": "as_json"}),
+    "pr-context": _Shape(pr_context_command, ("ref",), {}, {}),
+    "ci-failures": _Shape(
+        ci_failures_command,
+        ("target",),
+        {"--job": ("job", int, _INT), "--lines": ("lines", int, _INT)},
+        {"--json": "as_json"},
+    ),
+    "premerge": _Shape(
+        premerge_command,
+        ("ref", "head_sha"),
+        {"--approved-head": ("approved_head", str, None), "--clone": ("clone", str, None)},
+        {"--json": "as_json"},
+        required=("approved_head",),
+    ),
+}
+
+
+def fast_parse(args: Sequence[str]) -> tuple[Callable[..., None], dict[str, object]] | None:
+    """Parse the plain forms typer would accept the same way; None sends `args` to typer.
+
+    Anything unusual (help, `--opt=value`, a repeated or unknown option, a value that starts with
+    `-`, a number typer might read differently, a missing argument) goes to typer, so its parsing
+    and its error messages stay the one source of truth.
+    """
+    if not args or args[0] not in _SHAPES:
+        return None
+    shape = _SHAPES[args[0]]
+    values: dict[str, object] = {}
+    positionals: list[str] = []
+    rest = list(args[1:])
+    while rest:
+        token = rest.pop(0)
+        if token in shape.flags and shape.flags[token] not in values:
+            values[shape.flags[token]] = True
+        elif token in shape.options and rest and not rest[0].startswith("-"):
+            name, parse, pattern = shape.options[token]
+            value = rest.pop(0)
+            if name in values or (pattern is not None and not pattern.fullmatch(value)):
+                return None
+            values[name] = parse(value)
+        elif token.startswith("-") or len(positionals) == len(shape.positionals):
+            return None
+        else:
+            positionals.append(token)
+    if len(positionals) != len(shape.positionals) or any(r not in values for r in shape.required):
+        return None
+    values.update(zip(shape.positionals, positionals, strict=True))
+    return shape.run, values
+
+
+def _run_typer(args: list[str]) -> None:
+    import typer
+    from typer._click.exceptions import UsageError
+
+    command = typer.main.get_command(build_app())
+    try:
+        command.main(args=args, prog_name="forge-cli", standalone_mode=False)
+    except UsageError as exc:
+        raise UsageProblem(exc.format_message(), prefixed=False) from None
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+
+
 # -- the one error boundary -----------------------------------------------------------------------
 
 
@@ -423,8 +574,6 @@ def _fail(code: int, message: str) -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run forge-cli and exit with the spec's code for whatever happened."""
-    from typer._click.exceptions import UsageError
-
     from ._errors import ForgeCliError, ForgeError, ForgeInputError
     from ._wire import redact_text
 
@@ -435,23 +584,23 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     verb = args[0] if args else ""
     usage_code = USAGE_EXIT.get(verb, EX_USAGE)
     try:
-        command = typer.main.get_command(app)
-        command.main(args=args, prog_name="forge-cli", standalone_mode=False)
+        fast = fast_parse(args)
+        if fast is not None:
+            run, values = fast
+            run(**values)
+        else:
+            _run_typer(args)
     except CliExit as done:
         if done.message:
             _fail(done.code, done.message)
         sys.stdout.flush()
         raise SystemExit(done.code) from None
     except UsageProblem as exc:
-        _fail(usage_code, f"{verb}: {exc}")
-    except UsageError as exc:
-        _fail(usage_code, exc.format_message())
+        _fail(usage_code, f"{verb}: {exc}" if exc.prefixed else str(exc))
     except ForgeInputError as exc:
         _fail(usage_code, f"{verb}: {exc}")
     except (ForgeCliError, ForgeError) as exc:
         _fail(1, redact_text(str(exc)))
-    except typer.Abort:
-        _fail(130, "aborted")
     except KeyboardInterrupt:
         _fail(130, "interrupted")
     except Exception as exc:  # the boundary: anything else is a bug, shown without secrets

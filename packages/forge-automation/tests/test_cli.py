@@ -1,0 +1,348 @@
+"""forge-cli ci-wait, pr-status, pr-context and the error boundary: real subprocesses, real gh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from forge_automation import cli as cli_module
+from forge_support import ForgeServer, RepoState
+
+REPO = "acme/widgets"
+FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
+
+
+def cli(server: ForgeServer, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [FORGE_CLI, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **server.env(), **env},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[ForgeServer]:
+    with ForgeServer() as forge:
+        yield forge
+
+
+@pytest.fixture
+def repo(server: ForgeServer) -> RepoState:
+    state = server.state.repo(REPO)
+    state.branches["main"] = state.add_commit("root")
+    return state
+
+
+def _pr(repo: RepoState, number: int = 1, **fields: object) -> str:
+    head = repo.add_commit(f"head{number}", parents=[repo.branches["main"]])
+    pr = repo.add_pr(number, head_ref=f"feature{number}", head_sha=head, title="Add a feature")
+    pr.update(fields)
+    return head
+
+
+# -- ci-wait --------------------------------------------------------------------------------------
+
+
+def test_ci_wait_green_red_and_timeout(server: ForgeServer, repo: RepoState) -> None:
+    green = repo.add_commit("green")
+    repo.add_run(green, "test", "success")
+    done = cli(server, "ci-wait", REPO, green)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"GREEN {REPO} {green} test=success\n",
+        "",
+    )
+
+    red = repo.add_commit("red")
+    repo.add_run(red, "test", "success")
+    repo.add_run(red, "lint", "failure")
+    done = cli(server, "ci-wait", REPO, red, "--timeout", "5")
+    assert (done.returncode, done.stdout) == (1, f"RED {REPO} {red} lint=failure\n")
+
+    pending = repo.add_commit("pending")
+    repo.add_run(pending, "test", None)
+    done = cli(server, "ci-wait", REPO, pending, "--timeout", "0")
+    assert (done.returncode, done.stdout) == (2, f"TIMEOUT {REPO} {pending} test=in_progress\n")
+
+
+def test_ci_wait_usage_errors_and_unknown_sha_exit_64(server: ForgeServer, repo: RepoState) -> None:
+    unknown = "f" * 40
+    done = cli(server, "ci-wait", REPO, unknown, "--timeout", "0")
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr == f"forge-cli: unknown sha {unknown} in {REPO}\n"
+    for args in (
+        [REPO, "HEAD"],
+        [REPO, "A" * 40],
+        ["../etc", "a" * 40],
+        [REPO],
+        [REPO, "a" * 40, "--timeout", "soon"],
+        [REPO, "a" * 40, "--timeout", "-1"],
+    ):
+        server.clear_log()
+        done = cli(server, "ci-wait", *args)
+        assert done.returncode == 64, args
+        assert done.stderr.startswith("forge-cli: ")
+        assert "Traceback" not in done.stderr
+        assert server.requests() == []
+
+
+# -- pr-status ------------------------------------------------------------------------------------
+
+
+def test_pr_status_line_and_json_keys(server: ForgeServer, repo: RepoState) -> None:
+    head = _pr(repo)
+    repo.set_rulesets("main", ["ci"], strict=True)
+    repo.add_run(head, "ci", "success")
+    lint = repo.add_run(head, "lint", "failure")
+    done = cli(server, "pr-status", f"{REPO}#1")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        f"{REPO}#1 open head={head[:7]} mergeable=clean checks=1/2 failing=lint blocked "
+        f"blockers=check-failed: lint=failure (run {lint['id']})\n"
+    )
+    data = json.loads(cli(server, "pr-status", f"{REPO}#1", "--json").stdout)
+    assert list(data) == [
+        "repo",
+        "number",
+        "state",
+        "headSha",
+        "baseRef",
+        "mergeableState",
+        "checks",
+        "ready",
+        "blockers",
+    ]
+    assert data["checks"] == {"passed": 1, "total": 2, "failing": ["lint"]}
+    assert (data["headSha"], data["baseRef"], data["ready"]) == (head, "main", False)
+    assert [b["reason"] for b in data["blockers"]] == ["check-failed"]
+
+
+def test_pr_status_ready_has_no_unapproved_blocker(server: ForgeServer, repo: RepoState) -> None:
+    head = _pr(repo)
+    repo.set_rulesets("main", ["ci"])
+    repo.add_run(head, "ci", "success")
+    done = cli(server, "pr-status", f"{REPO}#1")
+    assert done.stdout == (
+        f"{REPO}#1 open head={head[:7]} mergeable=clean checks=1/1 failing=- ready blockers=none\n"
+    )
+
+
+def test_pr_status_falls_back_to_classic_protection(server: ForgeServer, repo: RepoState) -> None:
+    head = _pr(repo)
+    repo.classic["main"] = {"strict": False, "contexts": ["build"], "checks": []}
+    repo.add_run(head, "ci", "success")
+    data = json.loads(cli(server, "pr-status", f"{REPO}#1", "--json").stdout)
+    assert [b["reason"] for b in data["blockers"]] == ["check-pending"]
+    assert "build" in data["blockers"][0]["detail"]
+    # Neither rulesets nor classic protection (a free-plan 403): nothing required, so refused.
+    repo.classic["main"] = 403
+    data = json.loads(cli(server, "pr-status", f"{REPO}#1", "--json").stdout)
+    assert [b["reason"] for b in data["blockers"]] == ["no-required-checks"]
+
+
+def test_pr_status_strict_behind_draft_and_dirty(server: ForgeServer, repo: RepoState) -> None:
+    head = _pr(repo, draft=True, mergeable_state="dirty")
+    repo.branches["main"] = repo.add_commit("advance", parents=[repo.branches["main"]])
+    repo.set_rulesets("main", ["ci"], strict=True)
+    repo.add_run(head, "ci", "success")
+    data = json.loads(cli(server, "pr-status", f"{REPO}#1", "--json").stdout)
+    reasons = {b["reason"] for b in data["blockers"]}
+    assert {"pr-draft", "merge-conflict", "behind-base"} <= reasons
+    assert "unapproved-head" not in reasons
+    line = cli(server, "pr-status", f"{REPO}#1").stdout
+    assert line.startswith(f"{REPO}#1 open draft head={head[:7]} mergeable=dirty ")
+
+
+def test_pr_status_merged(server: ForgeServer, repo: RepoState) -> None:
+    _pr(repo, state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
+    repo.set_rulesets("main", ["ci"])
+    data = json.loads(cli(server, "pr-status", f"{REPO}#1", "--json").stdout)
+    assert data["state"] == "merged"
+    assert "pr-merged" in {b["reason"] for b in data["blockers"]}
+
+
+@pytest.mark.parametrize("verb", ["pr-status", "pr-context"])
+@pytest.mark.parametrize(
+    "args", [["acme/widgets"], ["acme/widgets#"], ["#1"], ["acme/widgets#0"], ["a/b#1#2"], []]
+)
+def test_bad_refs_exit_64(server: ForgeServer, verb: str, args: list[str]) -> None:
+    done = cli(server, verb, *args)
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr.startswith("forge-cli: ")
+    assert "Traceback" not in done.stderr
+    assert server.requests() == []
+
+
+@pytest.mark.parametrize("verb", ["pr-status", "pr-context"])
+def test_a_missing_pr_exits_64(server: ForgeServer, repo: RepoState, verb: str) -> None:
+    done = cli(server, verb, f"{REPO}#42")
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr == f"forge-cli: {verb}: no PR {REPO}#42 (or no access to it)\n"
+
+
+# -- pr-context -----------------------------------------------------------------------------------
+
+
+def test_pr_context_prints_title_base_head_files_then_body(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = _pr(repo, body="Why:\nbecause.")
+    repo.pr_files[1] = [
+        {"filename": "src/a.py", "status": "modified", "additions": 1, "deletions": 1},
+        {"filename": "src/b.py", "previous_filename": "src/old.py", "status": "renamed"},
+    ]
+    done = cli(server, "pr-context", f"{REPO}#1")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "title: Add a feature",
+        "base: main",
+        f"head: {head}",
+        "files: 2",
+        "  modified src/a.py",
+        "  renamed src/old.py -> src/b.py",
+        "",
+        "Why:",
+        "because.",
+    ]
+
+
+def test_pr_context_gives_a_count_past_the_file_cap(server: ForgeServer, repo: RepoState) -> None:
+    _pr(repo, changed_files=3412)
+    server.clear_log()
+    done = cli(server, "pr-context", f"{REPO}#1")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[3] == (
+        "files: 3412 (more than the forge lists; 3,000 at most, none shown)"
+    )
+    assert not [r for r in server.requests() if r.path.endswith("/files")]
+
+
+def test_pr_context_reports_a_short_listing(server: ForgeServer, repo: RepoState) -> None:
+    _pr(repo, changed_files=5)
+    repo.pr_files[1] = [{"filename": "only.py", "status": "added"}]
+    done = cli(server, "pr-context", f"{REPO}#1")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[3] == "files: 5 (listing came back with 1; none shown)"
+
+
+# -- the boundary ---------------------------------------------------------------------------------
+
+
+def test_bad_verb_and_bare_invocation_exit_64(server: ForgeServer) -> None:
+    done = cli(server, "frobnicate")
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr == "forge-cli: No such command 'frobnicate'.\n"
+    assert cli(server).returncode == 64
+    helped = cli(server, "--help")
+    assert helped.returncode == 0
+    for verb in cli_module.USAGE_EXIT:
+        assert verb in helped.stdout
+
+
+def test_a_forge_failure_exits_1_with_one_redacted_line(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    _pr(repo)
+    bad = cli(server, "pr-status", f"{REPO}#1", GH_TOKEN="ghp_wrongtoken00000000000000000000")
+    assert (bad.returncode, bad.stdout) == (1, "")
+    assert bad.stderr.count("\n") == 1
+    assert "HTTP 401" in bad.stderr
+    assert "ghp_wrongtoken" not in bad.stderr
+
+
+CANARY = "ghp_canarytoken1234567890abcdefABCDEF"
+
+
+def test_a_bug_exits_70_and_only_debug_shows_a_redacted_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken() -> object:
+        raise RuntimeError(f"boom {CANARY}")
+
+    monkeypatch.setattr(cli_module, "_port", broken)
+    with pytest.raises(SystemExit) as caught:
+        cli_module.main(["pr-status", f"{REPO}#1"])
+    assert caught.value.code == 70
+    err = capsys.readouterr().err
+    assert err == "forge-cli: internal error (RuntimeError); rerun with --debug\n"
+    with pytest.raises(SystemExit) as caught:
+        cli_module.main(["--debug", "pr-status", f"{REPO}#1"])
+    assert caught.value.code == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert "boom [redacted]" in err
+    assert CANARY not in err
+
+
+def test_main_in_process_maps_exit_codes() -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli_module.main(["premerge"])
+    assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        cli_module.main(["pr-status", "nope"])
+    assert caught.value.code == 64
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ci-wait", REPO, "a" * 40],
+        ["ci-wait", REPO, "a" * 40, "--timeout", "2.5", "--interval", "1"],
+        ["pr-status", f"{REPO}#1", "--json"],
+        ["pr-status", "--json", f"{REPO}#1"],
+        ["pr-context", f"{REPO}#1"],
+        ["ci-failures", f"{REPO}#1", "--lines", "7", "--json"],
+        ["ci-failures", REPO, "--job", "12"],
+        ["premerge", f"{REPO}#1", "a" * 40, "--approved-head", "b" * 40],
+        ["premerge", f"{REPO}#1", "--clone", "/tmp", "a" * 40, "--approved-head", "b" * 40],
+    ],
+)
+def test_the_fast_path_parses_exactly_as_typer_does(args: list[str]) -> None:
+    import inspect
+
+    import typer
+
+    fast = cli_module.fast_parse(args)
+    assert fast is not None
+    run, values = fast
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(run).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    group = typer.main.get_command(cli_module.build_app())
+    command = group.commands[args[0]]  # type: ignore[attr-defined]
+    with command.make_context(args[0], list(args[1:])) as ctx:
+        assert ctx.params == {**defaults, **values}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--help"],
+        ["frobnicate"],
+        ["pr-status", "--help"],
+        ["pr-status"],
+        ["pr-status", "a/b#1", "extra"],
+        ["pr-status", "a/b#1", "--json", "--json"],
+        ["ci-wait", REPO, "a" * 40, "--timeout=5"],
+        ["ci-wait", REPO, "a" * 40, "--timeout", "-1"],
+        ["ci-wait", REPO, "a" * 40, "--timeout", "1e3"],
+        ["ci-failures", f"{REPO}#1", "--lines"],
+        ["premerge", f"{REPO}#1", "a" * 40],
+        ["premerge", f"{REPO}#1", "a" * 40, "--approved-head", "--json"],
+        ["premerge", "--", f"{REPO}#1", "a" * 40, "--approved-head", "b" * 40],
+    ],
+)
+def test_anything_unusual_goes_to_typer(args: list[str]) -> None:
+    assert cli_module.fast_parse(args) is None
