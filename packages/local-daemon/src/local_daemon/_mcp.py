@@ -1,0 +1,316 @@
+"""The MCP projection of a command registry: tools/list and tools/call over HTTP and stdio.
+
+Built on the `mcp` SDK's low-level `Server` and its streamable-HTTP transport; the protocol is
+never written by hand. `/mcp` is stateless: every HTTP request gets its own `Server` and its own
+session manager (which makes one transport for the request), bridged from aiohttp to ASGI.
+
+Importing this module imports `mcp` (over a second): the package imports it only when MCP is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp_types as types
+from aiohttp import hdrs, web
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from ._errors import UnknownCommandError
+from ._invoke import failure_outcome, invoke
+from ._types import CommandInfo, CommandRegistry, ContextFactory, ErrorFormatter
+
+__all__ = [
+    "DEFAULT_MCP_BODY_LIMIT",
+    "create_mcp_server",
+    "invoke_tool",
+    "list_tools",
+    "mcp_http_handler",
+    "run_mcp_stdio",
+    "tool_name_for",
+]
+
+_log = logging.getLogger("local_daemon")
+
+# A tools/call body carries one command's arguments, so it gets the RPC default cap.
+DEFAULT_MCP_BODY_LIMIT = 1024 * 1024
+
+# The daemon's own guards (Host allowlist, Origin allowlist, x-local-client, JSON content type)
+# run before /mcp on every listener with that listener's allowlist; a second, differently
+# configured allowlist inside the transport could only disagree with them, so it is off.
+_TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+_HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"})
+
+
+def tool_name_for(tool_prefix: str, command: str) -> str:
+    """Return the MCP tool name of `command`: `<tool_prefix>_<command>`."""
+    return f"{tool_prefix}_{command}"
+
+
+def _command_for(tool_prefix: str, tool_name: str) -> str | None:
+    head = tool_prefix + "_"
+    if tool_name.startswith(head) and len(tool_name) > len(head):
+        return tool_name[len(head) :]
+    return None
+
+
+def list_tools(registry: CommandRegistry, *, tool_prefix: str) -> list[types.Tool]:
+    """Return every command of `registry` as an MCP tool named `<tool_prefix>_<command>`."""
+    return [_tool(tool_prefix, info) for info in registry.commands()]
+
+
+def _tool(tool_prefix: str, info: CommandInfo) -> types.Tool:
+    schema = dict(info.input_schema)
+    schema.setdefault("type", "object")
+    return types.Tool(
+        name=tool_name_for(tool_prefix, info.name),
+        description=info.description or None,
+        input_schema=schema,
+    )
+
+
+async def invoke_tool(
+    registry: CommandRegistry,
+    tool_name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    tool_prefix: str,
+    context: Any = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+) -> types.CallToolResult:
+    """Call the command behind `tool_name`; answer its RPC envelope, `isError` on failure."""
+    log = logger or _log
+    command = _command_for(tool_prefix, tool_name)
+    if command is None:
+        # A name without the prefix is unknown even if a command of that exact name exists.
+        unknown = UnknownCommandError(tool_name)
+        return envelope_result(
+            failure_outcome(unknown, format_error=format_error, logger=log).envelope
+        )
+    outcome = await invoke(
+        registry,
+        command,
+        dict(arguments) if arguments is not None else {},
+        context,
+        format_error=format_error,
+        logger=log,
+    )
+    return envelope_result(outcome.envelope)
+
+
+def envelope_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
+    """Wrap an RPC envelope as a tool result: JSON text plus the same object, structured."""
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=dict(envelope),
+        is_error=not envelope.get("ok", False),
+    )
+
+
+def create_mcp_server(
+    registry: CommandRegistry,
+    *,
+    tool_prefix: str,
+    version: str,
+    create_context: ContextFactory | None = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+) -> Server[Any]:
+    """Build the low-level MCP `Server` exposing `registry`'s commands as tools."""
+    log = logger or _log
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list_tools(registry, tool_prefix=tool_prefix))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        context = None
+        if create_context is not None:
+            try:
+                context = create_context("mcp", None)
+            except Exception as exc:
+                # Reported through the envelope exactly like a command that raised it.
+                failed = failure_outcome(exc, format_error=format_error, logger=log)
+                return envelope_result(failed.envelope)
+        return await invoke_tool(
+            registry,
+            params.name,
+            params.arguments,
+            tool_prefix=tool_prefix,
+            context=context,
+            format_error=format_error,
+            logger=log,
+        )
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        command = _command_for(tool_prefix, name)
+        for info in registry.commands():
+            if info.name == command:
+                return info.input_schema
+        return None
+
+    return Server(
+        tool_prefix,
+        version=version,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+async def run_mcp_stdio(
+    registry: CommandRegistry,
+    *,
+    tool_prefix: str,
+    version: str,
+    create_context: ContextFactory | None = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+) -> None:
+    """Serve `registry` as MCP tools over this process's stdin and stdout until stdin closes."""
+    from mcp.server.stdio import stdio_server
+
+    server = create_mcp_server(
+        registry,
+        tool_prefix=tool_prefix,
+        version=version,
+        create_context=create_context,
+        format_error=format_error,
+        logger=logger,
+    )
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class _AsgiBridge:
+    """One aiohttp request seen as an ASGI HTTP connection: body in through `receive`, answer out
+    through `send` into a `web.StreamResponse` that streams as the ASGI app writes."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+        self.finished = False
+        self._status = 500
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body_done = False
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        sock = transport.get_extra_info("sockname") if transport is not None else None
+        self.scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": f"{request.version.major}.{request.version.minor}",
+            "method": request.method,
+            "scheme": request.scheme,
+            "path": request.path,
+            "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
+            "query_string": request.rel_url.raw_query_string.encode("latin-1"),
+            "root_path": "",
+            "headers": [(name.lower(), value) for name, value in request.raw_headers],
+            "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+            "server": tuple(sock[:2]) if isinstance(sock, tuple) else None,
+            "state": {},
+        }
+
+    async def receive(self) -> dict[str, Any]:
+        if not self._body_done:
+            chunk = await self.request.content.readany()
+            self._body_done = not chunk or self.request.content.at_eof()
+            return {"type": "http.request", "body": chunk, "more_body": not self._body_done}
+        # aiohttp gives no disconnect event; the transport's own watcher is cancelled with the
+        # request, so waiting here for the lifetime of the handler is the honest answer.
+        await _forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self._status = int(message["status"])
+            self._headers = list(message.get("headers", ()))
+            return
+        if kind != "http.response.body" or self.finished:
+            return
+        if self.response is None:
+            response = web.StreamResponse(status=self._status)
+            for name, value in self._headers:
+                if name.lower() not in _HOP_BY_HOP:
+                    response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            await response.prepare(self.request)
+            self.response = response
+        body = message.get("body", b"")
+        if body:
+            await self.response.write(body)
+        if not message.get("more_body", False):
+            self.finished = True
+            await self.response.write_eof()
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+def _jsonrpc_error(status: int, message: str, **headers: str) -> web.Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+    return web.json_response(body, status=status, headers=headers or None)
+
+
+def mcp_http_handler(
+    *,
+    registry: CommandRegistry,
+    tool_prefix: str,
+    version: str,
+    create_context: ContextFactory | None,
+    format_error: ErrorFormatter | None,
+    logger: logging.Logger,
+    max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Return the aiohttp handler for `/mcp`: stateless, one server and transport per request."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.method != hdrs.METH_POST:
+            # Stateless: no standalone GET stream to open and no session to DELETE.
+            return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
+        server = create_mcp_server(
+            registry,
+            tool_prefix=tool_prefix,
+            version=version,
+            create_context=create_context,
+            format_error=format_error,
+            logger=logger,
+        )
+        manager = StreamableHTTPSessionManager(
+            app=server,
+            json_response=True,
+            stateless=True,
+            security_settings=_TRANSPORT_SECURITY,
+            max_request_body_size=max_body_bytes,
+        )
+        bridge = _AsgiBridge(request)
+        try:
+            async with manager.run():
+                await manager.handle_request(bridge.scope, bridge.receive, bridge.send)
+        except Exception as exc:
+            # The type only: a traceback could carry argument values.
+            logger.error("mcp request failed: %s", type(exc).__name__)
+            if bridge.response is None:
+                return _jsonrpc_error(500, "Internal Server Error")
+        if bridge.response is None:
+            return _jsonrpc_error(500, "Internal Server Error")
+        if not bridge.finished:
+            bridge.finished = True
+            await bridge.response.write_eof()
+        return bridge.response
+
+    return handle

@@ -1,0 +1,95 @@
+"""MCP over streamable HTTP through an independent client: the TypeScript SDK run by node."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
+from daemon_raw_http import serve_app
+from local_daemon._mcp import mcp_http_handler
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+
+
+@pytest.fixture(scope="module")
+def node_client() -> Path:
+    node = shutil.which("node")
+    assert node is not None, "node is required (Node 20)"
+    if not (NODE_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        # `make setup` normally does this; never skip, install from the committed lock instead.
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--silent"],
+            cwd=NODE_DIR,
+            check=True,
+            timeout=300,
+        )
+    return NODE_DIR / "mcp_client.mjs"
+
+
+async def run_node(script: Path, url: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(script),
+        url,
+        json.dumps(calls),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    parsed = json.loads(out)
+    assert isinstance(parsed, dict)
+    return parsed
+
+
+async def test_typescript_sdk_lists_and_calls_tools(node_client: Path) -> None:
+    contexts: list[tuple[str, Any]] = []
+
+    def create_context(surface: Any, auth: Any) -> dict[str, Any]:
+        contexts.append((surface, auth))
+        return {"surface": surface, "auth": auth}
+
+    app = web.Application()
+    app.router.add_route(
+        "*",
+        "/mcp",
+        mcp_http_handler(
+            registry=FixtureRegistry(),
+            tool_prefix=TOOL_PREFIX,
+            version=VERSION,
+            create_context=create_context,
+            format_error=None,
+            logger=logging.getLogger("local_daemon"),
+        ),
+    )
+    calls: list[dict[str, Any]] = [
+        {"name": "fx_echo", "arguments": {"text": "from node"}},
+        {"name": "fx_whoami"},
+        *({"name": f"fx_{name}"} for name in ERROR_COMMANDS),
+    ]
+    async with serve_app(app) as port:
+        answer = await run_node(node_client, f"http://127.0.0.1:{port}/mcp", calls)
+
+    assert answer["server"] == {"name": TOOL_PREFIX, "version": VERSION}
+    assert [tool["name"] for tool in answer["tools"]] == [
+        f"fx_{info.name}" for info in FixtureRegistry().commands()
+    ]
+    results = answer["results"]
+    envelopes = [json.loads(result["content"][0]["text"]) for result in results]
+    assert envelopes[0] == {"ok": True, "data": {"text": "from node"}}
+    assert results[0].get("isError", False) is False
+    assert envelopes[1] == {"ok": True, "data": {"context": {"surface": "mcp", "auth": None}}}
+    codes = [envelope["error"]["code"] for envelope in envelopes[2:]]
+    assert codes[:4] == [64, 65, 75, 77]
+    assert all(result["isError"] is True for result in results[2:])
+    assert CANARY not in json.dumps(answer)
+    assert contexts == [("mcp", None)] * len(calls)

@@ -1,0 +1,67 @@
+"""MCP over stdio: the `mcp` package's stdio client against `python -m daemon_mcp_fixture`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    parsed = json.loads(block.text)
+    assert isinstance(parsed, dict)
+    return parsed
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_stdio_client_lists_and_calls_tools(mode: str) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "daemon_mcp_fixture"],
+        env={"PYTHONPATH": str(TESTS_DIR)},
+        cwd=TESTS_DIR,
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+            if mode == "legacy":
+                assert client.session.initialize_result is not None
+                info = client.session.initialize_result.server_info
+                assert (info.name, info.version) == (TOOL_PREFIX, VERSION)
+            listed = await client.list_tools()
+            echoed = await client.call_tool("fx_echo", {"text": "over stdio"})
+            who = await client.call_tool("fx_whoami", {})
+            errors = {name: await client.call_tool(f"fx_{name}", {}) for name in ERROR_COMMANDS}
+            unknown = await client.call_tool("fx_missing", {})
+        errlog.seek(0)
+        stderr = errlog.read()
+
+    assert [tool.name for tool in listed.tools] == [
+        f"fx_{info.name}" for info in FixtureRegistry().commands()
+    ]
+    assert not echoed.is_error
+    assert envelope_of(echoed) == {"ok": True, "data": {"text": "over stdio"}}
+    # create_context ran in the server process with surface "mcp" and no auth record
+    assert envelope_of(who) == {"ok": True, "data": {"context": {"surface": "mcp", "auth": None}}}
+    codes = {name: envelope_of(result)["error"]["code"] for name, result in errors.items()}
+    assert codes["too_big"] == 64
+    assert codes["bad_args"] == 65
+    assert codes["limited"] == 75
+    assert codes["forbidden"] == 77
+    assert all(result.is_error for result in errors.values())
+    assert CANARY not in json.dumps(envelope_of(errors["crash"]))
+    assert CANARY not in stderr
+    assert unknown.is_error
+    assert envelope_of(unknown)["error"]["code"] == 64
