@@ -108,11 +108,12 @@ def _epoch_seconds(iso: object) -> float | None:
         return None
     try:
         moment = datetime.fromisoformat(iso)
-    except ValueError:
+        # A time without an offset is read as UTC: the pure core never consults the local zone.
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        seconds = moment.timestamp()
+    except (ValueError, OverflowError):  # a reset time that does not parse is only omitted
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    seconds = moment.timestamp()
     return int(seconds) if seconds.is_integer() else seconds
 
 

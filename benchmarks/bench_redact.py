@@ -1,0 +1,64 @@
+"""redact_secrets on hostile input: time at 1 MiB and 2 MiB of each shape, and their ratio.
+
+Linear time means doubling the input about doubles the time (target: ratio <= 2.5); a pattern
+that backtracks or rescans would show 4x or worse. The baseline of each figure is the same shape
+at 1 MiB, measured in the same run. Prints one JSON line per figure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from agent_accounts import redact_secrets
+
+MIB = 1 << 20
+REPEATS = 3
+
+# name -> builder of a string of at least n characters
+SHAPES: dict[str, Callable[[int], str]] = {
+    "plain run 'a'*n": lambda n: "a" * n,
+    "Bearer + run": lambda n: "Bearer " + "a" * n,
+    "'token=' repeated": lambda n: "token=" * (n // 6 + 1),
+    "'eyJ' + 'a.' repeated": lambda n: "eyJ" + "a." * (n // 2 + 1),
+    "'sk-ant-' repeated": lambda n: "sk-ant-" * (n // 7 + 1),
+    "31-char runs split by '.'": lambda n: ("b" * 31 + ".") * (n // 32 + 1),
+    "unclosed quotes 'password=\"'": lambda n: 'password="' * (n // 10 + 1),
+    "'Bearer ' repeated": lambda n: "Bearer " * (n // 7 + 1),
+    "prose with short words": lambda n: "the basic token is fine " * (n // 24 + 1),
+}
+
+
+def _best_of(text: str) -> float:
+    best = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        redact_secrets(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    """Time every shape at 1 and 2 MiB and print the figures."""
+    for name, build in SHAPES.items():
+        one = _best_of(build(MIB)[:MIB])
+        two = _best_of(build(2 * MIB)[: 2 * MIB])
+        print(
+            json.dumps(
+                {
+                    "name": f"redact 2 MiB: {name}",
+                    "value": round(two, 6),
+                    "unit": "s",
+                    "baseline": "redact 1 MiB",
+                    "baseline_value": round(one, 6),
+                    "ratio": round(two / one, 3) if one > 0 else None,
+                    "target": "<= 2.5",
+                }
+            ),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
