@@ -50,5 +50,21 @@ bench: setup ## run the benchmarks and write BENCHMARKS.md
 build: setup ## build three wheels and three sdists into dist/
 	@$(UV) build --all-packages --no-sources --out-dir dist
 
+# A real upload reads UV_PUBLISH_TOKEN (and UV_PUBLISH_URL for an index other than PyPI) from the
+# environment. DRY_RUN=1 builds and checks the same files, then stops: `uv publish --dry-run` with
+# trusted publishing off sends no request at all. DIST=<dir> builds somewhere other than dist/.
+DIST ?= dist
+publish: setup ## build, twine-check and upload one package: make publish PKG=<name> [DRY_RUN=1]
+	@case " $(PACKAGES) " in *" $(PKG) "*) test -n "$(DIST)" ;; *) echo "usage: make publish PKG=<$(subst $(eval) ,|,$(PACKAGES))> [DRY_RUN=1]" >&2; exit 2;; esac
+	@rm -rf $(DIST)/$(PKG)
+	@$(UV) build --package $(PKG) --no-sources --out-dir $(DIST)/$(PKG)
+	@$(UV) run --no-sync twine check --strict $(DIST)/$(PKG)/*.whl $(DIST)/$(PKG)/*.tar.gz
+ifeq ($(DRY_RUN),)
+	@$(UV) publish $(DIST)/$(PKG)/*.whl $(DIST)/$(PKG)/*.tar.gz
+else
+	@$(UV) publish --dry-run --trusted-publishing never $(DIST)/$(PKG)/*.whl $(DIST)/$(PKG)/*.tar.gz
+	@echo "dry run: nothing uploaded; would upload:" $(DIST)/$(PKG)/*.whl $(DIST)/$(PKG)/*.tar.gz
+endif
+
 clean: ## remove build output and caches
 	rm -rf dist .pytest_cache .mypy_cache .ruff_cache
