@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -40,6 +41,8 @@ CREDENTIALS_FILE: Final = ".credentials.json"
 CREDENTIALS_MAX_BYTES: Final = 64 * 1024
 USAGE_FILE: Final = "usage-poll.json"
 USAGE_MAX_BYTES: Final = 256 * 1024
+# A file or dir that vanished, or a path component that is not a dir: nothing to read.
+_GONE: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 
 
 def status_cache_dir(config_dir: str) -> str:
@@ -64,7 +67,7 @@ def read_credentials(config_dir: str, *, uid: int | None) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError:  # the parser's message quotes the file: drop it
+    except (ValueError, RecursionError):  # the parser's message quotes the file: drop it
         raise GateRefused("malformed") from None
     finally:
         zero(raw)
@@ -83,8 +86,12 @@ def read_login_state(
     except GateRefused as refused:
         return LoginRefused(reason=refused.reason)
     except OSError as exc:
-        raise redact_secrets(exc) from None
-    return login_state_from_credentials(credentials, _now_ms(now))
+        failure = redact_secrets(exc)
+    else:
+        return login_state_from_credentials(credentials, _now_ms(now))
+    # Raised outside the handler: inside it, Python would link the unredacted original as
+    # __context__ even with `from None`.
+    raise failure
 
 
 _INVALID_READING = "reading must be a valid usage-poll reading"
@@ -104,7 +111,8 @@ def write_reading(config_dir: str | os.PathLike[str], reading: object) -> str:
         ensure_private_dir(directory)
         return atomic_write(directory, USAGE_FILE, text.encode())
     except OSError as exc:
-        raise redact_secrets(exc) from None
+        failure = redact_secrets(exc)
+    raise failure  # outside the handler, so no __context__ links the original
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,15 +125,20 @@ class UsageFile:
 
 
 def _load_reading(path: str) -> UsageReading | None:
+    """Read one session file; None when it is to be skipped. Raises OSError when unexpected."""
     try:
         raw = read_gated(path, uid=None, max_bytes=USAGE_MAX_BYTES, strict=False)
-    except (GateRefused, OSError):
+    except GateRefused:  # not a regular file, replaced in flight, or over 256 KiB
         return None
+    except OSError as exc:
+        if exc.errno in _GONE:  # removed or replaced by its writer between listdir and open
+            return None
+        raise
     if raw is None:
         return None
     try:
         reading = parse_usage_reading(json.loads(raw))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if reading is None or not reading["rate_limits"]:
         return None
@@ -141,26 +154,41 @@ def read_usage(
     now: float | None = None,
     windows: Iterable[str] | None = None,
 ) -> UsageFile | None:
-    """Return the newest reading across the sessions dir, optionally one carrying every window."""
-    wanted = tuple(windows or ())
+    """Return the newest reading in the sessions dir (with every one of `windows`, if given).
+
+    Raises ValueError for a non-finite `now`, and an unexpected filesystem error redacted,
+    without a cause. A missing sessions dir gives None.
+    """
+    checked: object = now  # callers outside mypy pass anything
+    if checked is not None and (
+        isinstance(checked, bool)
+        or not isinstance(checked, int | float)
+        or not math.isfinite(checked)
+    ):
+        raise ValueError("now must be a finite number of epoch seconds")
+    wanted = (windows,) if isinstance(windows, str) else tuple(windows or ())
     directory = sessions_dir(os.fspath(config_dir))
-    try:
-        names = [n for n in os.listdir(directory) if n.endswith(".json")]
-    except OSError:
-        return None
     best: tuple[float, str, UsageReading] | None = None
-    for name in names:
-        path = os.path.join(directory, name)
-        reading = _load_reading(path)
-        if reading is None or any(w not in reading["rate_limits"] for w in wanted):
-            continue
-        written = float(reading["written_at"])
-        if best is None or written > best[0]:
-            best = (written, path, reading)
+    try:
+        try:
+            names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+        except OSError as exc:
+            if exc.errno in _GONE:
+                return None
+            raise
+        for name in names:
+            path = os.path.join(directory, name)
+            reading = _load_reading(path)
+            if reading is None or any(w not in reading["rate_limits"] for w in wanted):
+                continue
+            written = float(reading["written_at"])
+            if best is None or written > best[0]:  # ties: the first name in sorted order
+                best = (written, path, reading)
+    except OSError as exc:
+        raise redact_secrets(exc) from None
     if best is None:
         return None
-    current = time.time() if now is None else now
-    age = current - best[0]
+    current = time.time() if now is None else float(now)
     return UsageFile(
-        reading=best[2], file=best[1], age_seconds=max(0, math.floor(age)) if age > 0 else 0
+        reading=best[2], file=best[1], age_seconds=max(0, math.floor(current - best[0]))
     )

@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import re
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -24,9 +24,9 @@ from agent_accounts import (
     usage_from_oauth_response,
 )
 
-from ._atomic import atomic_write, ensure_private_dir
-from ._files import read_credentials, status_cache_dir, write_reading
-from ._gate import GateReason, GateRefused, read_gated, zero
+from ._backoff import backoff_after_429, clear_backoff, read_backoff, write_backoff
+from ._files import read_credentials, write_reading
+from ._gate import GateReason, GateRefused
 from ._profiles import Profile, discover_profiles
 from ._urls import DEFAULT_API_BASE, check_base_url
 
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
-    "BACKOFF_FILE",
-    "BACKOFF_FIRST_S",
-    "BACKOFF_MAX_S",
     "EXPIRY_MARGIN_MS",
     "PollEntry",
     "PollFailed",
@@ -51,9 +48,6 @@ USAGE_BETA: Final = "oauth-2025-04-20"
 BODY_MAX_BYTES: Final = 64 * 1024
 RESETS_AT_MAX: Final = 64
 TOKEN_MAX: Final = 4096
-BACKOFF_FILE: Final = "usage-poll.backoff"
-BACKOFF_FIRST_S: Final = 300
-BACKOFF_MAX_S: Final = 3600
 _B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 Failure = Literal["missing", "refused", "expired", "io", "network", "malformed", "backoff"] | str
@@ -90,8 +84,8 @@ class PollEntry:
     backoff_until: float | None = None
 
 
-class _BodyTooLarge(Exception):
-    pass
+class _Malformed(Exception):
+    """A 2xx body over the cap or in an encoding that cannot be undone within it."""
 
 
 def _finite(value: object) -> float | None:
@@ -157,13 +151,42 @@ def _windows_of(body: object) -> dict[str, Any] | None:
     return kept
 
 
+def _decode(raw: bytes, encoding: str) -> bytes:
+    """Undo a content-encoding without ever holding more than the cap of decoded bytes."""
+    if encoding in ("", "identity"):
+        return raw
+    attempts: tuple[int, ...]
+    if encoding in ("gzip", "x-gzip"):
+        attempts = (16 + zlib.MAX_WBITS,)
+    elif encoding == "deflate":
+        attempts = (zlib.MAX_WBITS, -zlib.MAX_WBITS)  # zlib-wrapped, else raw (as httpx does)
+    else:
+        raise _Malformed  # br, zstd or a chain: not asked for (accept-encoding: identity)
+    for wbits in attempts:
+        decoder = zlib.decompressobj(wbits)
+        try:
+            out = decoder.decompress(raw, BODY_MAX_BYTES + 1)
+        except zlib.error:
+            continue
+        if len(out) > BODY_MAX_BYTES or decoder.unconsumed_tail:
+            raise _Malformed  # a body that decodes past the cap, a compression bomb included
+        return out
+    raise _Malformed
+
+
 async def _read_capped(response: httpx.Response) -> bytes:
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > BODY_MAX_BYTES:
-            raise _BodyTooLarge
-    return bytes(body)
+    # Raw bytes, capped as they arrive: httpx's decoders would inflate a whole chunk at once.
+    raw = bytearray()
+    async for chunk in response.aiter_raw():
+        raw += chunk
+        if len(raw) > BODY_MAX_BYTES:
+            raise _Malformed
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    return _decode(bytes(raw), encoding)
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError("not JSON")  # NaN and Infinity are not JSON
 
 
 async def _request(
@@ -173,14 +196,18 @@ async def _request(
         "authorization": f"Bearer {token}",
         "vendor-beta": USAGE_BETA,
         "accept": "application/json",
+        # A compressed body could inflate far past the 64 KiB cap before it could be checked.
+        "accept-encoding": "identity",
     }
     # One deadline bounds connect, headers and the whole body read.
     async with (
         asyncio.timeout(timeout),
         client.stream("GET", url, headers=headers, follow_redirects=False) as response,
     ):
-        if response.history:
-            return -1, None  # a caller's client followed a redirect: the spec calls it network
+        # Never followed (the token would go along). To a caller whose client follows
+        # redirects, a redirect counts as a followed one: network, as the spec says.
+        if response.history or (response.is_redirect and client.follow_redirects):
+            return -1, None
         if not 200 <= response.status_code < 300:
             return response.status_code, None  # closed unread on exit
         return response.status_code, await _read_capped(response)
@@ -200,7 +227,7 @@ async def _poll(
         return token
     try:
         status, body = await _request(client, url, token, timeout)
-    except _BodyTooLarge:
+    except _Malformed:
         return PollFailed(failure="malformed")
     except Exception:  # timeouts, resets, TLS and redirect errors: the message is dropped
         return PollFailed(failure="network")
@@ -211,8 +238,8 @@ async def _poll(
     if body is None:
         return PollFailed(failure=f"http-{status}")
     try:
-        windows = _windows_of(json.loads(body))
-    except ValueError:
+        windows = _windows_of(json.loads(body, parse_constant=_reject_constant))
+    except (ValueError, RecursionError):  # RecursionError: a body of nested brackets
         return PollFailed(failure="malformed")
     if windows is None:
         return PollFailed(failure="malformed")
@@ -255,48 +282,6 @@ async def poll_usage(
         return await _poll(profile, client=active, now=current, uid=uid, timeout=limit, url=url)
 
 
-@dataclass(frozen=True, slots=True)
-class _Backoff:
-    until: float
-    wait: float
-
-
-def _backoff_path(profile: Profile) -> str:
-    return os.path.join(status_cache_dir(profile.config_dir), BACKOFF_FILE)
-
-
-def _read_backoff(profile: Profile, *, uid: int | None, now: float) -> _Backoff | None:
-    try:
-        raw = read_gated(_backoff_path(profile), uid=uid, max_bytes=1024)
-    except (GateRefused, OSError):
-        return None
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-        until, wait = float(data["until"]), float(data["wait"])
-    except (ValueError, TypeError, KeyError):
-        return None
-    finally:
-        zero(raw)
-    if not (math.isfinite(until) and math.isfinite(wait)) or until - now > BACKOFF_MAX_S:
-        return None  # unreadable, or waiting past the cap: counts as none
-    return _Backoff(until=until, wait=max(wait, BACKOFF_FIRST_S))
-
-
-def _write_backoff(profile: Profile, state: _Backoff) -> None:
-    data = json.dumps({"until": state.until, "wait": state.wait}).encode()
-    with contextlib.suppress(OSError):  # an unwritable backoff file is skipped
-        directory = status_cache_dir(profile.config_dir)
-        ensure_private_dir(directory)
-        atomic_write(directory, BACKOFF_FILE, data)
-
-
-def _clear_backoff(profile: Profile) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(_backoff_path(profile))
-
-
 async def _poll_entry(
     profile: Profile,
     *,
@@ -306,8 +291,8 @@ async def _poll_entry(
     timeout: float,
     url: str,
 ) -> PollEntry:
-    backoff = _read_backoff(profile, uid=uid, now=now)
-    if backoff is not None and backoff.until > now:
+    backoff = read_backoff(profile.config_dir, uid=uid, now=now)
+    if backoff is not None and backoff.waiting(now):
         return PollEntry(
             label=profile.label,
             result=PollFailed(failure="backoff"),
@@ -317,11 +302,10 @@ async def _poll_entry(
     if isinstance(result, PollFailed):
         if result.failure != "http-429":
             return PollEntry(label=profile.label, result=result)
-        wait = BACKOFF_FIRST_S if backoff is None else min(backoff.wait * 2, BACKOFF_MAX_S)
-        state = _Backoff(until=now + wait, wait=wait)
-        _write_backoff(profile, state)
+        state = backoff_after_429(backoff, now=now)
+        write_backoff(profile.config_dir, state)  # an unwritable backoff file is skipped
         return PollEntry(label=profile.label, result=result, backoff_until=state.until)
-    _clear_backoff(profile)
+    clear_backoff(profile.config_dir)
     try:
         written = write_reading(profile.config_dir, result.reading)
     except (OSError, TypeError) as exc:

@@ -1,0 +1,118 @@
+"""The 429 backoff of `poll_all`: a small state machine kept in `status-cache/usage-poll.backoff`.
+
+States: *polling* (no file) and *backing off* (a file). A 429 writes the file with a wait of 300 s,
+each further 429 doubles the wait up to 3600 s, and a successful poll removes the file. While the
+wait is not over no request is sent. The file layout is the library's own: compact JSON
+`{"until": <epoch seconds>, "wait": <seconds>}`. It sits outside the sessions dir and does not end
+in `.json`, so no reading glob takes it. It is read through the strict gate (the caller's own
+regular, owner-only, singly linked file); one that cannot be read, does not parse, or waits more
+than an hour from now counts as none. One that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Final
+
+from ._atomic import atomic_write, ensure_private_dir
+from ._files import status_cache_dir
+from ._gate import GateRefused, read_gated, zero
+
+__all__ = [
+    "BACKOFF_FILE",
+    "BACKOFF_FIRST_S",
+    "BACKOFF_MAX_BYTES",
+    "BACKOFF_MAX_S",
+    "Backoff",
+    "backoff_after_429",
+    "backoff_from_bytes",
+    "backoff_path",
+    "clear_backoff",
+    "read_backoff",
+    "write_backoff",
+]
+
+BACKOFF_FILE: Final = "usage-poll.backoff"
+BACKOFF_FIRST_S: Final = 300.0
+BACKOFF_MAX_S: Final = 3600.0
+BACKOFF_MAX_BYTES: Final = 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """A backoff in force until `until` (epoch seconds), after a wait of `wait` seconds."""
+
+    until: float
+    wait: float
+
+    def waiting(self, now: float) -> bool:
+        """Tell whether the wait is not over at `now`."""
+        return now < self.until
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def backoff_from_bytes(raw: bytes | bytearray, *, now: float) -> Backoff | None:
+    """Parse a backoff file's bytes; None when invalid or waiting more than an hour from `now`."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    until, wait = _finite(data.get("until")), _finite(data.get("wait"))
+    if until is None or wait is None or until - now > BACKOFF_MAX_S:
+        return None
+    return Backoff(until=until, wait=min(max(wait, BACKOFF_FIRST_S), BACKOFF_MAX_S))
+
+
+def backoff_after_429(previous: Backoff | None, *, now: float) -> Backoff:
+    """Return the backoff that follows a 429: 300 s first, then double the last wait, capped."""
+    wait = BACKOFF_FIRST_S if previous is None else min(previous.wait * 2, BACKOFF_MAX_S)
+    return Backoff(until=now + wait, wait=wait)
+
+
+def backoff_path(config_dir: str) -> str:
+    """Return `<config_dir>/status-cache/usage-poll.backoff`."""
+    return os.path.join(status_cache_dir(config_dir), BACKOFF_FILE)
+
+
+def read_backoff(config_dir: str, *, uid: int | None, now: float) -> Backoff | None:
+    """Read the backoff file through the strict gate; None when absent or it counts as none."""
+    try:
+        raw = read_gated(backoff_path(config_dir), uid=uid, max_bytes=BACKOFF_MAX_BYTES)
+    except (GateRefused, OSError):
+        return None
+    if raw is None:
+        return None
+    try:
+        return backoff_from_bytes(raw, now=now)
+    finally:
+        zero(raw)
+
+
+def write_backoff(config_dir: str, state: Backoff) -> bool:
+    """Write the backoff file atomically; False (and nothing raised) when it cannot be written."""
+    data = json.dumps({"until": state.until, "wait": state.wait}, separators=(",", ":"))
+    try:
+        directory = status_cache_dir(config_dir)
+        ensure_private_dir(directory)
+        atomic_write(directory, BACKOFF_FILE, data.encode())
+    except OSError:
+        return False
+    return True
+
+
+def clear_backoff(config_dir: str) -> None:
+    """Remove the backoff file after a successful poll; a file already gone is fine."""
+    with contextlib.suppress(OSError):
+        os.unlink(backoff_path(config_dir))
