@@ -185,7 +185,11 @@ def read_usage(
             if best is None or written > best[0]:  # ties: the first name in sorted order
                 best = (written, path, reading)
     except OSError as exc:
-        raise redact_secrets(exc) from None
+        failure: BaseException | None = redact_secrets(exc)
+    else:
+        failure = None
+    if failure is not None:
+        raise failure  # outside the handler: no __context__ links the unredacted original
     if best is None:
         return None
     current = time.time() if now is None else float(now)
