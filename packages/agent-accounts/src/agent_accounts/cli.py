@@ -49,7 +49,10 @@ def _percent(value: float) -> str:
 
 
 def _windows_text(rate_limits: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {_percent(w['used_percentage'])}" for name, w in rate_limits.items())
+    # Known windows in the spec's order first (five_hour before seven_day), then any new ones.
+    known = ("five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet", "seven_day_oauth_apps")
+    names = sorted(rate_limits, key=lambda n: (known.index(n) if n in known else len(known), n))
+    return ", ".join(f"{name} {_percent(rate_limits[name]['used_percentage'])}" for name in names)
 
 
 # ---- status --statusline: the hot path -------------------------------------------------------
@@ -77,7 +80,10 @@ def _statusline() -> str:
 
     current = os.environ.get(CONFIG_DIR_ENV) or default_config_dir()
     lines: list[str] = []
-    mine = read_usage(current, windows=_BOTH)
+    try:
+        mine = read_usage(current, windows=_BOTH)
+    except Exception:  # an unreadable dir is an unknown account, never a failed prompt
+        mine = None
     if mine is None:
         lines.append(_STATUSLINE_UNKNOWN)
     else:
@@ -85,16 +91,22 @@ def _statusline() -> str:
         lines.append(f"{five}|{week}|{five_reset}|{week_reset}|||||{age}")
     here = os.path.realpath(current)
     for profile in discover_profiles():
-        if os.path.realpath(profile.config_dir) == here:
+        # A label that could break the line format is left out rather than mangled.
+        if "|" in profile.label or not profile.label.isprintable():
             continue
-        usage = read_usage(profile.config_dir, windows=_BOTH)
-        if usage is not None and "|" not in profile.label and "\n" not in profile.label:
+        try:
+            same = os.path.realpath(profile.config_dir) == here
+            usage = None if same else read_usage(profile.config_dir, windows=_BOTH)
+        except Exception:  # one unreadable profile never hides the others
+            usage = None
+        if usage is not None:
             five, week, _, _, age = _statusline_fields(usage)
             lines.append(f"other|{profile.label}|{five}|{week}|{age}|")
     return "\n".join(lines) + "\n"
 
 
 def _run_statusline() -> int:
+    """Print the status line; exit 0 whatever happens, with nothing on stderr."""
     try:
         text = _statusline()
     except Exception:  # the status line never fails the prompt that runs it
@@ -135,7 +147,12 @@ def _status(as_json: bool) -> int:
         if login is not None and login.status != "present":
             code = EXIT_LOGIN
             _err(_login_line(profile.label, login))
-        usage = read_usage(profile.config_dir)
+        try:
+            usage = read_usage(profile.config_dir)
+        except OSError:
+            usage = None
+            code = max(code, EXIT_FAILED)
+            _err(f"{profile.label}: usage unreadable")
         rows.append(
             {
                 "label": profile.label,
@@ -177,10 +194,10 @@ def _iso(epoch_s: float) -> str:
 def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int:
     """Print one profile's poll outcome; return its exit code."""
     if result.ok:
+        sys.stdout.write(f"{label}: {_windows_text(dict(result.reading['rate_limits']))}\n")
         if entry is not None and entry.write_error is not None:
             _err(f"{label}: usage write failed")
             return EXIT_FAILED
-        sys.stdout.write(f"{label}: {_windows_text(dict(result.reading['rate_limits']))}\n")
         return EXIT_OK
     failure = result.failure
     if failure == "missing":
@@ -244,7 +261,13 @@ async def _poll(write: bool, refresh: bool) -> int:
         entries = await poll_all(profiles=profiles, api_base=api_base)
         codes = [_report_poll(e.label, e.result, e) for e in entries]
     else:
-        results = await asyncio.gather(*(poll_usage(p, api_base=api_base) for p in profiles))
+        import httpx
+
+        # One client for every profile, redirects off; one deadline per request bounds it.
+        async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+            results = await asyncio.gather(
+                *(poll_usage(p, client=client, api_base=api_base) for p in profiles)
+            )
         codes = [_report_poll(p.label, r, None) for p, r in zip(profiles, results, strict=True)]
     return max([code, *codes])
 
@@ -252,17 +275,27 @@ async def _poll(write: bool, refresh: bool) -> int:
 # ---- argument parsing --------------------------------------------------------------------------
 
 _FLAGS: Final = {"poll": ("--write", "--refresh"), "status": ("--json", "--statusline")}
+_HELP: Final = ("--help", "-h")
 
 
-def _parse(argv: Sequence[str]) -> tuple[str, set[str]]:
+def _precheck(argv: Sequence[str]) -> None:
+    """Refuse what click would accept or report with its own exit code 2.
+
+    Click takes a repeated flag silently and cannot express `--refresh` needing `--write` or
+    `--json` excluding `--statusline`; the spec makes each of them a usage error (64).
+    """
     if not argv:
         raise UsageError
+    if list(argv) in ([h] for h in _HELP):
+        return
     command, *rest = argv
     allowed = _FLAGS.get(command)
     if allowed is None:
         raise UsageError
     flags: set[str] = set()
     for arg in rest:
+        if arg in _HELP:
+            continue
         if arg not in allowed or arg in flags:
             raise UsageError  # unknown or repeated flag
         flags.add(arg)
@@ -270,67 +303,79 @@ def _parse(argv: Sequence[str]) -> tuple[str, set[str]]:
         raise UsageError
     if {"--json", "--statusline"} <= flags:
         raise UsageError
-    return command, flags
 
 
 def _typer_app() -> Any:
-    """The typer app: help text and shell completion for humans; dispatch stays in `_dispatch`."""
+    """Build the typer app that runs `poll` and `status` (the status line never gets here)."""
     import typer
 
-    app = typer.Typer(add_completion=False, help="Local agent-account usage and login state.")
+    app = typer.Typer(
+        add_completion=False,
+        help="Local agent-account usage and login state.",
+        context_settings={"help_option_names": list(_HELP)},
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
 
     @app.command()
     def poll(
         write: bool = typer.Option(False, "--write", help="Store each reading as usage-poll.json."),
-        refresh: bool = typer.Option(False, "--refresh", help="Refresh due tokens first."),
-    ) -> None:
+        refresh: bool = typer.Option(
+            False, "--refresh", help="Refresh tokens due within 10 minutes first (needs --write)."
+        ),
+    ) -> int:
         """Poll the usage endpoint for every profile."""
+        import asyncio
+
+        if refresh and not write:
+            raise UsageError
+        return asyncio.run(_poll(write, refresh))
 
     @app.command()
     def status(
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        statusline: bool = typer.Option(False, "--statusline", help="Print status-line rows."),
-    ) -> None:
+        statusline: bool = typer.Option(
+            False, "--statusline", help="Print status-line rows (always exits 0)."
+        ),
+    ) -> int:
         """Report login state and the newest reading of every profile (no request)."""
+        if as_json and statusline:
+            raise UsageError
+        if statusline:
+            return _run_statusline()
+        return _status(as_json)
 
     return app
 
 
-def _dispatch(command: str, flags: set[str]) -> int:
-    import asyncio
+def _run(args: list[str]) -> int:
+    """Run the typer app and map every outcome to the spec's exit codes: the one boundary."""
+    import click
 
-    if command == "status":
-        return _status("--json" in flags)
-    return asyncio.run(_poll("--write" in flags, "--refresh" in flags))
+    try:
+        _precheck(args)
+        code = _typer_app()(args=args, prog_name=PROG, standalone_mode=False)
+    except (UsageError, click.UsageError):  # click's own usage errors exit 2; the spec says 64
+        sys.stderr.write(USAGE)
+        return EXIT_USAGE
+    except (KeyboardInterrupt, click.Abort):
+        return 130
+    except ValueError:  # a refused base URL: the URL itself is never printed
+        _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
+        return EXIT_USAGE
+    except Exception as exc:  # a fixed line, never a traceback or a message
+        _err(f"unexpected {type(exc).__name__}")
+        return EXIT_FAILED
+    return code if isinstance(code, int) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run `account-cli`; exits with the spec's code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["status", "--statusline"]:
+        # The hot path: dispatched before typer (or httpx) is imported.
         raise SystemExit(_run_statusline())
-    if args in (["--help"], ["-h"], ["help"]) or (len(args) == 2 and args[1] in ("--help", "-h")):
-        try:
-            _typer_app()(args=args, prog_name=PROG, standalone_mode=False)
-        except Exception:
-            sys.stdout.write(USAGE)
-        raise SystemExit(EXIT_OK)
-    try:
-        command, flags = _parse(args)
-    except UsageError:
-        sys.stderr.write(USAGE)
-        raise SystemExit(EXIT_USAGE) from None
-    try:
-        code = _dispatch(command, flags)
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-    except ValueError:
-        _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
-        code = EXIT_USAGE
-    except Exception as exc:  # the one boundary: a fixed line, never a traceback or a message
-        _err(f"unexpected {type(exc).__name__}")
-        code = EXIT_FAILED
-    raise SystemExit(code)
+    raise SystemExit(_run(args))
 
 
 if __name__ == "__main__":
