@@ -107,7 +107,8 @@ def _epoch_seconds(iso: object) -> float | None:
     if not isinstance(iso, str) or len(iso) > 64:
         return None
     try:
-        moment = datetime.fromisoformat(iso)
+        # RFC 3339 allows a lower-case `t` and `z`; fromisoformat does not.
+        moment = datetime.fromisoformat(iso.upper())
         # A time without an offset is read as UTC: the pure core never consults the local zone.
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
