@@ -204,10 +204,12 @@ def _exec_under_mdwe(argv: list[str]) -> None:
         struct.pack("=HxxxxxxQ", len(code) // 8, ctypes.addressof(program))
     )
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    if libc.prctl(38, 1, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    # All five arguments, typed: the kernel refuses PR_SET_NO_NEW_PRIVS unless arg3..arg5 are 0,
+    # and an untyped address would be cut to a C int.
+    libc.prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
-    if libc.prctl(22, 2, ctypes.addressof(fprog), 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    if libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
     os.execvp(argv[0], argv)
 
