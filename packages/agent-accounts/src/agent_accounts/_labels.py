@@ -17,7 +17,9 @@ def account_label(
     """Name the account of `config_dir`: `default` for the default dir, else its last segment.
 
     With `home`, only `<home>/.agent` is the default dir. Without it (the pure core reads no
-    environment), any dir named `.agent` is taken as the default dir.
+    environment), any dir named `.agent` is taken as the default dir. Paths are compared as
+    normalised strings: no `~` expansion, no symlink resolution, no file access. Only one leading
+    dot is dropped, and a path with no name (`/`, `.`) is labelled `default`.
     """
     path = os.path.normpath(os.fspath(config_dir))
     segment = os.path.basename(path)
