@@ -1,20 +1,32 @@
+"""`agent_accounts.__all__` is the pure core's versioning contract: exactly these names."""
+
 from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
 
 import agent_accounts
 
 EXPECTED = {
+    # constants
     "KNOWN_WINDOWS",
     "REDACTED",
+    # errors
     "AccountsError",
+    "RedactedError",
+    # login state
     "LoginExpired",
     "LoginMissing",
     "LoginPresent",
     "LoginRefused",
     "LoginState",
-    "RateWindow",
-    "RedactedError",
     "RefusalReason",
+    # usage reading shapes
+    "RateWindow",
     "UsageReading",
+    # functions
     "account_label",
     "login_state_from_credentials",
     "needs_refresh",
@@ -22,6 +34,14 @@ EXPECTED = {
     "redact_secrets",
     "usage_from_oauth_response",
 }
+
+PRIVATE_MODULES = ["_errors", "_labels", "_login", "_redact", "_types", "_usage"]
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff RUF022 order: SCREAMING_CASE, then CamelCase, then the rest, each alphabetical
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return (kind, name)
 
 
 def test_all_is_exactly_the_public_surface() -> None:
@@ -31,6 +51,39 @@ def test_all_is_exactly_the_public_surface() -> None:
         assert hasattr(agent_accounts, name), name
 
 
+def test_all_is_sorted() -> None:
+    assert list(agent_accounts.__all__) == sorted(agent_accounts.__all__, key=_isort_key)
+
+
 def test_no_other_public_names_leak_from_the_front_door() -> None:
     public = {n for n in vars(agent_accounts) if not n.startswith("_")}
+    # `annotations` is the __future__ import; `io` and `cli` appear once those submodules load
     assert public - EXPECTED <= {"annotations", "io", "cli"}
+
+
+@pytest.mark.parametrize("module_name", PRIVATE_MODULES)
+def test_private_modules_declare_their_names(module_name: str) -> None:
+    module = importlib.import_module(f"agent_accounts.{module_name}")
+    names = module.__all__
+    assert names == sorted(names, key=_isort_key)
+    for name in names:
+        assert hasattr(module, name), name
+
+
+def test_every_public_function_has_a_one_line_imperative_docstring() -> None:
+    for name in agent_accounts.__all__:
+        obj = getattr(agent_accounts, name)
+        if inspect.isfunction(obj):
+            doc = inspect.getdoc(obj)
+            assert doc, name
+            first = doc.splitlines()[0]
+            assert first.endswith("."), name
+            assert not first.split()[0].endswith("s"), f"{name}: imperative mood"
+
+
+def test_error_tree() -> None:
+    assert issubclass(agent_accounts.AccountsError, Exception)
+    assert issubclass(agent_accounts.RedactedError, agent_accounts.AccountsError)
+    doc = importlib.import_module("agent_accounts._errors").__doc__ or ""
+    assert "AccountsError" in doc
+    assert "RedactedError" in doc
