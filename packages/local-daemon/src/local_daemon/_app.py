@@ -1,0 +1,189 @@
+"""`build_http_app`: the daemon's aiohttp app, testable alone by issuing requests to it.
+
+Middleware order is the spec's: the guards, then the gate (when given), then the routes
+(`/health`, `/version`, `/events`, `/rpc/{name}`, `/mcp` when a tool prefix is set), then the
+product's own routes from `mount_routes`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from ._events import EventHub, events_handler
+from ._guards import Guards, guard_middlewares, loopback_allowlist
+from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
+from ._rpc import RpcBodyLimit, rpc_handler
+from ._types import (
+    CommandRegistry,
+    ContextFactory,
+    ErrorFormatter,
+    Gate,
+    HealthFn,
+    MountRoutes,
+)
+
+__all__ = ["LIFECYCLE_KEY", "Lifecycle", "build_http_app"]
+
+_log = logging.getLogger("local_daemon")
+
+
+@dataclass(slots=True, kw_only=True)
+class Lifecycle:
+    """Readiness shared by every app of one daemon: `/health` answers 503 until `ready`."""
+
+    ready: bool = True
+    port: int | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+LIFECYCLE_KEY: web.AppKey[Lifecycle] = web.AppKey("local_daemon.lifecycle", Lifecycle)
+
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _bound_port(request: web.Request) -> int | None:
+    transport = request.transport
+    sockname = transport.get_extra_info("sockname") if transport is not None else None
+    if isinstance(sockname, tuple) and len(sockname) >= 2:
+        return int(sockname[1])
+    return None
+
+
+def _guards_by_bound_port(host: str | None, guards: Guards | None) -> Middleware:
+    chains: dict[int | None, list[Any]] = {}
+
+    @web.middleware
+    async def guards_for_port(request: web.Request, handler: Handler) -> web.StreamResponse:
+        port = _bound_port(request)
+        chain = chains.get(port)
+        if chain is None:
+            hosts, origins = loopback_allowlist(host=host or "127.0.0.1", port=port, guards=guards)
+            chain = chains[port] = list(guard_middlewares(hosts, origins))
+        call: Handler = handler
+        for middleware in reversed(chain):
+            call = functools.partial(middleware, handler=call)
+        return await call(request)
+
+    return guards_for_port
+
+
+def build_http_app(
+    *,
+    registry: CommandRegistry,
+    version: str,
+    create_context: ContextFactory | None = None,
+    health: HealthFn | None = None,
+    mount_routes: MountRoutes | None = None,
+    guards: Guards | None = None,
+    rpc_body_limit: RpcBodyLimit | None = None,
+    tool_prefix: str | None = None,
+    hub: EventHub | None = None,
+    gate: Gate | None = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+    port: int = 0,
+    host: str | None = None,
+    allowed_hosts: frozenset[str] | None = None,
+    allowed_origins: frozenset[str] | None = None,
+    lifecycle: Lifecycle | None = None,
+) -> web.Application:
+    """Build the HTTP app: guards, optional gate, core routes, `/mcp` and product routes.
+
+    The loopback allowlist is built from `port`, `host` and `guards`; `allowed_hosts` and
+    `allowed_origins` replace it outright (the remote listener's exact allowlist).
+    """
+    log = logger or _log
+    event_hub = hub if hub is not None else EventHub(logger=log)
+    state = lifecycle if lifecycle is not None else Lifecycle(ready=True, port=port or None)
+    if port == 0 and allowed_hosts is None and allowed_origins is None:
+        # Built before its socket was bound: take the port each request arrived on.
+        middlewares: list[Middleware] = [_guards_by_bound_port(host, guards)]
+    else:
+        hosts, origins = loopback_allowlist(
+            host=host or "127.0.0.1", port=port or None, guards=guards
+        )
+        if allowed_hosts is not None:
+            hosts = frozenset(allowed_hosts)
+        if allowed_origins is not None:
+            origins = frozenset(allowed_origins)
+        middlewares = list(guard_middlewares(hosts, origins))  # type: ignore[arg-type]
+    if gate is not None:
+        middlewares.append(gate.middleware)  # type: ignore[arg-type]
+    app = web.Application(middlewares=middlewares, handler_args={"access_log": None})
+    app[LIFECYCLE_KEY] = state
+    pid = os.getpid()
+
+    async def health_route(request: web.Request) -> web.Response:
+        if not state.ready:
+            return web.json_response({"ok": False, "starting": True}, status=503, headers=_NO_STORE)
+        extra: dict[str, Any] = {}
+        if health is not None:
+            try:
+                extra = dict(health())
+            except Exception as exc:
+                log.error("health() failed: %s", type(exc).__name__)
+                return web.json_response(
+                    {
+                        "ok": False,
+                        "error": {"code": INTERNAL_ERROR_CODE, "message": INTERNAL_ERROR_MESSAGE},
+                    },
+                    status=500,
+                    headers=_NO_STORE,
+                )
+        document = {
+            **extra,
+            "ok": True,
+            "version": version,
+            "pid": pid,
+            "uptime_ms": int((time.monotonic() - state.started) * 1000),
+            "port": state.port or _bound_port(request),
+        }
+        return web.json_response(document, headers=_NO_STORE)
+
+    async def version_route(request: web.Request) -> web.Response:
+        return web.json_response({"version": version}, headers=_NO_STORE)
+
+    app.router.add_get("/health", health_route)
+    app.router.add_get("/version", version_route)
+    app.router.add_get(
+        "/events", events_handler(event_hub, ready_data=lambda: {"version": version})
+    )
+    app.router.add_post(
+        "/rpc/{name}",
+        rpc_handler(
+            registry=registry,
+            create_context=create_context,
+            format_error=format_error,
+            body_limit=rpc_body_limit or RpcBodyLimit(),
+            logger=log,
+            gated=gate is not None,
+        ),
+    )
+    if tool_prefix is not None:
+        # Imported here: `mcp` takes over a second to import and most daemons never load it.
+        from ._mcp import mcp_http_handler
+
+        app.router.add_route(
+            "*",
+            "/mcp",
+            mcp_http_handler(
+                registry=registry,
+                tool_prefix=tool_prefix,
+                version=version,
+                create_context=create_context,
+                format_error=format_error,
+                logger=log,
+                max_body_bytes=(rpc_body_limit or RpcBodyLimit()).max_bytes,
+            ),
+        )
+    if mount_routes is not None:
+        mount_routes(app)
+    return app

@@ -1,0 +1,254 @@
+"""`start_daemon`, `DaemonHandle` and `run_daemon_until_signal`: the daemon's lifecycle.
+
+stopped -> starting (bound; `/health` answers 503) -> ready (pid file written) -> stopped
+(`close()`: watcher stopped, event streams ended, sockets closed, pid file removed only while it
+names this process). With `remote`, both listeners start or neither does. Nothing here ever exits
+the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ._app import Lifecycle, build_http_app
+from ._errors import DaemonPortInUseError
+from ._events import EventHub
+from ._guards import Guards
+from ._pidfile import DaemonPaths, daemon_paths, remove_pid_file, write_pid_file
+from ._rpc import LINGERING_TIME, RpcBodyLimit
+from ._types import CommandRegistry, ContextFactory, ErrorFormatter, Gate, HealthFn, MountRoutes
+from ._watch import TreeWatch, watch_tree
+
+__all__ = ["DaemonHandle", "run_daemon_until_signal", "start_daemon"]
+
+_log = logging.getLogger("local_daemon")
+
+# In-flight requests get this long to finish when the daemon closes; then they are cancelled.
+SHUTDOWN_TIMEOUT = 2.0
+_BACKLOG = 128
+
+
+class DaemonHandle:
+    """A running daemon: its bound `port`, its `paths`, and `await close()`."""
+
+    def __init__(
+        self,
+        *,
+        port: int,
+        paths: DaemonPaths,
+        runner: web.AppRunner,
+        hub: EventHub,
+        watcher: TreeWatch | None,
+        remote: Any,
+        pid: int,
+    ) -> None:
+        self.port = port
+        self.paths = paths
+        self.hub = hub
+        self._runner = runner
+        self._watcher = watcher
+        self._remote = remote
+        self._pid = pid
+        self._closed = False
+
+    async def close(self) -> None:
+        """Stop the watcher, end event streams, close both listeners and release the pid file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._watcher is not None:
+                await self._watcher.close()
+            self.hub.close()
+            if self._remote is not None:
+                await self._remote.close()
+            await self._runner.cleanup()
+        finally:
+            remove_pid_file(self.paths, self._pid)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if sys.platform != "win32":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(_BACKLOG)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise DaemonPortInUseError(port, host) from None
+        raise
+    return sock
+
+
+def _inherited(fd: int) -> socket.socket:
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
+
+
+async def start_daemon(
+    *,
+    registry: CommandRegistry,
+    version: str,
+    state_dir: str | os.PathLike[str],
+    port: int = 0,
+    host: str = "127.0.0.1",
+    create_context: ContextFactory | None = None,
+    tool_prefix: str | None = None,
+    watch_root: str | os.PathLike[str] | None = None,
+    health: HealthFn | None = None,
+    mount_routes: MountRoutes | None = None,
+    guards: Guards | None = None,
+    rpc_body_limit: RpcBodyLimit | None = None,
+    remote: Any = None,
+    listen_fd: int | None = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+) -> DaemonHandle:
+    """Bind, serve, start the watcher, then write the pid file; return the running daemon."""
+    log = logger or _log
+    if remote is not None:
+        from ._remote import check_remote_options
+
+        check_remote_options(remote, loopback_host=host)
+    paths = daemon_paths(state_dir)
+    sock = _inherited(listen_fd) if listen_fd is not None else _bind(host, port)
+    sockname = sock.getsockname()
+    bound_port = int(sockname[1])
+    bound_host = host if listen_fd is None else str(sockname[0])
+    lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
+    hub = EventHub(logger=log)
+    common: dict[str, Any] = {
+        "registry": registry,
+        "version": version,
+        "create_context": create_context,
+        "health": health,
+        "mount_routes": mount_routes,
+        "rpc_body_limit": rpc_body_limit,
+        "hub": hub,
+        "format_error": format_error,
+        "logger": log,
+        "lifecycle": lifecycle,
+        "port": bound_port,
+    }
+    try:
+        app = build_http_app(**common, guards=guards, tool_prefix=tool_prefix, host=bound_host)
+    except BaseException:
+        sock.close()
+        raise
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_TIMEOUT,
+        lingering_time=LINGERING_TIME,
+    )
+    remote_listener: Any = None
+    watcher: TreeWatch | None = None
+    try:
+        try:
+            await runner.setup()
+            site = web.SockSite(runner, sock)
+            await site.start()
+        except BaseException:
+            sock.close()
+            raise
+        if remote is not None:
+            from ._remote import open_remote_listener
+
+            def build_remote_app(
+                gate: Gate, allowed_hosts: frozenset[str], allowed_origins: frozenset[str]
+            ) -> web.Application:
+                # `/mcp` exists on loopback only; the remote app shares everything else.
+                return build_http_app(
+                    **common,
+                    gate=gate,
+                    allowed_hosts=allowed_hosts,
+                    allowed_origins=allowed_origins,
+                )
+
+            remote_listener = await open_remote_listener(
+                remote=remote, port=bound_port, build_app=build_remote_app, logger=log
+            )
+        if watch_root is not None:
+            root = Path(watch_root)
+
+            def on_change(changed: list[str]) -> None:
+                hub.broadcast("change", {"paths": _relative(root, changed)})
+
+            watcher = watch_tree(root, on_change)
+            await watcher.when_watching(root)
+        write_pid_file(
+            paths,
+            os.getpid(),
+            meta={
+                "version": version,
+                "port": bound_port,
+                "host": bound_host,
+                "started_at": int(time.time()),
+                "remote": remote is not None,
+                "tool_prefix": tool_prefix,
+            },
+        )
+    except BaseException:
+        if watcher is not None:
+            await watcher.close()
+        if remote_listener is not None:
+            await remote_listener.close()
+        hub.close()
+        await runner.cleanup()
+        remove_pid_file(paths, os.getpid())
+        raise
+    lifecycle.ready = True
+    log.info("daemon ready on %s:%d", bound_host, bound_port)
+    return DaemonHandle(
+        port=bound_port,
+        paths=paths,
+        runner=runner,
+        hub=hub,
+        watcher=watcher,
+        remote=remote_listener,
+        pid=os.getpid(),
+    )
+
+
+def _relative(root: Path, changed: list[str]) -> list[str]:
+    absolute = Path(os.path.abspath(root))
+    out: list[str] = []
+    for path in changed:
+        with contextlib.suppress(ValueError):
+            out.append(Path(path).relative_to(absolute).as_posix())
+    return out
+
+
+async def run_daemon_until_signal(**options: Any) -> None:
+    """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    handle = await start_daemon(**options)
+    installed: list[signal.Signals] = []
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+        await stop.wait()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        await handle.close()

@@ -1,0 +1,179 @@
+"""`EventHub` and the `/events` server-sent event stream.
+
+Each stream client gets a bounded queue. A client that falls `MAX_PENDING_EVENTS` behind is
+dropped: its stream ends, and an `EventSource` reconnects and gets a fresh `ready`, the signal to
+re-read everything. One slow client can therefore neither wedge the others nor grow memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+__all__ = [
+    "MAX_PENDING_EVENTS",
+    "PING_INTERVAL",
+    "EventHub",
+    "Subscriber",
+    "events_handler",
+    "format_sse",
+]
+
+_log = logging.getLogger("local_daemon")
+
+PING_INTERVAL = 25.0
+MAX_PENDING_EVENTS = 256
+
+Subscriber = Callable[[str, Any], None]
+
+
+def format_sse(event: str, data: Any) -> bytes:
+    """Return one server-sent event frame with `data` as one line of JSON."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+class EventHub:
+    """Fan events out to subscribers; a subscriber that raises is dropped, the rest still get it."""
+
+    def __init__(self, *, logger: logging.Logger | None = None) -> None:
+        self._subscribers: dict[int, Subscriber] = {}
+        self._next = 0
+        self._closed = False
+        self._on_close: list[Callable[[], None]] = []
+        self._log = logger or _log
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Add `subscriber(event, data)`; return a function that removes it."""
+        key = self._next
+        self._next += 1
+        self._subscribers[key] = subscriber
+
+        def unsubscribe() -> None:
+            self._subscribers.pop(key, None)
+
+        return unsubscribe
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        """Remove every registration of `subscriber`."""
+        for key, existing in list(self._subscribers.items()):
+            if existing == subscriber:
+                del self._subscribers[key]
+
+    def broadcast(self, event: str, data: Any = None) -> int:
+        """Call every subscriber with `(event, data)`; return how many received it."""
+        delivered = 0
+        for key, subscriber in list(self._subscribers.items()):
+            try:
+                subscriber(event, data)
+            except Exception as exc:
+                self._subscribers.pop(key, None)
+                self._log.warning("dropped an event subscriber that raised %s", type(exc).__name__)
+            else:
+                delivered += 1
+        return delivered
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` ran: streams end and new ones are refused."""
+        return self._closed
+
+    def on_close(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the hub closes; return a function that cancels that."""
+        self._on_close.append(callback)
+
+        def cancel() -> None:
+            with contextlib.suppress(ValueError):
+                self._on_close.remove(callback)
+
+        return cancel
+
+    def close(self) -> None:
+        """End every open stream (the daemon calls this before its sockets close)."""
+        self._closed = True
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
+
+
+class _Dropped(Exception):
+    """The client fell too far behind."""
+
+
+_END = object()
+
+
+def events_handler(
+    hub: EventHub,
+    *,
+    ready_data: Callable[[], Any],
+    ping_interval: float = PING_INTERVAL,
+    max_pending: int = MAX_PENDING_EVENTS,
+) -> Callable[[web.Request], Any]:
+    """Return the `/events` handler: `ready` on connect, then hub events and a `ping` timer."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if hub.closed:
+            raise web.HTTPServiceUnavailable()
+        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=max_pending)
+
+        def deliver(event: str, data: Any) -> None:
+            try:
+                queue.put_nowait((event, data))
+            except asyncio.QueueFull:
+                # Raising drops this subscriber from the hub; the stream then ends below.
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    queue.get_nowait()
+                queue.put_nowait(_END)
+                raise _Dropped() from None
+
+        def end() -> None:
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(_END)
+            if queue.full():
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    queue.get_nowait()
+                queue.put_nowait(_END)
+
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache, no-store",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        unsubscribe = hub.subscribe(deliver)
+        cancel_end = hub.on_close(end)
+        try:
+            await response.prepare(request)
+            await response.write(format_sse("ready", ready_data()))
+            while True:
+                try:
+                    async with asyncio.timeout(ping_interval):
+                        item = await queue.get()
+                except TimeoutError:
+                    await response.write(format_sse("ping", {}))
+                    continue
+                if item is _END:
+                    break
+                assert isinstance(item, tuple)
+                await response.write(format_sse(item[0], item[1]))
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            unsubscribe()
+            cancel_end()
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof()
+        return response
+
+    return handle

@@ -1,0 +1,145 @@
+"""The four request guards, as aiohttp middlewares run in the spec's order before every route.
+
+1. `Host` must be in the host allowlist (DNS rebinding), else 403.
+2. A state-changing request with an `Origin` must name an allowed origin (cross-site), else 403.
+3. A state-changing request without `Origin` must send a non-empty `x-local-client`, else 403.
+4. A state-changing request must say `Content-Type: application/json`, else 415.
+
+Browsers cannot send `x-local-client` cross-site without a preflight the daemon never answers, and
+a JSON content type cannot be sent by an HTML form: together the two keep web pages out.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from ._types import Middleware
+
+__all__ = [
+    "CLIENT_HEADER",
+    "Guards",
+    "guard_middlewares",
+    "guard_refusal",
+    "loopback_allowlist",
+]
+
+CLIENT_HEADER = "x-local-client"
+
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+_FORBIDDEN = 77  # sysexits EX_NOPERM, the code a refused caller gets on every surface
+_BAD_TYPE = 65  # sysexits EX_DATAERR
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Guards:
+    """Extra Host names and origins the loopback listener accepts beside its defaults."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+
+
+def guard_refusal(status: int, code: int, message: str) -> web.Response:
+    """Return a guard's refusal: the error envelope with `Cache-Control: no-store`."""
+    body = {"ok": False, "error": {"code": code, "message": message}}
+    return web.json_response(body, status=status, headers={"Cache-Control": "no-store"})
+
+
+def _host_form(host: str) -> str:
+    """Return `host` as it appears in a Host header: lower case, IPv6 literals in brackets."""
+    bare = host.strip().lower()
+    inner = bare[1:-1] if bare.startswith("[") and bare.endswith("]") else bare
+    try:
+        address = ipaddress.ip_address(inner)
+    except ValueError:
+        return bare.rstrip(".")
+    if address.version == 6:
+        return f"[{address.compressed}]"
+    return str(address)
+
+
+def _has_port(entry: str) -> bool:
+    if entry.startswith("["):
+        return "]:" in entry
+    return ":" in entry
+
+
+def _origin_form(origin: str) -> str:
+    return origin.strip().lower().rstrip("/")
+
+
+def loopback_allowlist(
+    *, host: str, port: int | None, guards: Guards | None = None
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the loopback Host and Origin allowlists for a listener bound to `host:port`."""
+    names = {*_LOOPBACK_NAMES, _host_form(host)}
+    extra = guards.allowed_hosts if guards is not None else ()
+    hosts: set[str] = set()
+    for name in (*names, *(_host_form(entry) for entry in extra)):
+        hosts.add(name)
+        if port and not _has_port(name):
+            hosts.add(f"{name}:{port}")
+    origins = {f"{scheme}://{entry}" for entry in hosts for scheme in ("http", "https")}
+    if guards is not None:
+        origins.update(_origin_form(origin) for origin in guards.allowed_origins)
+    return frozenset(hosts), frozenset(origins)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json"
+
+
+def guard_middlewares(
+    allowed_hosts: Iterable[str], allowed_origins: Iterable[str]
+) -> list[Middleware]:
+    """Return the four guards as middlewares, in order, over exactly these allowlists."""
+    hosts = frozenset(entry.lower() for entry in allowed_hosts)
+    origins = frozenset(_origin_form(origin) for origin in allowed_origins)
+
+    @web.middleware
+    async def host_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        # `request.host` falls back to the socket's name when Host is missing: read the header.
+        host = request.headers.get("Host", "").strip().lower()
+        if host not in hosts:
+            return guard_refusal(403, _FORBIDDEN, "Host not allowed")
+        return await handler(request)
+
+    @web.middleware
+    async def origin_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        if (
+            origin is not None
+            and request.method not in _SAFE_METHODS
+            and _origin_form(origin) not in origins
+        ):
+            return guard_refusal(403, _FORBIDDEN, "Origin not allowed")
+        return await handler(request)
+
+    @web.middleware
+    async def client_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if (
+            request.method not in _SAFE_METHODS
+            and "Origin" not in request.headers
+            and not request.headers.get(CLIENT_HEADER, "").strip()
+        ):
+            return guard_refusal(
+                403, _FORBIDDEN, f"a request without Origin must send {CLIENT_HEADER}"
+            )
+        return await handler(request)
+
+    @web.middleware
+    async def content_type_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method not in _SAFE_METHODS and not _is_json(
+            request.headers.get("Content-Type", "")
+        ):
+            return guard_refusal(415, _BAD_TYPE, "Content-Type must be application/json")
+        return await handler(request)
+
+    return [host_guard, origin_guard, client_guard, content_type_guard]

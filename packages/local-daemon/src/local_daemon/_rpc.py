@@ -1,0 +1,146 @@
+"""`POST /rpc/{name}`: the body cap, JSON parsing and the command call.
+
+Checks apply in the spec's order (the guards ran before): 413 body over the cap, 404 unknown
+command, 400 bad JSON or arguments, then the command's own refusals (403, 429) and 500.
+
+The body is never held beyond the cap: a `Content-Length` over it (or not a number) is refused
+before a byte is read, and a chunked body is counted as it arrives and refused the moment it
+passes the cap. The 413 closes the connection; the server's lingering window (0.5 s under
+`start_daemon`) discards whatever the client still sends, then the socket closes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import hdrs, web
+
+from ._invoke import Outcome, error_envelope, failure_outcome, invoke
+from ._types import AUTH_RECORD_KEY, CommandRegistry, ContextFactory, ErrorFormatter
+
+__all__ = [
+    "DEFAULT_RPC_BODY_LIMIT",
+    "LINGERING_TIME",
+    "RpcBodyLimit",
+    "envelope_response",
+    "rpc_handler",
+]
+
+DEFAULT_RPC_BODY_LIMIT = 1024 * 1024
+# How long a refused body is discarded before the socket closes (the spec's 500 ms).
+LINGERING_TIME = 0.5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RpcBodyLimit:
+    """The RPC body cap in bytes, with per-command caps keyed by command name."""
+
+    max_bytes: int = DEFAULT_RPC_BODY_LIMIT
+    per_command: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        caps = [self.max_bytes, *self.per_command.values()]
+        if any(isinstance(cap, bool) or cap < 0 for cap in caps):
+            raise ValueError("body caps must be non-negative integers")
+
+    def cap_for(self, name: str) -> int:
+        """Return the body cap that applies to command `name`."""
+        return self.per_command.get(name, self.max_bytes)
+
+
+def envelope_response(outcome: Outcome) -> web.Response:
+    """Return the JSON response for an outcome."""
+    body = json.dumps(outcome.envelope, ensure_ascii=False, separators=(",", ":"))
+    response = web.Response(status=outcome.status, text=body, content_type="application/json")
+    response.headers[hdrs.CACHE_CONTROL] = "no-store"
+    return response
+
+
+def _too_large() -> web.Response:
+    response = envelope_response(
+        Outcome(status=413, envelope=error_envelope(64, "request body too large"))
+    )
+    # Ends keep-alive: after the lingering window the socket closes.
+    response.force_close()
+    return response
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_capped(request: web.Request, cap: int) -> bytes:
+    declared = request.headers.get(hdrs.CONTENT_LENGTH)
+    if declared is not None:
+        text = declared.strip()
+        if not text.isdigit() or not text.isascii() or int(text) > cap:
+            raise _TooLarge()
+    body = bytearray()
+    while True:
+        chunk = await request.content.readany()
+        if not chunk:
+            return bytes(body)
+        if len(body) + len(chunk) > cap:
+            raise _TooLarge()
+        body += chunk
+
+
+def _known(registry: CommandRegistry, name: str) -> bool:
+    try:
+        return any(info.name == name for info in registry.commands())
+    except Exception:
+        return True  # cannot tell: let the call decide
+
+
+def rpc_handler(
+    *,
+    registry: CommandRegistry,
+    create_context: ContextFactory | None,
+    format_error: ErrorFormatter | None,
+    body_limit: RpcBodyLimit,
+    logger: logging.Logger,
+    gated: bool,
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Return the `/rpc/{name}` handler."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        try:
+            raw = await _read_capped(request, body_limit.cap_for(name))
+        except _TooLarge:
+            return _too_large()
+        args: Any
+        try:
+            args = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        except (UnicodeDecodeError, ValueError):
+            if not _known(registry, name):
+                return envelope_response(
+                    Outcome(status=404, envelope=error_envelope(64, f"unknown command: {name}"))
+                )
+            return envelope_response(
+                Outcome(status=400, envelope=error_envelope(65, "request body is not valid JSON"))
+            )
+        auth = request.get(AUTH_RECORD_KEY)
+        if gated and auth is None:
+            # A gated app never builds a context without the gate's record.
+            return envelope_response(
+                Outcome(status=401, envelope=error_envelope(77, "sign-in required"))
+            )
+        context: Any = None
+        if create_context is not None:
+            try:
+                context = create_context("http", auth)
+            except Exception as exc:
+                return envelope_response(
+                    failure_outcome(exc, format_error=format_error, logger=logger)
+                )
+        outcome = await invoke(
+            registry, name, args, context, format_error=format_error, logger=logger
+        )
+        return envelope_response(outcome)
+
+    return handle
