@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,21 @@ def test_error_tree() -> None:
     doc = importlib.import_module("agent_accounts._errors").__doc__ or ""
     assert "AccountsError" in doc
     assert "RedactedError" in doc
+
+
+def test_readme_example_runs() -> None:
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    block = re.search(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
+    assert block is not None
+    namespace: dict[str, object] = {}
+    exec(compile(block.group(1), str(readme), "exec"), namespace)
+    assert namespace["reading"] == {
+        "session_id": "usage-poll",
+        "written_at": 1_767_225_600,
+        "rate_limits": {
+            "five_hour": {"used_percentage": 23, "resets_at": 1_767_243_600},
+            "seven_day": {"used_percentage": 41.5},
+        },
+        "source": "oauth-usage",
+        "account": "work",
+    }
