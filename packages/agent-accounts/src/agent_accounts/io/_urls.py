@@ -30,7 +30,9 @@ def check_base_url(url: str) -> str:
         host = parts.hostname or ""
         _ = parts.port  # a malformed port raises here
     except ValueError:
-        raise ValueError(_REFUSED) from None
+        parts = None  # raised below, outside the handler: no __context__ quotes the URL
+    if parts is None:
+        raise ValueError(_REFUSED)
     if parts.username or parts.password or parts.query or parts.fragment or not host:
         raise ValueError(_REFUSED)
     if parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host)):
