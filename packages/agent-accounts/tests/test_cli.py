@@ -1,0 +1,477 @@
+"""account-cli as a real subprocess: HOME in a temp dir, AGENT_API_BASE_URL at a local server.
+
+Every run is checked for the things that must never happen: a traceback, a canary token on
+stdout or stderr, an exit code outside 0, 1, 2 and 64, or a stderr line that is not a template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from accounts_support import (
+    CANARY,
+    HOUR_MS,
+    UsageServer,
+    account_cli,
+    check_files,
+    credentials,
+    env_without_profiles,
+    make_profile,
+    usage_body,
+)
+
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|\+00:00)"
+STDERR_LINE = re.compile(
+    r"account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
+    r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
+    r"|token refresh failed: [a-z0-9-]+)"
+)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+
+def day_from_now() -> int:
+    return int(time.time() * 1000) + 24 * HOUR_MS
+
+
+@dataclass
+class Home:
+    """A HOME with a default profile and `.agent-profiles/<name>` ones, and the env to run in."""
+
+    path: Path
+    url: str
+
+    @property
+    def profiles(self) -> Path:
+        return self.path / ".agent-profiles"
+
+    def add(
+        self, name: str, doc: dict[str, Any] | bytes | None = None, *, seed: bool = True
+    ) -> Path:
+        parent = self.path if name == ".agent" else self.profiles
+        if doc is None:
+            doc = credentials(expires_at_ms=day_from_now())
+        profile, _ = make_profile(parent, name, doc, seed=seed)
+        return Path(profile.config_dir)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return env_without_profiles(self.path, **{"AGENT_API_BASE_URL": self.url, **extra})
+
+    async def run(self, *args: str, env: dict[str, str] | None = None) -> Run:
+        return await run_cli(list(args), env or self.env())
+
+
+async def run_cli(args: list[str], env: dict[str, str], argv0: list[str] | None = None) -> Run:
+    proc = await asyncio.create_subprocess_exec(
+        *(argv0 or [account_cli()]),
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    run = Run(proc.returncode, out.decode(), err.decode())
+    assert "Traceback" not in run.err + run.out
+    assert CANARY not in run.err + run.out
+    assert run.code in (0, 1, 2, 64), run
+    if run.code != 64 and "-X" not in (argv0 or []):
+        for line in run.err.splitlines():
+            assert STDERR_LINE.fullmatch(line), line
+    return run
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[UsageServer]:
+    async with UsageServer() as running:
+        yield running
+
+
+@pytest.fixture
+def home(tmp_path: Path, server: UsageServer) -> Home:
+    path = tmp_path / "home"
+    path.mkdir()
+    return Home(path=path, url=server.url)
+
+
+@pytest.fixture(autouse=True)
+def no_canary_in_files(tmp_path: Path) -> Any:
+    yield
+    check_files(tmp_path)
+
+
+def plant_reading(config: Path, name: str, written_at: float, **windows: float) -> None:
+    sessions = config / "status-cache" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    limits = {
+        w: {"used_percentage": pct, "resets_at": 1_893_456_000.7} for w, pct in windows.items()
+    }
+    doc = {"session_id": name, "written_at": written_at, "rate_limits": limits}
+    (sessions / f"{name}.json").write_text(json.dumps(doc))
+
+
+# --- poll ---------------------------------------------------------------------------------------
+
+
+async def test_poll_prints_one_line_per_profile_and_writes_nothing(
+    home: Home, server: UsageServer
+) -> None:
+    default = home.add(".agent")
+    home.add("work")
+    home.add("nologin", seed=False)
+    run = await home.run("poll")
+    assert run.code == 0
+    assert run.err == ""
+    assert run.lines == [
+        "default: five_hour 23%, seven_day 41.5%",
+        "nologin: no login, skipped",
+        "work: five_hour 23%, seven_day 41.5%",
+    ]
+    assert len(server.requests) == 2
+    assert {r["vendor-beta"] for r in server.requests} == {"oauth-2025-04-20"}
+    assert not (default / "status-cache").exists()
+
+
+async def test_poll_write_stores_readings_then_backs_off_after_a_429(
+    home: Home, server: UsageServer
+) -> None:
+    work = home.add("work")
+    run = await home.run("poll", "--write")
+    assert (run.code, run.lines, run.err) == (0, ["work: five_hour 23%, seven_day 41.5%"], "")
+    stored = json.loads((work / "status-cache/sessions/usage-poll.json").read_bytes())
+    assert stored["session_id"] == "usage-poll"
+    assert stored["account"] == "work"
+    assert stored["rate_limits"]["seven_day"]["used_percentage"] == 41.5
+
+    async def limited(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        return web.Response(status=429, text=request.headers["authorization"])
+
+    server.handler = limited
+    run = await home.run("poll", "--write")
+    assert run.code == 1
+    assert run.err == "account-cli: work: poll failed: http-429\n"
+    assert (work / "status-cache" / "usage-poll.backoff").exists()
+
+    run = await home.run("poll", "--write")
+    assert run.code == 0
+    assert run.err == ""
+    assert re.fullmatch(rf"work: rate limited, skipped until {ISO}", run.out.strip()), run.out
+    assert len(server.requests) == 2  # the backing-off run sent nothing
+
+
+async def test_poll_write_reports_a_failed_usage_write(home: Home) -> None:
+    work = home.add("work")
+    (work / "status-cache/sessions/usage-poll.json").mkdir(parents=True)
+    run = await home.run("poll", "--write")
+    assert run.code == 1
+    assert run.err == "account-cli: work: usage write failed\n"
+
+
+async def test_login_problems_exit_2_and_win_over_failures(home: Home, server: UsageServer) -> None:
+    home.add("expired", credentials(expires_at_ms=int(time.time() * 1000) - HOUR_MS))
+    wide = home.add("wide")
+    os.chmod(wide / ".credentials.json", 0o644)
+    home.add("broken", b"{not json")
+    home.add("failing")
+
+    async def fail_all(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        return web.Response(status=500, text=request.headers["authorization"])
+
+    server.handler = fail_all
+    run = await home.run("poll")
+    assert run.code == 2
+    assert run.out == ""
+    assert sorted(run.err.splitlines()) == [
+        "account-cli: broken: login refused (malformed)",
+        "account-cli: expired: login expired",
+        "account-cli: failing: poll failed: http-500",
+        "account-cli: wide: login refused (mode-too-wide)",
+    ]
+
+
+async def test_a_failure_alone_exits_1(home: Home, server: UsageServer) -> None:
+    home.add("work")
+    home.add("fine")
+
+    async def one_fails(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        if len(srv.requests) == 1:
+            return web.Response(status=503)
+        return web.json_response(usage_body())
+
+    server.handler = one_fails
+    run = await home.run("poll")
+    assert run.code == 1
+    assert len(run.lines) == 1
+    assert len(run.err.splitlines()) == 1
+
+
+async def test_a_server_echoing_the_token_everywhere_leaks_nothing(
+    home: Home, server: UsageServer
+) -> None:
+    home.add("body")
+    home.add("error")
+    home.add("moved")
+
+    async def leaky(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        token = request.headers["authorization"]
+        which = len(srv.requests) % 3
+        if which == 1:
+            body = usage_body(extra_usage={"echo": token})
+            return web.json_response(body, headers={"x-echo": token})
+        if which == 2:
+            return web.json_response({"error": token}, status=401, headers={"x-echo": token})
+        location = f"{srv.url}/elsewhere?t={token.removeprefix('Bearer ')}"
+        return web.Response(status=307, headers={"location": location}, text=token)
+
+    server.handler = leaky
+    for args in (["poll"], ["poll", "--write"]):
+        run = await home.run(*args)  # run_cli asserts no canary in either stream
+        assert run.code == 1
+        assert len(run.lines) == 1
+        assert sorted(re.sub(r"^account-cli: \w+: ", "", e) for e in run.err.splitlines()) == [
+            "poll failed: http-307",
+            "poll failed: http-401",
+        ]
+    assert server.other_hits == []
+
+
+async def test_a_refused_base_url_is_a_fixed_line(home: Home, server: UsageServer) -> None:
+    home.add("work")
+    env = home.env(AGENT_API_BASE_URL=f"http://user:{CANARY}@example.com")
+    run = await home.run("poll", env=env)
+    assert run.code == 64
+    assert run.err == (
+        "account-cli: configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)\n"
+    )
+    assert server.requests == []
+
+
+# --- status -------------------------------------------------------------------------------------
+
+
+async def test_status_reports_login_and_reading_without_a_request(
+    home: Home, server: UsageServer
+) -> None:
+    default = home.add(".agent")
+    home.add("work")
+    plant_reading(default, "s1", time.time() - 30, five_hour=23, seven_day=41.5)
+    run = await home.run("status")
+    assert run.code == 0
+    assert run.err == ""
+    assert re.fullmatch(
+        r"default: login present; five_hour 23%, seven_day 41.5% \(\d+s old\)", run.lines[0]
+    )
+    assert run.lines[1] == "work: login present; no reading"
+    assert server.requests == []
+
+
+async def test_status_exits_2_for_a_missing_login(home: Home) -> None:
+    home.add("work")
+    home.add("nologin", seed=False)
+    run = await home.run("status")
+    assert run.code == 2
+    assert run.err == "account-cli: nologin: login missing\n"
+    assert "nologin: login missing; no reading" in run.lines
+
+
+async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None:
+    default = home.add(".agent")
+    home.add("gone", seed=False)
+    plant_reading(default, "s1", time.time() - 5, five_hour=23, seven_day=41.5)
+    run = await home.run("status", "--json")
+    assert run.code == 2
+    doc = json.loads(run.out)
+    assert list(doc) == ["profiles"]
+    first, second = doc["profiles"]
+    assert list(first) == ["label", "configDir", "login", "usage"]
+    assert first["label"] == "default"
+    assert first["configDir"] == str(default)
+    assert first["login"]["status"] == "present"
+    assert set(first["login"]) <= {
+        "status",
+        "expiresAt",
+        "canRefresh",
+        "subscriptionType",
+        "rateLimitTier",
+    }
+    assert list(first["usage"]) == ["written_at", "age_seconds", "rate_limits"]
+    assert first["usage"]["age_seconds"] >= 5
+    assert second == {
+        "label": "gone",
+        "configDir": str(home.profiles / "gone"),
+        "login": {"status": "missing"},
+        "usage": None,
+    }
+
+
+async def test_status_reports_an_unreadable_login(home: Home, tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "plain-file"
+    not_a_dir.write_text("")
+    env = home.env(AGENT_CONFIG_DIRS=str(not_a_dir))
+    run = await home.run("status", "--json", env=env)
+    assert run.code == 1
+    assert run.err == "account-cli: plain-file: login unreadable\n"
+    assert json.loads(run.out)["profiles"][0]["login"] == {"status": "unreadable"}
+
+
+# --- status --statusline ------------------------------------------------------------------------
+
+
+async def test_statusline_without_readings_is_unknown(home: Home) -> None:
+    home.add(".agent")
+    run = await home.run("status", "--statusline")
+    assert (run.code, run.out, run.err) == (0, "unknown|unknown|||||||\n", "")
+
+
+async def test_statusline_formats_floors_and_falls_back(home: Home) -> None:
+    default = home.add(".agent")
+    work = home.add("work")
+    home.add("quiet")  # no reading: no line
+    now = time.time()
+    plant_reading(default, "old", now - 100, five_hour=23.9, seven_day=41.5)
+    plant_reading(default, "newer", now - 10, five_hour=99)  # lacks seven_day: skipped
+    plant_reading(work, "w", now - 50, five_hour=7.99, seven_day=100)
+    run = await home.run("status", "--statusline")
+    assert run.code == 0
+    assert run.err == ""
+    first, *others = run.lines
+    match = re.fullmatch(r"23\|41\|1893456000\|1893456000\|\|\|\|\|(\d+)", first)
+    assert match, first
+    assert 100 <= int(match[1]) < 100 + 60
+    assert len(others) == 1
+    other = re.fullmatch(r"other\|work\|7\|100\|(\d+)\|", others[0])
+    assert other, others[0]
+    assert 50 <= int(other[1]) < 50 + 60
+
+
+async def test_statusline_follows_agent_config_dir(home: Home) -> None:
+    default = home.add(".agent")
+    work = home.add("work")
+    now = time.time()
+    plant_reading(default, "d", now, five_hour=1, seven_day=2)
+    plant_reading(work, "w", now, five_hour=3, seven_day=4)
+    run = await home.run("status", "--statusline", env=home.env(AGENT_CONFIG_DIR=str(work)))
+    assert run.lines[0].startswith("3|4|")
+    assert re.fullmatch(r"other\|default\|1\|2\|\d+\|", run.lines[1])
+    assert len(run.lines) == 2
+
+
+async def test_statusline_with_broken_files_still_exits_0_with_empty_stderr(
+    home: Home, tmp_path: Path
+) -> None:
+    default = home.add(".agent")
+    sessions = default / "status-cache" / "sessions"
+    sessions.mkdir(parents=True)
+    os.mkfifo(sessions / "fifo.json")
+    (sessions / "bad.json").write_bytes(b"\xff{")
+    (sessions / "dir.json").mkdir()
+    (sessions / "link.json").symlink_to(tmp_path / "nowhere")
+    (default / ".credentials.json").unlink()
+    (default / ".credentials.json").symlink_to(tmp_path / "nowhere")
+    odd = home.add("odd")
+    (odd / "status-cache").write_text("not a dir")
+    looped = home.add("looped")
+    (looped / "status-cache").symlink_to(looped / "status-cache")
+    ok = home.add("ok")
+    plant_reading(ok, "k", time.time(), five_hour=5, seven_day=6)
+    run = await home.run("status", "--statusline")
+    assert run.code == 0
+    assert run.err == ""
+    assert run.lines[0] == "unknown|unknown|||||||"
+    assert [line.split("|")[:4] for line in run.lines[1:]] == [["other", "ok", "5", "6"]]
+
+    # A home whose profile root is a file, an empty HOME, and a config dir that is a file.
+    (home.profiles).rename(tmp_path / "moved")
+    (home.profiles).write_text("")
+    for env in (home.env(), home.env(AGENT_CONFIG_DIR=str(home.profiles)), {"PATH": "/usr/bin"}):
+        run = await home.run("status", "--statusline", env=env)
+        assert (run.code, run.out, run.err) == (0, "unknown|unknown|||||||\n", "")
+
+
+async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
+    default = home.add(".agent")
+    plant_reading(default, "d", time.time(), five_hour=1, seven_day=2)
+    run = await run_cli(
+        ["status", "--statusline"],
+        home.env(),
+        argv0=[sys.executable, "-X", "importtime", account_cli()],
+    )
+    assert run.code == 0
+    assert run.lines[0].startswith("1|2|")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.err.splitlines() if "|" in line}
+    assert "agent_accounts.io._files" in imported  # the probe sees the library's imports
+    heavy = {
+        m
+        for m in imported
+        if m.split(".")[0] in {"httpx", "httpcore", "typer", "click", "aiohttp", "rich"}
+    }
+    assert heavy == set()
+
+
+# --- usage errors -------------------------------------------------------------------------------
+
+
+USAGE_ERRORS = [
+    [],
+    ["nope"],
+    ["Poll"],
+    ["poll", "--nope"],
+    ["poll", "extra"],
+    ["poll", "--write", "--write"],
+    ["poll", "--refresh"],
+    ["poll", "--refresh", "--refresh", "--write"],
+    ["status", "--write"],
+    ["status", "--json", "--json"],
+    ["status", "--json", "--statusline"],
+    ["status", "--statusline", "--json"],
+    ["status", "--statusline", "--statusline"],
+    ["status", "--statusline=1"],
+    ["--write", "poll"],
+]
+
+
+async def test_every_usage_error_exits_64_never_2(home: Home, server: UsageServer) -> None:
+    home.add("work")
+    runs = await asyncio.gather(*(home.run(*args) for args in USAGE_ERRORS))
+    for args, run in zip(USAGE_ERRORS, runs, strict=True):
+        assert run.code == 64, (args, run)
+        assert run.out == "", args
+        assert run.err.startswith("usage: account-cli"), (args, run.err)
+    assert server.requests == []
+
+
+async def test_help_exits_0(home: Home) -> None:
+    run = await home.run("--help")
+    assert run.code == 0
+    assert "poll" in run.out
+    assert "status" in run.out
+
+
+async def test_module_entry_point_runs_the_same_cli(home: Home) -> None:
+    home.add(".agent")
+    run = await run_cli(
+        ["status", "--statusline"], home.env(), argv0=[sys.executable, "-m", "agent_accounts.cli"]
+    )
+    assert (run.code, run.out, run.err) == (0, "unknown|unknown|||||||\n", "")
