@@ -1,9 +1,88 @@
+"""`local_daemon.__all__` is the package's versioning contract: exactly these names."""
+
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import local_daemon
 
+EXPECTED = {
+    # constants
+    "CLIENT_HEADER",
+    "DEFAULT_RPC_BODY_LIMIT",
+    # errors
+    "CommandError",
+    "DaemonError",
+    "DaemonPortInUseError",
+    "RemoteBindError",
+    "TlsFileError",
+    "TokenFileError",
+    "UnknownCommandError",
+    # options and records
+    "AuthRecord",
+    "CommandInfo",
+    "CommandRegistry",
+    "DaemonHandle",
+    "DaemonPaths",
+    "FormattedError",
+    "Guards",
+    "RemoteOptions",
+    "RpcBodyLimit",
+    "TlsFiles",
+    "TreeWatch",
+    # the daemon and its registry
+    "Registry",
+    "build_http_app",
+    "run_daemon_until_signal",
+    "start_daemon",
+    # utilities usable alone
+    "EventHub",
+    "daemon_paths",
+    "get_process_command",
+    "is_process_alive",
+    "probe_health",
+    "read_pid_file",
+    "remove_pid_file",
+    "systemd_listen_fd",
+    "watch_tree",
+    "write_pid_file",
+    # MCP (loaded on first access)
+    "create_mcp_server",
+    "invoke_tool",
+    "list_tools",
+    "run_mcp_stdio",
+    # gate and files
+    "create_daemon_auth",
+    "ensure_token_file",
+    "file_response",
+    "mint_login_code",
+    "mount_static_app",
+    "rotate_token_file",
+}
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff RUF022 order: SCREAMING_CASE, then CamelCase, then the rest, each alphabetical
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return (kind, name)
+
 
 def test_all_is_sorted_and_resolvable() -> None:
-    assert list(local_daemon.__all__) == sorted(local_daemon.__all__)
+    assert list(local_daemon.__all__) == sorted(local_daemon.__all__, key=_isort_key)
     for name in local_daemon.__all__:
         assert hasattr(local_daemon, name), name
+
+
+def test_all_is_exactly_the_public_surface() -> None:
+    assert set(local_daemon.__all__) == EXPECTED
+    assert len(local_daemon.__all__) == len(EXPECTED)
+
+
+def test_import_loads_neither_mcp_nor_watchfiles_nor_typer() -> None:
+    code = (
+        "import sys, local_daemon\n"
+        "heavy = {'mcp', 'watchfiles', 'typer', 'cryptography'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

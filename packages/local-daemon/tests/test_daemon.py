@@ -1,0 +1,198 @@
+"""`start_daemon` lifecycle: readiness, pid file, port in use, remote failures, close."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from daemon_support import demo_registry, http, running
+from gate_support import trustme_pair
+from local_daemon import _daemon
+from local_daemon._app import Lifecycle, build_http_app
+from local_daemon._daemon import start_daemon
+from local_daemon._errors import DaemonPortInUseError, RemoteBindError, TlsFileError
+from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+from local_daemon._remote import RemoteOptions, TlsFiles
+from local_daemon._tokenfile import ensure_token_file
+from local_daemon._watch import watch_tree as real_watch_tree
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def refused(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.connect(("127.0.0.1", port))
+        except ConnectionRefusedError:
+            return True
+    return False
+
+
+async def test_ready_lifecycle_and_close(tmp_path: Path) -> None:
+    paths = daemon_paths(tmp_path / "state")
+    async with running(tmp_path, health=lambda: {"ok": "product", "indexed": 3}) as handle:
+        assert read_pid_file(paths) == os.getpid()
+        meta = read_meta_file(paths)
+        assert meta is not None
+        assert meta["port"] == handle.port
+        assert meta["pid"] == os.getpid()
+        status, _, body = await http(handle.port, "GET", "/health")
+        document = json.loads(body)
+        assert status == 200
+        assert document["ok"] is True, "core fields win a collision"
+        assert document["indexed"] == 3
+        assert document["version"] == "1.2.3"
+        assert document["pid"] == os.getpid()
+        assert document["port"] == handle.port
+        assert isinstance(document["uptime_ms"], int)
+        status, _, body = await http(handle.port, "GET", "/version")
+        assert (status, json.loads(body)) == (200, {"version": "1.2.3"})
+        port = handle.port
+    assert read_pid_file(paths) is None
+    assert not paths.meta_file.exists()
+    assert refused(port)
+
+
+async def test_close_keeps_a_successors_pid_file(tmp_path: Path) -> None:
+    paths = daemon_paths(tmp_path / "state")
+    async with running(tmp_path):
+        paths.pid_file.write_text("999999\n")  # a successor took over
+    assert read_pid_file(paths) == 999999
+
+
+async def test_health_is_503_until_the_pid_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = asyncio.Event()
+    seen: list[tuple[int, Any, bool]] = []
+    paths = daemon_paths(tmp_path / "state")
+
+    def slow_watch_tree(root: Any, on_change: Any, **kw: Any) -> Any:
+        watch = real_watch_tree(root, on_change, **kw)
+        original = watch.when_watching
+
+        async def when_watching(path: Any, **kw2: Any) -> None:
+            await original(path, **kw2)
+            await asyncio.wait_for(release.wait(), 10)
+
+        watch.when_watching = when_watching  # type: ignore[method-assign]
+        return watch
+
+    monkeypatch.setattr(_daemon, "watch_tree", slow_watch_tree)
+    port = free_port()
+    starting = asyncio.ensure_future(
+        start_daemon(
+            registry=demo_registry(),
+            version="1",
+            state_dir=paths.state_dir,
+            port=port,
+            watch_root=tmp_path,
+        )
+    )
+    for _ in range(500):  # bounded: wait until the listener accepts
+        if not refused(port):
+            break
+        await asyncio.sleep(0.01)
+    status, _, body = await http(port, "GET", "/health")
+    seen.append((status, json.loads(body), paths.pid_file.exists()))
+    release.set()
+    handle = await asyncio.wait_for(starting, 10)
+    try:
+        status, _, body = await http(port, "GET", "/health")
+        seen.append((status, json.loads(body)["ok"], paths.pid_file.exists()))
+    finally:
+        await handle.close()
+    assert seen == [(503, {"ok": False, "starting": True}, False), (200, True, True)]
+
+
+async def test_build_http_app_starting_state() -> None:
+    from daemon_raw_http import serve_app
+
+    lifecycle = Lifecycle(ready=False)
+    app = build_http_app(registry=demo_registry(), version="1", lifecycle=lifecycle)
+    async with serve_app(app) as port:
+        assert (await http(port, "GET", "/health"))[0] == 503
+        lifecycle.ready = True
+        assert (await http(port, "GET", "/health"))[0] == 200
+
+
+async def test_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = int(taken.getsockname()[1])
+        with pytest.raises(DaemonPortInUseError) as caught:
+            await start_daemon(
+                registry=demo_registry(), version="1", state_dir=tmp_path / "s", port=port
+            )
+    assert caught.value.port == port
+    assert not (tmp_path / "s" / "daemon.pid").exists()
+
+
+def remote_options(tmp_path: Path, host: str, tls: TlsFiles) -> RemoteOptions:
+    token = tmp_path / "token"
+    ensure_token_file(token)
+    return RemoteOptions(host=host, token_file=token, tls=tls, allowed_hosts=("box.test",))
+
+
+@pytest.mark.parametrize("case", ["loopback-remote", "missing-tls", "address-not-here"])
+async def test_remote_failure_leaves_nothing(tmp_path: Path, case: str) -> None:
+    ca = trustme.CA()
+    good = trustme_pair(ca, tmp_path, "box.test")
+    options = {
+        "loopback-remote": remote_options(tmp_path, "127.0.0.1", good),
+        "missing-tls": remote_options(
+            tmp_path,
+            "192.0.2.10",
+            TlsFiles(cert_file=tmp_path / "nope.pem", key_file=good.key_file),
+        ),
+        "address-not-here": remote_options(tmp_path, "192.0.2.10", good),
+    }[case]
+    expected: type[Exception] = TlsFileError if case == "missing-tls" else RemoteBindError
+    port = free_port()
+    with pytest.raises(expected):
+        await start_daemon(
+            registry=demo_registry(),
+            version="1",
+            state_dir=tmp_path / "state",
+            port=port,
+            remote=options,
+        )
+    assert not (tmp_path / "state" / "daemon.pid").exists()
+    assert refused(port), "loopback was closed"
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))
+
+
+async def test_serves_an_inherited_socket(tmp_path: Path) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    port = int(sock.getsockname()[1])
+    fd = os.dup(sock.fileno())
+    try:
+        async with running(tmp_path, listen_fd=fd) as handle:
+            assert handle.port == port
+            assert (await http(port, "GET", "/health"))[0] == 200
+        # Closing released this process's copy only: the original socket still listens.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        sock.close()
+
+
+async def test_close_is_idempotent(tmp_path: Path) -> None:
+    async with running(tmp_path) as handle:
+        await handle.close()
+        await handle.close()

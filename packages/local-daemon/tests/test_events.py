@@ -1,0 +1,173 @@
+"""`/events` server-sent events and `EventHub`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from daemon_raw_http import serve_app
+from daemon_support import running
+from local_daemon._events import EventHub, events_handler
+
+_TIMEOUT = 10.0
+
+
+class SseClient:
+    """A raw `GET /events` reader that parses frames as they arrive."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> SseClient:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _TIMEOUT)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert b"text/event-stream" in head
+        return cls(reader, writer)
+
+    async def next_event(self) -> tuple[str, str]:
+        """Return the next (event, data) pair, skipping chunk-size lines."""
+        event, data = "", ""
+        for _ in range(1000):
+            line = (
+                (await asyncio.wait_for(self.reader.readline(), _TIMEOUT)).decode().rstrip("\r\n")
+            )
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+            elif line == "" and event:
+                return event, data
+            elif line == "0":
+                raise EOFError  # the chunked stream's last chunk: the server ended it
+            elif not line and self.reader.at_eof():
+                raise EOFError
+        raise AssertionError("no event")
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+async def test_ready_then_change_from_a_real_write(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    async with running(tmp_path, watch_root=root) as handle:
+        client = await SseClient.open(handle.port)
+        try:
+            assert await client.next_event() == ("ready", '{"version":"1.2.3"}')
+            (root / "a.txt").write_text("x")
+            event, data = await client.next_event()
+            assert event == "change"
+            assert "a.txt" in data
+        finally:
+            await client.close()
+
+
+async def test_close_ends_open_streams(tmp_path: Path) -> None:
+    async with running(tmp_path) as handle:
+        client = await SseClient.open(handle.port)
+        assert (await client.next_event())[0] == "ready"
+        closing = asyncio.ensure_future(handle.close())
+        rest = await asyncio.wait_for(client.reader.read(), _TIMEOUT)
+        await asyncio.wait_for(closing, _TIMEOUT)
+        await client.close()
+    assert b"event:" not in rest
+
+
+async def test_ping_on_the_interval() -> None:
+    hub = EventHub()
+    app = web.Application()
+    app.router.add_get("/events", events_handler(hub, ready_data=dict, ping_interval=0.05))
+    async with serve_app(app) as port:
+        client = await SseClient.open(port)
+        try:
+            assert (await client.next_event())[0] == "ready"
+            assert await client.next_event() == ("ping", "{}")
+            hub.broadcast("change", {"paths": ["x"]})
+            for _ in range(100):
+                event = await client.next_event()
+                if event[0] == "change":
+                    break
+            assert event == ("change", '{"paths":["x"]}')
+        finally:
+            hub.close()
+            await client.close()
+
+
+async def test_slow_client_is_dropped_not_buffered() -> None:
+    hub = EventHub()
+    app = web.Application()
+    app.router.add_get("/events", events_handler(hub, ready_data=dict, max_pending=8))
+    async with serve_app(app) as port:
+        slow = await SseClient.open(port)
+        fast_events: list[str] = []
+        try:
+            assert (await slow.next_event())[0] == "ready"
+            assert len(hub) == 1
+            # Nothing runs between these broadcasts, so the client's queue must absorb them all.
+            delivered = [hub.broadcast("change", {"n": n}) for n in range(1000)]
+            assert len(hub) == 0, "the client that fell behind was dropped"
+            assert delivered[:8] == [1] * 8
+            assert sum(delivered) <= 9
+            for _ in range(20):
+                try:
+                    fast_events.append((await slow.next_event())[0])
+                except (EOFError, asyncio.IncompleteReadError):
+                    break
+        finally:
+            hub.close()
+            await slow.close()
+    assert len(fast_events) <= 8
+
+
+def test_hub_drops_a_raising_subscriber() -> None:
+    hub = EventHub()
+    got: list[tuple[str, Any]] = []
+
+    def bad(event: str, data: Any) -> None:
+        raise RuntimeError("dead client")
+
+    hub.subscribe(bad)
+    unsubscribe = hub.subscribe(lambda event, data: got.append((event, data)))
+    assert hub.broadcast("change", 1) == 1
+    assert hub.broadcast("change", 2) == 1
+    assert got == [("change", 1), ("change", 2)]
+    assert len(hub) == 1
+    unsubscribe()
+    assert len(hub) == 0
+    assert hub.broadcast("change", 3) == 0
+
+
+def test_hub_unsubscribe_by_callback() -> None:
+    hub = EventHub()
+
+    def sub(event: str, data: Any) -> None:
+        return None
+
+    hub.subscribe(sub)
+    hub.unsubscribe(sub)
+    assert len(hub) == 0
+
+
+@pytest.mark.parametrize("count", [1000])
+async def test_broadcast_reaches_many_streams(count: int) -> None:
+    hub = EventHub()
+    got = 0
+
+    def sub(event: str, data: Any) -> None:
+        nonlocal got
+        got += 1
+
+    for _ in range(count):
+        hub.subscribe(sub)
+    assert hub.broadcast("change", {}) == count
+    assert got == count

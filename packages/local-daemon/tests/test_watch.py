@@ -1,0 +1,100 @@
+"""`watch_tree` over real file writes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from local_daemon._watch import watch_tree
+
+_TIMEOUT = 10.0
+
+
+class Batches:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[list[str]] = asyncio.Queue()
+
+    def __call__(self, paths: list[str]) -> None:
+        self.queue.put_nowait(paths)
+
+    async def until(self, needle: str) -> list[str]:
+        """Return the first batch naming `needle` (bounded by time)."""
+        async with asyncio.timeout(_TIMEOUT):
+            while True:
+                batch = await self.queue.get()
+                if any(needle in path for path in batch):
+                    return batch
+
+
+async def test_nested_and_new_directories(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    batches = Batches()
+    watch = watch_tree(tmp_path, batches)
+    try:
+        await watch.when_watching(nested)
+        assert watch.is_watching(nested)
+        assert watch.is_watching(tmp_path)
+        assert not watch.is_watching(tmp_path.parent)
+        (nested / "deep.txt").write_text("x")
+        await batches.until("deep.txt")
+        fresh = tmp_path / "new" / "inner"
+        fresh.mkdir(parents=True)
+        await watch.when_watching(fresh)
+        assert watch.is_watching(fresh)
+        (fresh / "late.txt").write_text("y")
+        batch = await batches.until("late.txt")
+        assert str(fresh / "late.txt") in batch
+    finally:
+        await watch.close()
+    assert not watch.is_watching(tmp_path)
+
+
+async def test_a_burst_counts_once(tmp_path: Path) -> None:
+    batches = Batches()
+    watch = watch_tree(tmp_path, batches, debounce=0.3)
+    try:
+        await watch.when_watching(tmp_path)
+        for n in range(20):
+            (tmp_path / f"f{n}.txt").write_text(str(n))
+        batch = await batches.until("f0.txt")
+        assert {f"f{n}.txt" for n in range(20)} <= {Path(p).name for p in batch}
+        # One more, well after the burst: a separate callback, and no other batch in between.
+        (tmp_path / "after.txt").write_text("z")
+        nxt = await batches.until("after.txt")
+        assert all("after.txt" in p for p in nxt)
+    finally:
+        await watch.close()
+
+
+async def test_on_error_gets_a_failing_callback(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+
+    def boom(paths: list[str]) -> None:
+        raise ValueError("callback failed")
+
+    watch = watch_tree(tmp_path, boom, on_error=errors.append)
+    try:
+        await watch.when_watching(tmp_path)
+        (tmp_path / "x").write_text("x")
+        async with asyncio.timeout(_TIMEOUT):
+            while not errors:
+                await asyncio.sleep(0.01)
+        assert isinstance(errors[0], ValueError)
+        # The watcher keeps going after a failing callback.
+        assert watch.is_watching(tmp_path)
+    finally:
+        await watch.close()
+
+
+async def test_missing_root_reports_an_error(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+    watch = watch_tree(tmp_path / "missing", lambda paths: None, on_error=errors.append)
+    try:
+        with pytest.raises((RuntimeError, TimeoutError)):
+            await watch.when_watching(tmp_path / "missing", timeout=5.0)
+    finally:
+        await watch.close()
+    assert errors
