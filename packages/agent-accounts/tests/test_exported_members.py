@@ -107,3 +107,35 @@ def test_readme_example_runs() -> None:
         "source": "oauth-usage",
         "account": "work",
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "signature"),
+    [
+        ("parse_usage_reading", "(obj: 'object') -> 'UsageReading | None'"),
+        (
+            "usage_from_oauth_response",
+            "(body: 'object', *, written_at: 'float', account: 'str | None' = None)"
+            " -> 'UsageReading | None'",
+        ),
+        (
+            "login_state_from_credentials",
+            "(credentials: 'object', now_ms: 'float') -> 'LoginState'",
+        ),
+        (
+            "needs_refresh",
+            "(state: 'LoginState', now_ms: 'float', margin_ms: 'float') -> 'bool'",
+        ),
+        (
+            "account_label",
+            "(config_dir: 'str | os.PathLike[str]', *,"
+            " home: 'str | os.PathLike[str] | None' = None) -> 'str'",
+        ),
+        (
+            "redact_secrets",
+            "(text_or_exception: 'object') -> 'str | BaseException'",
+        ),
+    ],
+)
+def test_signatures_follow_api_md(name: str, signature: str) -> None:
+    assert str(inspect.signature(getattr(agent_accounts, name))) == signature

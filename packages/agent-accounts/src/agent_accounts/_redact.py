@@ -149,18 +149,19 @@ def _redact_exception(exc: BaseException) -> BaseException:
 
 
 @overload
-def redact_secrets(value: str) -> str: ...
+def redact_secrets(text_or_exception: str) -> str: ...
 @overload
-def redact_secrets(value: BaseException) -> BaseException: ...
+def redact_secrets(text_or_exception: BaseException) -> BaseException: ...
 @overload
-def redact_secrets(value: object) -> str | BaseException: ...
-def redact_secrets(value: object) -> str | BaseException:
+def redact_secrets(text_or_exception: object) -> str | BaseException: ...
+def redact_secrets(text_or_exception: object) -> str | BaseException:
     """Replace token-shaped text with `[REDACTED]`; an exception comes back as a new, unchained one.
 
     Never raises. A value that is neither a string nor an exception becomes `[REDACTED]`; a `str`
     subclass comes back as a plain `str`. The new exception has the original's type when that
     type can be rebuilt from its one redacted message, else it is a `RedactedError`.
     """
+    value = text_or_exception
     try:
         if isinstance(value, str):
             # str.__str__ copies a subclass to a plain str without calling its overrides.

@@ -95,10 +95,10 @@ def _parse(value: object) -> UsageReading | None:
     return reading
 
 
-def parse_usage_reading(value: object) -> UsageReading | None:
+def parse_usage_reading(obj: object) -> UsageReading | None:
     """Validate a usage reading, keeping only the keys the spec defines; None when invalid."""
     try:
-        return _parse(value)
+        return _parse(obj)
     except Exception:  # a hostile mapping (throwing getter) is simply not a reading
         return None
 
