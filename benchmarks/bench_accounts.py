@@ -1,0 +1,189 @@
+"""agent-accounts: the status line's start-up cost and poll_all's concurrency.
+
+1. `account-cli status --statusline` with 5 profiles (each with a login and a reading), median wall
+   time of RUNS runs, against `python -c pass` on the same interpreter in the same run (target: at
+   most 3x).
+2. `poll_all` over 50 profiles against a local server (a child process) that answers each request
+   after 100 ms: total wall time (target: under 0.5 s; polled one by one it would take 5 s).
+
+Prints one JSON line per figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "packages" / "agent-accounts" / "tests")
+)
+
+from accounts_refresh_support import account_cli, credentials, dump, write_file
+
+RUNS = 20
+PROFILES = 50
+DELAY_S = 0.1
+POLL_ROUNDS = 3
+
+
+def _emit(**row: object) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def _make_profile(config: Path, now: float) -> None:
+    config.mkdir(parents=True, mode=0o700)
+    doc = credentials(expires_at_ms=int(now * 1000) + 24 * 3_600_000)
+    write_file(config / ".credentials.json", dump(doc))
+    sessions = config / "status-cache" / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    reading = {
+        "session_id": "usage-poll",
+        "written_at": now - 30,
+        "rate_limits": {
+            "five_hour": {"used_percentage": 23.5, "resets_at": now + 3600},
+            "seven_day": {"used_percentage": 41.5, "resets_at": now + 86400},
+        },
+    }
+    (sessions / "usage-poll.json").write_text(json.dumps(reading))
+
+
+def _median_wall(argv: list[str], env: dict[str, str]) -> float:
+    times = []
+    for index in range(RUNS + 2):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, timeout=60)
+        if index >= 2:  # two warm-up runs fill the page cache
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_statusline() -> None:
+    """Median wall time of the status line vs `python -c pass`."""
+    now = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        _make_profile(home / ".agent", now)
+        for name in ("a", "b", "c", "d"):
+            _make_profile(home / ".agent-profiles" / name, now)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+        env["HOME"] = str(home)
+        out = subprocess.run(
+            [account_cli(), "status", "--statusline"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        if len(out.splitlines()) != 5 or out.startswith("unknown"):
+            raise SystemExit(f"unexpected status line output: {out!r}")
+        baseline = _median_wall([sys.executable, "-c", "pass"], env)
+        value = _median_wall([account_cli(), "status", "--statusline"], env)
+    _emit(
+        name="account-cli status --statusline, 5 profiles (median wall)",
+        value=round(value, 4),
+        unit="s",
+        baseline="python -c pass",
+        baseline_value=round(baseline, 4),
+        ratio=round(value / baseline, 2),
+        target="<= 3x",
+    )
+
+
+async def _serve() -> None:
+    from aiohttp import web
+
+    async def usage(request: web.Request) -> web.Response:
+        await asyncio.sleep(DELAY_S)
+        return web.json_response(
+            {
+                "five_hour": {"utilization": 23.0, "resets_at": "2030-01-01T00:00:00Z"},
+                "seven_day": {"utilization": 41.5, "resets_at": None},
+            }
+        )
+
+    app = web.Application()
+    app.router.add_get("/api/oauth/usage", usage)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=256)
+    await site.start()
+    print(runner.addresses[0][1], flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    await runner.cleanup()
+
+
+async def _poll_rounds(url: str, root: Path) -> list[float]:
+    from agent_accounts.io import PollOk, Profile, poll_all
+
+    now = time.time()
+    profiles = []
+    for index in range(PROFILES):
+        config = root / f"p{index:02d}"
+        config.mkdir(mode=0o700)
+        write_file(
+            config / ".credentials.json",
+            dump(credentials(expires_at_ms=int(now * 1000) + 24 * 3_600_000)),
+        )
+        profiles.append(Profile(label=f"p{index:02d}", config_dir=str(config)))
+    times = []
+    for _ in range(POLL_ROUNDS):
+        start = time.perf_counter()
+        entries = await poll_all(profiles=profiles, api_base=url)
+        times.append(time.perf_counter() - start)
+        failed = [e.label for e in entries if not isinstance(e.result, PollOk) or e.file is None]
+        if failed:
+            raise SystemExit(f"poll_all failed for {failed}")
+    return times
+
+
+def bench_poll_all() -> None:
+    """Wall time of poll_all over 50 profiles, each answer delayed 100 ms."""
+    server = subprocess.Popen(
+        [sys.executable, __file__, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        with tempfile.TemporaryDirectory() as tmp:
+            times = asyncio.run(_poll_rounds(f"http://127.0.0.1:{port}", Path(tmp)))
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=30)
+        if server.stdout is not None:
+            server.stdout.close()
+    value = statistics.median(times)
+    _emit(
+        name=f"poll_all over {PROFILES} profiles, server answers after 100 ms (median of "
+        f"{POLL_ROUNDS}, writes included)",
+        value=round(value, 4),
+        unit="s",
+        baseline="one answer's server delay",
+        baseline_value=DELAY_S,
+        ratio=round(value / DELAY_S, 2),
+        target="< 0.5 s",
+    )
+
+
+def main() -> None:
+    """Run both figures."""
+    bench_statusline()
+    bench_poll_all()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["serve"]:
+        asyncio.run(_serve())
+    else:
+        main()
