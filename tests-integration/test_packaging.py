@@ -13,6 +13,7 @@ import email.policy
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,6 +90,17 @@ def _cli_pending(module: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(
         not path.exists(), reason=f"PENDING: {path.relative_to(ROOT)} not landed", strict=True
     )
+
+
+def _imports_undeclared_click(dist: str, module: str) -> bool:
+    """True while the CLI imports `click`: typer (0.29 here) vendors it and no longer installs it."""
+    cli = ROOT / "packages" / dist / "src" / module / "cli.py"
+    if not cli.exists():
+        return False
+    pyproject = tomllib.loads((ROOT / "packages" / dist / "pyproject.toml").read_text("utf-8"))
+    declared = any(d.lower().startswith("click") for d in pyproject["project"]["dependencies"])
+    imports = re.search(r"^\s*(import click\b|from click\b)", cli.read_text("utf-8"), re.MULTILINE)
+    return imports is not None and not declared
 
 
 def _run(
@@ -270,6 +282,15 @@ def test_wheel_installs_alone_without_the_other_stacks(
 
 
 @_cli_pending("agent_accounts")
+@pytest.mark.xfail(
+    _imports_undeclared_click("agent-accounts", "agent_accounts"),
+    reason=(
+        "KNOWN BUG: agent_accounts/cli.py imports click, which its wheel does not declare and "
+        "typer no longer installs: account-cli crashes with ModuleNotFoundError when installed alone"
+    ),
+    raises=AssertionError,
+    strict=True,
+)
 def test_account_cli_status_json_from_its_wheel(
     packaging_venvs: dict[str, Path], tmp_path: Path
 ) -> None:
