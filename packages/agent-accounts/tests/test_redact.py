@@ -28,6 +28,8 @@ CATCHES = [
     (f"sk-proj-{CANARY}", CANARY),
     (f"(sk-ant-{CANARY}+/{CANARY}==)", f"{CANARY}+/{CANARY}"),
     ("x=sk-ant-", "sk-ant-"),
+    (f"id_sk-ant-oat01-{CANARY}", CANARY),
+    (f"--sk-ant-oat01-{CANARY}", CANARY),
     # JWT: eyJ segment, dot, segment, optional third
     ("t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "eyJzdWIiOiIxIn0"),
     ("t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "c2lnbmF0dXJl"),
@@ -137,6 +139,7 @@ def test_exact_output(text: str, expected: str) -> None:
         f"{CANARY}.{CANARY}/{CANARY}+{CANARY}",
         "task-force-one",  # `sk-` inside a word is not a key prefix
         "sk-a-x",  # a one-letter tag is not a vendor tag
+        "risk-free-rate desk-top-app",
         "the token is fine",  # a field name with no `:` or `=` after it
         "tokens=5",
         "max_tokens: 100",

@@ -53,7 +53,10 @@ _VALUE = (
 # re.ASCII: case folding stays within ASCII, so a match always contains its literal as
 # `str.lower()` spells it and the prefilter below never skips a pattern that would match.
 _I = re.IGNORECASE | re.ASCII
-_SK_KEY: Final = re.compile(_START + r"sk-[A-Za-z0-9]{2,16}-[" + _B64TOKEN + "]*+", _I)
+# A key prefix starts after anything but a letter or digit (so `x_sk-ant-...` is caught and
+# `task-force-one` is not). A failed attempt reads at most the 20-character prefix, and the tail
+# may be empty, so the search stays linear without the run-boundary anchor the JWT needs.
+_SK_KEY: Final = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]{2,16}-[" + _B64TOKEN + "]*+", _I)
 _JWT: Final = re.compile(
     _START + r"eyJ[" + _RUN + r"]*+\.[" + _RUN + r"]++(?:\.[" + _RUN + r"]++)?+", re.ASCII
 )
