@@ -25,6 +25,9 @@ setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
 	  [ -f $$d/package.json ] && [ ! -d $$d/node_modules ] && (cd $$d && npm ci --silent --no-audit --no-fund) || true; done
 
+demo: setup ## run the demo: the daemon serving a demo product on http://127.0.0.1:8765/ (ARGS=--help)
+	@PYTHONPATH=tests-integration $(UV) run --no-sync python -m demo_product $(ARGS)
+
 test: setup ## run every package's tests, then tests-integration (PKG=<name> runs one package)
 ifeq ($(PKG),)
 	@set -e; for p in $(PACKAGES); do echo "== $$p"; $(UV) run --no-sync pytest packages/$$p/tests $(PYTEST_ARGS); done

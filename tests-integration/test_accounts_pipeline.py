@@ -1,0 +1,96 @@
+"""The account poller writes readings that the daemon's product reads and pushes live."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from agent_accounts.io import discover_profiles
+from demo_product.forge_seed import seed_forge
+from demo_product.product import build_registry
+from demo_product.usage_server import start_usage_server
+from forge_automation import forge_port
+from integration_support import next_event, rpc, running_daemon, write_credentials
+
+CANARY_ACCESS = "sk-ant-oat01-ITCANARY" + "A" * 20
+CANARY_REFRESH = "sk-ant-ort01-ITCANARY" + "B" * 20
+
+
+def _cli() -> str:
+    return str(Path(sys.executable).with_name("account-cli"))
+
+
+@pytest.mark.slow
+async def test_poll_write_reaches_the_product_and_its_event_stream(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    home = tmp_path / "home"
+    write_credentials(
+        home / ".agent-profiles" / "work",
+        token=CANARY_ACCESS,
+        refresh=CANARY_REFRESH,
+        expires_at_ms=int(time.time() * 1000) + 3_600_000,
+    )
+    usage = await start_usage_server({CANARY_ACCESS: 42.0})
+    demo = seed_forge()
+    registry = build_registry(
+        port=forge_port(demo.forge.wire),
+        repo=demo.repo,
+        profiles=lambda: discover_profiles(home=home, env={}),
+    )
+    try:
+        async with (
+            running_daemon(tmp_path, registry=registry, watch_root=str(home)) as (base, _),
+            aiohttp.ClientSession() as session,
+        ):
+            status, before = await rpc(session, base, "accounts")
+            assert status == 200
+            assert before["data"]["profiles"][0]["usage"] is None
+
+            async with session.get(f"{base}/events") as events:
+                await next_event(events, "ready")
+                env = {
+                    **os.environ,
+                    "HOME": str(home),
+                    "AGENT_API_BASE_URL": usage.base_url,
+                }
+                env.pop("AGENT_CONFIG_DIRS", None)
+                env.pop("AGENT_PROFILE_ROOT", None)
+                proc = await asyncio.create_subprocess_exec(
+                    _cli(),
+                    "poll",
+                    "--write",
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                out, err = await proc.communicate()
+                assert proc.returncode == 0, err
+                assert out.decode().startswith("work: five_hour ")
+                await next_event(events, "change")  # the watcher saw the reading land
+                events_text = out.decode() + err.decode()
+
+            written = home / ".agent-profiles/work/status-cache/sessions/usage-poll.json"
+            assert json.loads(written.read_text())["source"] == "oauth-usage"
+            status, after = await rpc(session, base, "accounts")
+            assert status == 200
+            profile = after["data"]["profiles"][0]
+            assert profile["label"] == "work"
+            assert profile["login"]["status"] == "present"
+            assert profile["usage"]["rate_limits"]["five_hour"]["used_percentage"] >= 0
+            assert usage.calls == ["/api/oauth/usage"]
+    finally:
+        await usage.close()
+    everything = json.dumps([before, after]) + events_text + written.read_text() + caplog.text
+    for canary in (CANARY_ACCESS, CANARY_REFRESH, "ITCANARY"):
+        assert canary not in everything

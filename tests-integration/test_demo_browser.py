@@ -1,0 +1,102 @@
+"""`make demo` as a person sees it: headless Chromium reads the bars and watches a live update."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+HERE = Path(__file__).resolve().parent
+SCREENSHOT = HERE / "demo_product" / "screenshot.png"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[dict[str, str]]:
+    ready = tmp_path / "ready.json"
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "demo_product",
+            "--port",
+            "0",
+            "--interval",
+            "1",
+            "--ready-file",
+            str(ready),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(300):
+            if ready.exists() and ready.stat().st_size:
+                break
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read() if proc.stderr else "demo exited")
+            time.sleep(0.1)
+        info: dict[str, str] = json.loads(ready.read_text())
+        yield info
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert "demo: stopping" in out
+    assert not Path(info["workdir"]).exists()  # Ctrl-C leaves nothing behind
+
+
+@pytest.mark.slow
+def test_page_shows_bars_and_updates_live(demo: dict[str, str], tmp_path: Path) -> None:
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            page.goto(demo["url"])
+            page.wait_for_selector("#status[data-state=live]", timeout=20_000)
+            # Every profile shows its two windows as bars once the poller has written readings.
+            page.wait_for_function(
+                "document.querySelectorAll('.card .window[data-window=five_hour]').length === 3",
+                timeout=30_000,
+            )
+            labels = page.eval_on_selector_all(".card", "cs => cs.map(c => c.dataset.label)")
+            assert labels == ["default", "personal", "work"]
+            widths = page.eval_on_selector_all(
+                ".window .bar > span", "spans => spans.map(s => s.style.width)"
+            )
+            assert all(w.endswith("%") for w in widths)
+            rows = page.eval_on_selector_all("#prs tbody tr", "rs => rs.map(r => r.dataset.number)")
+            assert rows == ["1", "2", "3", "4"]
+            assert page.inner_text("#prs tbody tr[data-number='1'] td.ready-yes") == "ready"
+            assert "check-failed" in page.inner_text("#prs tbody tr[data-number='2']")
+            # A live update: the forge moves and the poller writes; the page re-renders by itself.
+            renders = int(page.evaluate("document.body.dataset.renders || '0'"))
+            page.wait_for_function(
+                f"Number(document.body.dataset.renders || 0) > {renders + 1}", timeout=30_000
+            )
+            page.screenshot(path=str(tmp_path / "demo.png"), full_page=True)
+            if os.environ.get("UPDATE_SCREENSHOT"):
+                SCREENSHOT.write_bytes((tmp_path / "demo.png").read_bytes())
+        finally:
+            browser.close()
