@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._files import UsageFile, read_login_state, read_usage, write_reading
-from ._profiles import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
-from ._urls import DEFAULT_API_BASE
-
 if TYPE_CHECKING:
+    from ._files import UsageFile, read_login_state, read_usage, write_reading
     from ._poll import (
         EXPIRY_MARGIN_MS,
         PollEntry,
@@ -22,6 +19,7 @@ if TYPE_CHECKING:
         poll_all,
         poll_usage,
     )
+    from ._profiles import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
     from ._refresh import (
         DEFAULT_AUTH_URL,
         DEFAULT_REFRESH_SCOPES,
@@ -37,9 +35,16 @@ if TYPE_CHECKING:
         RefreshSkipped,
         refresh_if_needed,
     )
+    from ._urls import DEFAULT_API_BASE
 
-# Polling and refresh pull in asyncio; a status line that only reads files must not pay for them.
+# Every name loads on first use (PEP 562): `account-cli status --statusline` runs on every prompt
+# and must pay only for the modules it touches (no asyncio, no URL parsing, no refresh machinery).
 _LAZY = {
+    **dict.fromkeys(("UsageFile", "read_login_state", "read_usage", "write_reading"), "._files"),
+    **dict.fromkeys(
+        ("CONFIG_DIRS_ENV", "PROFILE_ROOT_ENV", "Profile", "discover_profiles"), "._profiles"
+    ),
+    "DEFAULT_API_BASE": "._urls",
     **dict.fromkeys(
         (
             "EXPIRY_MARGIN_MS",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 
 __all__ = ["atomic_write", "ensure_private_dir"]
 
@@ -21,7 +20,8 @@ def atomic_write(directory: str, name: str, data: bytes) -> str:
     takes it, and it is removed on any failure.
     """
     target = os.path.join(directory, name)
-    temp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    # os.urandom, not `secrets`: the status line imports this module and hmac/hashlib cost ~10 ms.
+    temp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:

@@ -6,7 +6,6 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from agent_accounts import account_label
@@ -36,7 +35,8 @@ class Profile:
 
 
 def _home(home: str | os.PathLike[str] | None) -> str:
-    return os.fspath(home) if home is not None else str(Path.home())
+    # expanduser is what Path.home() calls; pathlib itself is not worth importing here.
+    return os.fspath(home) if home is not None else os.path.expanduser("~")
 
 
 def default_config_dir(*, home: str | os.PathLike[str] | None = None) -> str:
