@@ -120,6 +120,14 @@ def events_handler(
     max_pending: int = MAX_PENDING_EVENTS,
 ) -> Callable[[web.Request], Any]:
     """Return the `/events` handler: `ready` on connect, then hub events and a `ping` timer."""
+    # One broadcast reaches every stream with the same objects: encode the frame once for all.
+    last: list[Any] = [None, None, b""]
+
+    def frame(event: str, data: Any) -> bytes:
+        if last[0] != event or last[1] is not data:
+            last[:] = [event, data, format_sse(event, data)]
+        encoded: bytes = last[2]
+        return encoded
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if hub.closed:
@@ -166,7 +174,7 @@ def events_handler(
                 if item is _END:
                     break
                 assert isinstance(item, tuple)
-                await response.write(format_sse(item[0], item[1]))
+                await response.write(frame(item[0], item[1]))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:

@@ -1,0 +1,377 @@
+"""The daemon's figures: RPC through every guard vs a bare aiohttp echo, SSE fan-out to 1,000
+subscribers, start to first healthy answer, `import local_daemon`, and RSS under a never-ending
+chunked body.
+
+Servers run in child processes (this script with `serve MODE`), so client and server never share
+an event loop; everything is on 127.0.0.1. Prints one JSON line per figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REQUESTS = 4000
+CONCURRENCY = 8
+ROUNDS = 3
+SUBSCRIBERS = 1000
+PUSH_BYTES = 1024 * 1024 * 1024
+HERE = Path(__file__).resolve()
+REGISTRY_MODULE = "bench_daemon_registry"
+
+
+def _emit(**row: Any) -> None:
+    print(json.dumps(row), flush=True)
+
+
+# ---------------------------------------------------------------------------- child servers
+
+
+def _registry() -> Any:
+    from local_daemon import Registry
+
+    registry = Registry()
+
+    @registry.command
+    def echo(text: str) -> dict[str, str]:
+        return {"text": text}
+
+    @registry.command
+    async def echo_async(text: str) -> dict[str, str]:
+        return {"text": text}
+
+    return registry
+
+
+async def _serve(mode: str, workdir: Path) -> None:
+    from aiohttp import web
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    if mode == "bare":
+
+        async def echo(request: web.Request) -> web.Response:
+            body = await request.json()
+            return web.json_response({"ok": True, "data": body})
+
+        app = web.Application()
+        app.router.add_post("/rpc/{name}", echo)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(port, flush=True)
+        await stop.wait()
+        await runner.cleanup()
+        return
+    from local_daemon import start_daemon
+
+    hub_ref: dict[str, Any] = {}
+
+    def mount(app: web.Application) -> None:
+        async def broadcast(request: web.Request) -> web.Response:
+            at = time.monotonic()
+            hub_ref["hub"].broadcast("change", {"paths": ["bench"]})
+            return web.json_response({"at": at})
+
+        app.router.add_post("/bench/broadcast", broadcast)
+
+    handle = await start_daemon(
+        registry=_registry(), version="bench", state_dir=workdir / mode, mount_routes=mount
+    )
+    hub_ref["hub"] = handle.hub
+    print(handle.port, flush=True)
+    await stop.wait()
+    await handle.close()
+
+
+class _Server:
+    def __init__(self, mode: str, workdir: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE), "serve", mode, str(workdir)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def close(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+# ---------------------------------------------------------------------------- measurements
+
+
+async def _requests_per_second(port: int) -> float:
+    from aiohttp import ClientSession, TCPConnector
+
+    headers = {"x-local-client": "bench", "Content-Type": "application/json"}
+    body = json.dumps({"text": "hello"})
+    async with ClientSession(connector=TCPConnector(limit=CONCURRENCY)) as session:
+        url = f"http://127.0.0.1:{port}/rpc/echo_async"
+        remaining = REQUESTS
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                async with session.post(url, data=body, headers=headers) as response:
+                    assert response.status == 200, response.status
+                    await response.read()
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))  # warm up
+        remaining = REQUESTS
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return REQUESTS / (time.perf_counter() - started)
+
+
+async def _open_sse(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    await writer.drain()
+    await reader.readuntil(b"event: ready")
+    return reader, writer
+
+
+async def _broadcast_time_to_all(port: int) -> float:
+    streams = []
+    for start in range(0, SUBSCRIBERS, 100):
+        streams += await asyncio.gather(*(_open_sse(port) for _ in range(start, start + 100)))
+    received: list[float] = []
+
+    async def wait_change(reader: asyncio.StreamReader) -> None:
+        await asyncio.wait_for(reader.readuntil(b"event: change"), 30)
+        received.append(time.monotonic())
+
+    waiters = [asyncio.ensure_future(wait_change(reader)) for reader, _ in streams]
+    await asyncio.sleep(0.2)  # every waiter is parked on its socket
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"POST /bench/broadcast HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nx-local-client: b\r\n"
+        "Content-Type: application/json\r\nContent-Length: 2\r\n"
+        "Connection: close\r\n\r\n{}".encode()
+    )
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    at = float(json.loads(answer.partition(b"\r\n\r\n")[2])["at"])
+    await asyncio.gather(*waiters)
+    for _, stream_writer in streams:
+        stream_writer.close()
+    # CLOCK_MONOTONIC is system-wide on Linux, so the server's stamp compares with ours.
+    return (max(received) - at) * 1000
+
+
+def _start_to_healthy_in_process() -> float:
+    async def run() -> float:
+        from local_daemon import Registry, start_daemon
+        from local_daemon._health import probe_health
+
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            handle = await start_daemon(registry=Registry(), version="b", state_dir=tmp)
+            document = await asyncio.to_thread(probe_health, handle.port)
+            elapsed = time.perf_counter() - started
+            await handle.close()
+            assert document is not None
+            return elapsed
+
+    return asyncio.run(run())
+
+
+def _start_to_healthy_cli(workdir: Path) -> float:
+    from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+
+    state = workdir / "cli-state"
+    env = {**os.environ, "PYTHONPATH": str(workdir)}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "local_daemon.cli",
+            "serve",
+            f"{REGISTRY_MODULE}:registry",
+            "--state-dir",
+            str(state),
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        paths = daemon_paths(state)
+        from local_daemon._health import probe_health
+
+        for _ in range(100_000):
+            if read_pid_file(paths) == process.pid:
+                meta = read_meta_file(paths)
+                if meta is not None and probe_health(int(meta["port"])) is not None:
+                    return time.perf_counter() - started
+            time.sleep(0.002)
+        raise RuntimeError("never healthy")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def _python_seconds(code: str) -> float:
+    times = []
+    for _ in range(7):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def _push_chunked(port: int, total: int) -> int:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"POST /rpc/echo HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nx-local-client: b\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    )
+    chunk = 256 * 1024
+    piece = f"{chunk:x}\r\n".encode() + b" " * chunk + b"\r\n"
+    drained = asyncio.ensure_future(reader.read())
+    sent = 0
+    try:
+        while sent < total and not drained.done():
+            writer.write(piece)
+            sent += chunk
+            await asyncio.wait_for(writer.drain(), 30)
+    except (ConnectionError, OSError):
+        pass
+    with contextlib.suppress(ConnectionError, OSError):
+        await asyncio.wait_for(drained, 30)
+    writer.close()
+    return sent
+
+
+async def _push_gib(port: int) -> None:
+    await _push_chunked(port, 8 * 1024 * 1024)  # warm-up
+    pushed = 0
+    for _ in range(10_000):
+        if pushed >= PUSH_BYTES:
+            return
+        pushed += await _push_chunked(port, PUSH_BYTES - pushed)
+
+
+def main() -> None:
+    """Measure and print the figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        (workdir / f"{REGISTRY_MODULE}.py").write_text(
+            "from local_daemon import Registry\nregistry = Registry()\n"
+        )
+        rates: dict[str, list[float]] = {"bare": [], "daemon": []}
+        servers = {mode: _Server(mode, workdir) for mode in rates}
+        try:
+            for _ in range(ROUNDS):
+                for mode, server in servers.items():
+                    rates[mode].append(asyncio.run(_requests_per_second(server.port)))
+        finally:
+            for server in servers.values():
+                server.close()
+        guarded, bare = statistics.median(rates["daemon"]), statistics.median(rates["bare"])
+        _emit(
+            name="RPC through every guard (async command)",
+            value=round(guarded, 1),
+            unit="requests/s",
+            baseline="bare aiohttp JSON echo (loopback)",
+            baseline_value=round(bare, 1),
+            ratio=round(guarded / bare, 3),
+            target=">= 0.85 x bare",
+        )
+
+        server = _Server("daemon", workdir)
+        try:
+            fanout = asyncio.run(_broadcast_time_to_all(server.port))
+        finally:
+            server.close()
+        _emit(
+            name=f"broadcast to {SUBSCRIBERS} SSE subscribers, time until all have it",
+            value=round(fanout, 2),
+            unit="ms",
+            baseline=None,
+            baseline_value=None,
+            ratio=None,
+            target="< 100 ms",
+        )
+
+        in_process = statistics.median(_start_to_healthy_in_process() for _ in range(5))
+        _emit(
+            name="start_daemon to first /health 200, no MCP (in process)",
+            value=round(in_process * 1000, 2),
+            unit="ms",
+            baseline=None,
+            baseline_value=None,
+            ratio=None,
+            target="< 500 ms",
+        )
+        bare_python = _python_seconds("pass")
+        cli = statistics.median(_start_to_healthy_cli(workdir) for _ in range(5))
+        _emit(
+            name="`local-daemon serve` spawn to first /health 200, no MCP",
+            value=round(cli * 1000, 1),
+            unit="ms",
+            baseline="python -c pass",
+            baseline_value=round(bare_python * 1000, 1),
+            ratio=round(cli / bare_python, 2),
+            target="< 500 ms",
+        )
+        imported = _python_seconds("import local_daemon")
+        _emit(
+            name="python -c 'import local_daemon'",
+            value=round(imported * 1000, 1),
+            unit="ms",
+            baseline="python -c pass",
+            baseline_value=round(bare_python * 1000, 1),
+            ratio=round(imported / bare_python, 2),
+            target="no mcp, watchfiles, typer or cryptography at import",
+        )
+
+        server = _Server("daemon", workdir)
+        try:
+            asyncio.run(_push_chunked(server.port, 4 * 1024 * 1024))
+            before = server.rss_kib()
+            asyncio.run(_push_gib(server.port))
+            after = server.rss_kib()
+        finally:
+            server.close()
+        _emit(
+            name="daemon RSS growth while 1 GiB of never-ending chunked bodies is pushed",
+            value=round((after - before) / 1024, 2),
+            unit="MiB",
+            baseline="RSS before",
+            baseline_value=round(before / 1024, 1),
+            ratio=None,
+            target="< 5 MiB",
+        )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        asyncio.run(_serve(sys.argv[2], Path(sys.argv[3])))
+    else:
+        main()
