@@ -37,7 +37,7 @@ EXPECTED = {
     "usage_from_oauth_response",
 }
 
-PRIVATE_MODULES = ["_errors", "_labels", "_login", "_redact", "_types", "_usage"]
+PRIVATE_MODULES = ["_errors", "_labels", "_login", "_numbers", "_redact", "_types", "_usage"]
 
 
 def _isort_key(name: str) -> tuple[int, str]:

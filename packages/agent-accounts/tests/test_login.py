@@ -179,7 +179,9 @@ def expired(expires: float, *, can_refresh: bool = True) -> LoginExpired:
             MALFORMED,
             id="throwing-on-one-key",
         ),
-        pytest.param(block(expiresAt=ExplodingFloat(NOW)), MALFORMED, id="throwing-float"),
+        # a number subclass is read as its plain value: its overrides never run
+        pytest.param(block(expiresAt=ExplodingFloat(NOW)), expired(NOW), id="float-subclass"),
+        pytest.param(block(expiresAt=10**400), MALFORMED, id="expires-too-big-for-float"),
     ],
 )
 def test_derivation_table(credentials: object, expected: LoginState) -> None:
@@ -226,7 +228,18 @@ def test_labels_copied_only_when_short_and_unredacted(label: object, kept: bool)
     assert ("rateLimitTier" in state.to_json()) is kept
 
 
-@pytest.mark.parametrize("now", [math.nan, math.inf, -math.inf, "1", None, True, [1]])
+def test_label_subclass_is_copied_as_plain_text() -> None:
+    class Loud(str):
+        def __repr__(self) -> str:
+            return CANARY_ACCESS
+
+    state = login_state_from_credentials(block(subscriptionType=Loud("max")), NOW)
+    assert isinstance(state, LoginPresent)
+    assert type(state.subscription_type) is str
+    assert CANARY_ACCESS not in repr(state)
+
+
+@pytest.mark.parametrize("now", [math.nan, math.inf, -math.inf, 10**400, "1", None, True, [1]])
 def test_non_finite_now_raises_value_error(now: Any) -> None:
     with pytest.raises(ValueError, match="now_ms") as info:
         login_state_from_credentials(block(), now)
@@ -365,6 +378,8 @@ class TestNeedsRefresh:
             (math.inf, 0, "now_ms"),
             (-math.inf, 0, "now_ms"),
             (None, 0, "now_ms"),
+            (10**400, 0, "now_ms"),
+            (NOW, 10**400, "margin_ms"),
         ],
     )
     @pytest.mark.parametrize("state", [expired(NOW), present(), LoginMissing()])

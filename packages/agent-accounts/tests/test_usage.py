@@ -327,3 +327,50 @@ class TestFromOAuth:
         r = usage_from_oauth_response(self.BODY, written_at=WRITTEN, account=account)
         assert r is not None
         assert r["account"] == account
+
+
+class AlwaysEqual(str):
+    """A str subclass that claims equality with anything and renders as something else."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return "token=sk-ant-oat01-leak"
+
+
+class LoudInt(int):
+    def __repr__(self) -> str:
+        return "sk-ant-oat01-leak"
+
+
+def _exact_types(value: object) -> None:
+    """Every value in a reading is an exact built-in type, never a caller's subclass."""
+    assert type(value) in (dict, str, int, float), type(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert type(key) is str
+            _exact_types(item)
+
+
+def test_values_are_copied_to_exact_types() -> None:
+    r = reading(session_id=AlwaysEqual("s"), written_at=LoudInt(WRITTEN), account=AlwaysEqual("a"))
+    r["rate_limits"] = {AlwaysEqual("five_hour"): {"used_percentage": LoudInt(5)}}
+    parsed = parse_usage_reading(r)
+    assert parsed is not None
+    _exact_types(parsed)
+    assert "leak" not in repr(parsed) + json.dumps(parsed)
+
+
+def test_account_that_claims_equality_is_checked_as_plain_text() -> None:
+    sneaky = AlwaysEqual("x" * 40)  # redaction changes it, whatever its __eq__ says
+    r = usage_from_oauth_response(
+        {AlwaysEqual("five_hour"): {"utilization": LoudInt(5), "resets_at": None}},
+        written_at=LoudInt(WRITTEN),
+        account=sneaky,
+    )
+    assert r is not None
+    assert "account" not in r
+    _exact_types(r)

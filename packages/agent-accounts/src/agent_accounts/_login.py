@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from ._numbers import plain_number, plain_text
 from ._redact import redact_secrets
 
 __all__ = [
@@ -102,16 +102,15 @@ _MALFORMED: Final = LoginRefused(reason="malformed")
 
 
 def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    number = plain_number(value)
+    return None if number is None else float(number)
 
 
 def _label(value: object) -> str | None:
-    if not isinstance(value, str) or _LABEL.fullmatch(value) is None:
+    text = plain_text(value)
+    if text is None or _LABEL.fullmatch(text) is None:
         return None
-    return value if redact_secrets(value) == value else None
+    return text if redact_secrets(text) == text else None
 
 
 def _derive(credentials: object, now_ms: float) -> LoginState:

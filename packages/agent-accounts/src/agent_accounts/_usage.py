@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Final
 
+from ._numbers import plain_number, plain_text
 from ._redact import redact_secrets
 from ._types import RateWindow, UsageReading
 
@@ -39,29 +39,24 @@ def is_window_name(name: object) -> bool:
     return isinstance(name, str) and _WINDOW_NAME.fullmatch(name) is not None
 
 
-def _number(value: object) -> float | None:
-    # bool is an int subclass; a JSON `true` is never a number here.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _short_text(value: object) -> str | None:
-    return value if isinstance(value, str) and 0 < len(value) <= _MAX_TEXT else None
+    text = plain_text(value)
+    return text if text is not None and 0 < len(text) <= _MAX_TEXT else None
 
 
 def _parse_window(value: object) -> RateWindow | None:
     if not isinstance(value, Mapping):
         return None
-    used = _number(value.get("used_percentage"))
+    used = plain_number(value.get("used_percentage"))
     if used is None or not 0 <= used <= 100:
         return None
-    window: RateWindow = {"used_percentage": value["used_percentage"]}
-    if "resets_at" in value and value["resets_at"] is not None:
-        if _number(value["resets_at"]) is None:
+    window: RateWindow = {"used_percentage": used}
+    resets_raw = value.get("resets_at")
+    if resets_raw is not None:
+        resets = plain_number(resets_raw)
+        if resets is None:
             return None
-        window["resets_at"] = value["resets_at"]
+        window["resets_at"] = resets
     return window
 
 
@@ -69,9 +64,9 @@ def _parse(value: object) -> UsageReading | None:
     if not isinstance(value, Mapping):
         return None
     session_id = _short_text(value.get("session_id"))
-    written_at = value.get("written_at")
+    written_at = plain_number(value.get("written_at"))
     limits = value.get("rate_limits")
-    if session_id is None or _number(written_at) is None or not isinstance(limits, Mapping):
+    if session_id is None or written_at is None or not isinstance(limits, Mapping):
         return None
     rate_limits: dict[str, RateWindow] = {}
     for name, raw in limits.items():
@@ -80,15 +75,15 @@ def _parse(value: object) -> UsageReading | None:
         window = _parse_window(raw)
         if window is None:
             return None
-        rate_limits[name] = window
+        rate_limits[str.__str__(name)] = window
     reading: UsageReading = {
         "session_id": session_id,
-        "written_at": written_at,  # type: ignore[typeddict-item]  # checked by _number above
+        "written_at": written_at,
         "rate_limits": rate_limits,
     }
     for key in ("source", "account"):
         if key in value:
-            text = _short_text(value[key])
+            text = _short_text(value.get(key))
             if text is None:
                 return None
             reading[key] = text
@@ -118,33 +113,35 @@ def _epoch_seconds(iso: object) -> float | None:
     return int(seconds) if seconds.is_integer() else seconds
 
 
-def _convert(body: object, written_at: object, account: object) -> UsageReading | None:
-    if not isinstance(body, Mapping) or _number(written_at) is None:
+def _convert(body: object, written_at_raw: object, account_raw: object) -> UsageReading | None:
+    written_at = plain_number(written_at_raw)
+    if not isinstance(body, Mapping) or written_at is None:
         return None
     rate_limits: dict[str, RateWindow] = {}
     for name, raw in body.items():
         if not is_window_name(name) or not isinstance(raw, Mapping):
             continue
-        utilization = _number(raw.get("utilization"))
+        utilization = plain_number(raw.get("utilization"))
         resets = raw.get("resets_at")
         if utilization is None or not (resets is None or isinstance(resets, str)):
             continue
         # The endpoint can report a window past its limit; a reading caps it at the limit.
-        used = min(max(utilization, 0.0), 100.0)
+        used = min(max(float(utilization), 0.0), 100.0)
         window: RateWindow = {"used_percentage": int(used) if used.is_integer() else used}
-        reset_seconds = _epoch_seconds(resets)
+        reset_seconds = _epoch_seconds(plain_text(resets))
         if reset_seconds is not None:
             window["resets_at"] = reset_seconds
-        rate_limits[name] = window
+        rate_limits[str.__str__(name)] = window
     if not rate_limits:
         return None
     reading: UsageReading = {
         "session_id": POLL_SESSION_ID,
-        "written_at": written_at,  # type: ignore[typeddict-item]  # checked by _number above
+        "written_at": written_at,
         "rate_limits": rate_limits,
         "source": POLL_SOURCE,
     }
-    if isinstance(account, str) and account and redact_secrets(account) == account:
+    account = plain_text(account_raw)
+    if account and redact_secrets(account) == account:
         reading["account"] = account
     return reading
 
