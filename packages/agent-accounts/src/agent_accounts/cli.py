@@ -350,15 +350,17 @@ def _typer_app() -> Any:
 
 def _run(args: list[str]) -> int:
     """Run the typer app and map every outcome to the spec's exit codes: the one boundary."""
-    import click
+    # typer vendors its own click (typer._click) and no longer installs click: never import click.
+    import typer
+    from typer.exceptions import TyperException
 
     try:
         _precheck(args)
         code = _typer_app()(args=args, prog_name=PROG, standalone_mode=False)
-    except (UsageError, click.UsageError):  # click's own usage errors exit 2; the spec says 64
+    except (UsageError, TyperException):  # typer's usage errors would exit 2; the spec says 64
         sys.stderr.write(USAGE)
         return EXIT_USAGE
-    except (KeyboardInterrupt, click.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         return 130
     except ValueError:  # a refused base URL: the URL itself is never printed
         _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
