@@ -196,3 +196,40 @@ async def test_close_is_idempotent(tmp_path: Path) -> None:
     async with running(tmp_path) as handle:
         await handle.close()
         await handle.close()
+
+
+_SIGTERM_DURING_START = """
+import asyncio, os, signal, sys
+from daemon_support import demo_registry
+from local_daemon._daemon import run_daemon_until_signal
+
+def mount_routes(app):
+    # A supervisor's SIGTERM that lands while the daemon starts (the pid file may already be
+    # there): it must close the daemon cleanly, never kill it with the default action.
+    os.kill(os.getpid(), signal.SIGTERM)
+
+asyncio.run(run_daemon_until_signal(
+    registry=demo_registry(), version="1", state_dir=sys.argv[1], mount_routes=mount_routes
+))
+print("closed cleanly")
+"""
+
+
+def test_sigterm_during_start_closes_cleanly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from daemon_support import TESTS_DIR
+
+    state = tmp_path / "state"
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_DURING_START, str(state)],
+        env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "closed cleanly"
+    assert not (state / "daemon.pid").exists()

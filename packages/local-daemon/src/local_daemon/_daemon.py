@@ -241,14 +241,18 @@ async def run_daemon_until_signal(**options: Any) -> None:
     """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    handle = await start_daemon(**options)
     installed: list[signal.Signals] = []
     try:
+        # Installed before the start: a supervisor may send SIGTERM the moment the pid file
+        # appears, and that must close the daemon (pid file released), not kill it outright.
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
             installed.append(signum)
-        await stop.wait()
+        handle = await start_daemon(**options)
+        try:
+            await stop.wait()
+        finally:
+            await handle.close()
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
-        await handle.close()
