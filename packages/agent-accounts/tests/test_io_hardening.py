@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import subprocess
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,8 +19,10 @@ from accounts_support import (
     CANARY,
     NOW,
     UsageServer,
+    account_cli,
     check_files,
     check_logs,
+    env_without_profiles,
     exception_text,
     make_profile,
     quiet_logs,
@@ -352,3 +356,57 @@ async def test_a_refused_base_url_error_quotes_nothing_and_chains_nothing(
     assert caught.value.__context__ is None
     assert caught.value.__cause__ is None
     assert CANARY not in exception_text(caught.value)
+
+
+# --- the command line never prints a token-shaped label or path -------------------------------
+
+
+def run_cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed account-cli with HOME at `home` and no server listening."""
+    full = env_without_profiles(home, AGENT_API_BASE_URL="http://127.0.0.1:9", **env)
+    done = subprocess.run(
+        [account_cli(), *args], env=full, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+    assert CANARY not in done.stdout + done.stderr
+    return done
+
+
+def test_a_token_shaped_profile_dir_name_is_never_printed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    name = f"sk-ant-oat01-{CANARY}{'x' * 40}"
+    profile, _ = make_profile(home / ".agent-profiles", name, now=time.time())
+    folder = sessions(Path(profile.config_dir))
+    (folder / "usage-poll.json").write_text(json.dumps(reading(time.time() - 3)))
+
+    status = run_cli(home, "status")
+    assert (status.returncode, status.stderr) == (0, "")
+    assert "[REDACTED]: login present; five_hour 10%, seven_day 10%" in status.stdout
+
+    as_json = json.loads(run_cli(home, "status", "--json").stdout)
+    assert [p["label"] for p in as_json["profiles"]] == ["[REDACTED]"]
+    assert "[REDACTED]" in as_json["profiles"][0]["configDir"]
+
+    line = run_cli(home, "status", "--statusline")
+    assert line.returncode == 0
+    assert line.stderr == ""
+    assert line.stdout.splitlines()[1].startswith("other|[REDACTED]|10|10|")
+
+    poll = run_cli(home, "poll")
+    assert poll.returncode == 1
+    assert poll.stderr == "account-cli: [REDACTED]: poll failed: network\n"
+
+
+def test_unreadable_login_and_usage_are_fixed_lines_and_exit_1(tmp_path: Path) -> None:
+    # A path component over NAME_MAX: every read fails with ENAMETOOLONG, quoting the path.
+    config = tmp_path / (f"{CANARY}-" + "a" * 300)
+    status = run_cli(tmp_path, "status", "--json", AGENT_CONFIG_DIRS=str(config))
+    assert status.returncode == 1
+    assert status.stderr == (
+        "account-cli: [REDACTED]: login unreadable\naccount-cli: [REDACTED]: usage unreadable\n"
+    )
+    (row,) = json.loads(status.stdout)["profiles"]
+    assert row["login"] == {"status": "unreadable"}
+    assert row["usage"] is None
+    line = run_cli(tmp_path, "status", "--statusline", AGENT_CONFIG_DIR=str(config))
+    assert (line.returncode, line.stdout, line.stderr) == (0, "unknown|unknown|||||||\n", "")

@@ -40,6 +40,13 @@ class UsageError(Exception):
     """A command line the tool does not accept."""
 
 
+def _shown(text: str) -> str:
+    """Redact a label or path before printing: a dir name can look like a token."""
+    from agent_accounts import redact_secrets
+
+    return redact_secrets(text)
+
+
 def _err(line: str) -> None:
     sys.stderr.write(f"{PROG}: {line}\n")
 
@@ -101,7 +108,7 @@ def _statusline() -> str:
             usage = None
         if usage is not None:
             five, week, _, _, age = _statusline_fields(usage)
-            lines.append(f"other|{profile.label}|{five}|{week}|{age}|")
+            lines.append(f"other|{_shown(profile.label)}|{five}|{week}|{age}|")
     return "\n".join(lines) + "\n"
 
 
@@ -137,26 +144,27 @@ def _status(as_json: bool) -> int:
     code = EXIT_OK
     rows: list[dict[str, Any]] = []
     for profile in discover_profiles():
+        label = _shown(profile.label)
         try:
             login: Any = read_login_state(profile.config_dir)
             login_json = login.to_json()
         except OSError:
             login, login_json = None, {"status": "unreadable"}
             code = max(code, EXIT_FAILED)
-            _err(f"{profile.label}: login unreadable")
+            _err(f"{label}: login unreadable")
         if login is not None and login.status != "present":
             code = EXIT_LOGIN
-            _err(_login_line(profile.label, login))
+            _err(_login_line(label, login))
         try:
             usage = read_usage(profile.config_dir)
         except OSError:
             usage = None
             code = max(code, EXIT_FAILED)
-            _err(f"{profile.label}: usage unreadable")
+            _err(f"{label}: usage unreadable")
         rows.append(
             {
-                "label": profile.label,
-                "configDir": profile.config_dir,
+                "label": label,
+                "configDir": _shown(profile.config_dir),
                 "login": login_json,
                 "usage": None
                 if usage is None
@@ -193,6 +201,7 @@ def _iso(epoch_s: float) -> str:
 
 def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int:
     """Print one profile's poll outcome; return its exit code."""
+    label = _shown(label)
     if result.ok:
         sys.stdout.write(f"{label}: {_windows_text(dict(result.reading['rate_limits']))}\n")
         if entry is not None and entry.write_error is not None:
@@ -240,9 +249,9 @@ async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int
     code = EXIT_OK
     for profile, result in zip(profiles, results, strict=True):
         if result.status == "refreshed":
-            sys.stdout.write(f"{profile.label}: token refreshed\n")
+            sys.stdout.write(f"{_shown(profile.label)}: token refreshed\n")
         elif result.status == "failed":
-            _err(f"{profile.label}: token refresh failed: {result.failure}")
+            _err(f"{_shown(profile.label)}: token refresh failed: {result.failure}")
             code = EXIT_FAILED
     return code
 
