@@ -32,11 +32,6 @@ SERVICE = SYSTEMD_DIR / "local-daemon.service"
 # What is left: runs as the user, shares the host network (a product's commands call gh), may open
 # inet and unix sockets, reads home. A change that widens the sandbox raises the score and fails here.
 SECURITY_THRESHOLD = 1.5
-# PENDING: xfail (strict) while `local-daemon serve` has not landed; a plain test once it has.
-_SERVE_CLI = SYSTEMD_DIR.parent / "packages/local-daemon/src/local_daemon/cli.py"
-_serve_pending = pytest.mark.xfail(
-    not _SERVE_CLI.exists(), reason="PENDING: local_daemon/cli.py not landed", strict=True
-)
 EXEC_START = (
     "%h/.local/bin/local-daemon serve ${LOCAL_DAEMON_APP} --state-dir %S/local-daemon"
     " $LOCAL_DAEMON_ARGS"
@@ -377,7 +372,6 @@ def _wait_healthy(port: int, proc: subprocess.Popen[str]) -> dict[str, Any]:
     raise AssertionError("the socket-activated daemon never became healthy")
 
 
-@_serve_pending
 @pytest.mark.slow
 def test_exec_start_serves_on_the_activated_socket_under_the_sandbox_filter(
     tmp_path: Path,
