@@ -1,0 +1,448 @@
+"""End to end: the real `start_daemon(remote=...)` and `local-daemon serve --remote-host ...`.
+
+Each scenario runs inside a private network namespace (`unshare -n`, 192.0.2.10 on its lo), so
+nothing binds or sends outside it. Run as a script (`python test_remote_daemon.py SCENARIO
+WORKDIR`) this file plays the namespace side and prints its observations as one JSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import logging
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+import gate_support
+from local_daemon._auth import mint_login_code
+from local_daemon._daemon import start_daemon
+from local_daemon._pidfile import daemon_paths
+from local_daemon._registry import Registry
+from local_daemon._remote import RemoteOptions
+from local_daemon._tokenfile import ensure_token_file
+from local_daemon._types import AuthRecord, Surface
+
+pytestmark = pytest.mark.slow
+
+THIS = Path(__file__).resolve()
+TESTS_DIR = THIS.parent
+ADDR = gate_support.NS_SERVER_ADDR
+NAME = "daemon.test"
+JSON_CLIENT = {"x-local-client": "tests", "Content-Type": "application/json"}
+_TIMEOUT = 10.0
+
+
+# --- the namespace side ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class _Client:
+    """Plain and TLS requests to the daemon; every answer is kept to look for the secret."""
+
+    port: int
+    ca_pem: bytes
+    seen: list[str] = field(default_factory=list)
+
+    def _keep(self, resp: http.client.HTTPResponse) -> tuple[int, dict[str, str], str]:
+        text = resp.read().decode("utf-8", "replace")
+        headers = {k.lower(): v for k, v in resp.getheaders()}
+        self.seen.append(f"{resp.status} {headers!r} {text}")
+        return resp.status, headers, text
+
+    def request(
+        self,
+        host: str,
+        method: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        *,
+        tls: bool = True,
+        host_header: str | None = None,
+    ) -> tuple[int, dict[str, str], str]:
+        conn: http.client.HTTPConnection
+        if tls:
+            ctx = ssl.create_default_context(cadata=self.ca_pem.decode("ascii"))
+            conn = http.client.HTTPSConnection(host, self.port, context=ctx, timeout=_TIMEOUT)
+        else:
+            conn = http.client.HTTPConnection(host, self.port, timeout=_TIMEOUT)
+        data = None if body is None else json.dumps(body).encode()
+        all_headers = {"Host": f"{host_header or host}:{self.port}", **(headers or {})}
+        try:
+            conn.request(method, path, body=data, headers=all_headers)
+            return self._keep(conn.getresponse())
+        finally:
+            conn.close()
+
+    def plain_http_to_tls(self) -> str:
+        """Send plain HTTP to the TLS port; return the first bytes of whatever comes back."""
+        with socket.create_connection((ADDR, self.port), timeout=_TIMEOUT) as sock:
+            sock.sendall(f"GET /health HTTP/1.1\r\nHost: {ADDR}:{self.port}\r\n\r\n".encode())
+            data = b""
+            with contextlib.suppress(OSError):
+                while len(data) < 4096:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+        self.seen.append(data.decode("latin-1"))
+        return data[:5].decode("latin-1")
+
+
+def _refused(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=_TIMEOUT):
+            return False
+    except ConnectionRefusedError:
+        return True
+
+
+def _observe(client: _Client, token_file: Path, command: str) -> dict[str, Any]:
+    """Talk to both listeners of one running daemon on one port and record the answers."""
+    secret = gate_support.secret_of(token_file)
+    port = client.port
+    out: dict[str, Any] = {}
+    rpc = f"/rpc/{command}"
+
+    # Loopback: plain HTTP, no credential, `/mcp` served.
+    status, _, text = client.request("127.0.0.1", "POST", rpc, JSON_CLIENT, {}, tls=False)
+    out["loopback_rpc"] = [status, json.loads(text)]
+    out["loopback_health"] = client.request("127.0.0.1", "GET", "/health", tls=False)[0]
+    status, _, text = client.request(
+        "127.0.0.1",
+        "POST",
+        "/mcp",
+        {**JSON_CLIENT, "Accept": "application/json, text/event-stream"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        tls=False,
+    )
+    tools = json.loads(text)["result"]["tools"] if status == 200 else []
+    out["loopback_mcp"] = [status, sorted(tool["name"] for tool in tools)]
+    # The remote address's Host is not loopback's to answer.
+    out["loopback_remote_host"] = client.request(
+        "127.0.0.1", "GET", "/health", tls=False, host_header=ADDR
+    )[0]
+
+    # Remote: TLS only, its own allowlist, then the gate.
+    out["plain_http_reply"] = client.plain_http_to_tls()
+    out["localhost_host"] = client.request(ADDR, "GET", "/health", host_header="localhost")[0]
+    out["foreign_host_login"] = client.request(ADDR, "GET", "/auth/login", host_header="evil.test")[
+        0
+    ]
+    out["no_credential_health"] = client.request(ADDR, "GET", "/health")[0]
+    out["no_credential_rpc"] = client.request(ADDR, "POST", rpc, JSON_CLIENT, {})[0]
+    out["no_credential_mcp"] = client.request(ADDR, "POST", "/mcp", JSON_CLIENT, {})[0]
+    bearer = {"Authorization": f"Bearer {secret}"}
+    out["wrong_bearer_rpc"] = client.request(
+        ADDR, "POST", rpc, {**JSON_CLIENT, "Authorization": "Bearer not-the-secret"}, {}
+    )[0]
+    out["bearer_health"] = client.request(ADDR, "GET", "/health", bearer)[0]
+    status, _, text = client.request(ADDR, "POST", rpc, {**JSON_CLIENT, **bearer}, {})
+    out["bearer_rpc"] = [status, json.loads(text)]
+    out["bearer_mcp"] = client.request(ADDR, "POST", "/mcp", {**JSON_CLIENT, **bearer}, {})[0]
+    status, _, text = client.request(
+        ADDR, "POST", rpc, {**JSON_CLIENT, **bearer}, {}, host_header=NAME
+    )
+    out["bearer_rpc_by_name"] = status
+
+    code = mint_login_code(token_file)
+    origin = {"Origin": f"https://{ADDR}:{port}", "Content-Type": "application/json"}
+    status, headers, _ = client.request(ADDR, "POST", "/auth/login", origin, {"code": code})
+    out["login_post"] = status
+    cookie = headers.get("set-cookie", "")
+    out["cookie_name"] = cookie.split("=", 1)[0]
+    cookie_pair = cookie.split(";", 1)[0]
+    status, _, text = client.request(ADDR, "POST", rpc, {**JSON_CLIENT, "Cookie": cookie_pair}, {})
+    out["cookie_rpc"] = [status, json.loads(text)]
+    # The cookie is a credential for the remote listener; it must not be the secret itself.
+    out["cookie_is_secret"] = secret in cookie_pair
+    out["leaked"] = secret in "\n".join(client.seen)
+    return out
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+def _workdir_setup(workdir: Path) -> tuple[Path, bytes, RemoteOptions]:
+    token_file = ensure_token_file(workdir / "token")
+    ca = trustme.CA()
+    tls = gate_support.trustme_pair(ca, workdir, ADDR, NAME)
+    remote = RemoteOptions(host=ADDR, token_file=token_file, allowed_hosts=(NAME,), tls=tls)
+    return token_file, ca.cert_pem.bytes(), remote
+
+
+def _context_registry(calls: list[dict[str, Any]]) -> tuple[Registry, Any]:
+    registry = Registry()
+
+    @registry.command
+    async def whoami(context: Any) -> Any:
+        """Return the context the daemon built for this call."""
+        return context
+
+    def create_context(surface: Surface, auth: AuthRecord | None) -> dict[str, Any]:
+        record = None
+        if auth is not None:
+            record = {
+                "type": type(auth).__name__,
+                "credential": auth.credential,
+                "peer_local": auth.peer_local,
+            }
+        calls.append({"surface": surface, "auth": record})
+        return {"surface": surface, "auth": record}
+
+    return registry, create_context
+
+
+async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
+    """Start the real daemon with a remote listener, observe both listeners, then close it."""
+    records = _Records()
+    root = logging.getLogger()
+    root.addHandler(records)
+    root.setLevel(logging.DEBUG)
+    try:
+        token_file, ca_pem, remote = _workdir_setup(workdir)
+        calls: list[dict[str, Any]] = []
+        registry, create_context = _context_registry(calls)
+        state_dir = workdir / "state"
+        handle = await start_daemon(
+            registry=registry,
+            version="9.9.9",
+            state_dir=state_dir,
+            create_context=create_context,
+            tool_prefix="x",
+            remote=remote,
+        )
+        out: dict[str, Any] = {}
+        try:
+            paths = daemon_paths(state_dir)
+            out["pid_file"] = paths.pid_file.read_text().strip() == str(os.getpid())
+            out["meta_remote"] = json.loads(paths.meta_file.read_text())["remote"]
+            client = _Client(port=handle.port, ca_pem=ca_pem)
+            out.update(await asyncio.to_thread(_observe, client, token_file, "whoami"))
+            out["calls"] = calls
+        finally:
+            await handle.close()
+        out["pid_file_after_close"] = paths.pid_file.exists()
+        out["loopback_refused_after_close"] = _refused("127.0.0.1", handle.port)
+        out["remote_refused_after_close"] = _refused(ADDR, handle.port)
+    finally:
+        root.removeHandler(records)
+    out["log_lines"] = len(records.lines)
+    out["log_leaked"] = gate_support.secret_of(token_file) in "\n".join(records.lines)
+    return out
+
+
+def _cli_program() -> list[str]:
+    script = Path(sys.executable).parent / "local-daemon"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "local_daemon.cli"]
+
+
+def _scenario_cli(workdir: Path) -> dict[str, Any]:
+    """Run `local-daemon serve --remote-host ...` as a subprocess and observe it."""
+    token_file, ca_pem, remote = _workdir_setup(workdir)
+    state_dir = workdir / "state"
+    paths = daemon_paths(state_dir)
+    argv = [
+        *_cli_program(),
+        "serve",
+        "daemon_support:demo_registry",
+        "--state-dir",
+        str(state_dir),
+        "--tool-prefix",
+        "x",
+        "--log-level",
+        "debug",
+        "--remote-host",
+        ADDR,
+        "--token-file",
+        str(token_file),
+        "--tls-cert",
+        str(remote.tls.cert_file),
+        "--tls-key",
+        str(remote.tls.key_file),
+        "--remote-allowed-host",
+        NAME,
+    ]
+    out: dict[str, Any] = {}
+    with (workdir / "cli.out").open("wb") as stdout, (workdir / "cli.err").open("wb") as stderr:
+        proc = subprocess.Popen(argv, cwd=TESTS_DIR, stdout=stdout, stderr=stderr)
+        try:
+            deadline = time.monotonic() + 30
+            while not paths.pid_file.exists() and proc.poll() is None:
+                assert time.monotonic() < deadline, "the daemon never wrote its pid file"
+                time.sleep(0.05)
+            out["started"] = proc.poll() is None
+            if out["started"]:
+                out["pid_file"] = paths.pid_file.read_text().strip() == str(proc.pid)
+                port = int(json.loads(paths.meta_file.read_text())["port"])
+                out.update(_observe(_Client(port=port, ca_pem=ca_pem), token_file, "whoami"))
+                proc.send_signal(signal.SIGTERM)
+                out["exit_code"] = proc.wait(timeout=30)
+                out["pid_file_after_close"] = paths.pid_file.exists()
+                out["loopback_refused_after_close"] = _refused("127.0.0.1", port)
+                out["remote_refused_after_close"] = _refused(ADDR, port)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    captured = (workdir / "cli.out").read_text() + (workdir / "cli.err").read_text()
+    out["captured_lines"] = len(captured.splitlines())
+    out["captured_ready"] = "daemon ready" in captured
+    out["captured_leaked"] = gate_support.secret_of(token_file) in captured
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Run one namespace scenario and print its observations as JSON."""
+    scenario, workdir = argv[0], Path(argv[1])
+    if scenario == "daemon":
+        out = asyncio.run(_scenario_daemon(workdir))
+    elif scenario == "cli":
+        out = _scenario_cli(workdir)
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+# --- the test side --------------------------------------------------------------------------------
+
+
+def _in_namespace(scenario: str, workdir: Path) -> dict[str, Any]:
+    # `unshare -n` gives a namespace that disappears with its last process: nothing to clean up.
+    script = (
+        f"ip link set lo up && ip addr add {ADDR}/32 dev lo && "
+        f'exec "{sys.executable}" "{THIS}" {scenario} "{workdir}"'
+    )
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    secret = gate_support.secret_of(workdir / "token")
+    assert secret not in proc.stdout
+    assert secret not in proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stdout + proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def daemon_obs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _in_namespace("daemon", tmp_path_factory.mktemp("remote-daemon"))
+
+
+@pytest.fixture(scope="module")
+def cli_obs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _in_namespace("cli", tmp_path_factory.mktemp("remote-cli"))
+
+
+def _assert_both_listeners(obs: dict[str, Any], *, context: bool) -> None:
+    """The answers both the library and the CLI daemon must give."""
+    status, envelope = obs["loopback_rpc"]
+    assert status == 200
+    assert envelope["ok"] is True
+    if context:
+        assert envelope["data"] == {"surface": "http", "auth": None}
+    assert obs["loopback_health"] == 200
+    assert obs["loopback_mcp"][0] == 200
+    assert "x_whoami" in obs["loopback_mcp"][1]
+    assert obs["loopback_remote_host"] == 403
+
+    assert obs["plain_http_reply"] != "HTTP/"
+    assert obs["localhost_host"] == 403
+    assert obs["foreign_host_login"] == 403
+    assert obs["no_credential_health"] == 401
+    assert obs["no_credential_rpc"] == 401
+    assert obs["no_credential_mcp"] == 401
+    assert obs["wrong_bearer_rpc"] == 401
+    assert obs["bearer_health"] == 200
+    status, envelope = obs["bearer_rpc"]
+    assert status == 200
+    assert envelope["ok"] is True
+    if context:
+        assert envelope["data"] == {
+            "surface": "http",
+            "auth": {"type": "AuthRecord", "credential": "bearer", "peer_local": True},
+        }
+    assert obs["bearer_mcp"] == 404
+    assert obs["bearer_rpc_by_name"] == 200
+    assert obs["login_post"] == 200
+    assert obs["cookie_name"] == "local_session"
+    status, envelope = obs["cookie_rpc"]
+    assert status == 200
+    assert envelope["ok"] is True
+    if context:
+        assert envelope["data"] == {
+            "surface": "http",
+            "auth": {"type": "AuthRecord", "credential": "session", "peer_local": True},
+        }
+    assert obs["cookie_is_secret"] is False
+    assert obs["leaked"] is False
+
+    assert obs["pid_file"] is True
+    assert obs["pid_file_after_close"] is False
+    assert obs["loopback_refused_after_close"] is True
+    assert obs["remote_refused_after_close"] is True
+
+
+class TestStartDaemonWithRemote:
+    def test_both_listeners_share_one_port_and_answer_by_their_rules(
+        self, daemon_obs: dict[str, Any]
+    ) -> None:
+        _assert_both_listeners(daemon_obs, context=True)
+        assert daemon_obs["meta_remote"] is True
+
+    def test_create_context_sees_loopback_none_then_the_gate_records(
+        self, daemon_obs: dict[str, Any]
+    ) -> None:
+        # Refused requests never reach create_context; MCP over loopback has no record.
+        surfaces_auth = [(call["surface"], call["auth"]) for call in daemon_obs["calls"]]
+        assert surfaces_auth == [
+            ("http", None),
+            ("http", {"type": "AuthRecord", "credential": "bearer", "peer_local": True}),
+            ("http", {"type": "AuthRecord", "credential": "bearer", "peer_local": True}),
+            ("http", {"type": "AuthRecord", "credential": "session", "peer_local": True}),
+        ]
+
+    def test_no_secret_in_logs(self, daemon_obs: dict[str, Any]) -> None:
+        assert daemon_obs["log_lines"] > 0
+        assert daemon_obs["log_leaked"] is False
+
+
+class TestServeCommandWithRemote:
+    def test_serve_flags_build_the_remote_listener(self, cli_obs: dict[str, Any]) -> None:
+        assert cli_obs["started"] is True
+        _assert_both_listeners(cli_obs, context=False)
+        assert cli_obs["exit_code"] == 0
+
+    def test_no_secret_in_captured_output(self, cli_obs: dict[str, Any]) -> None:
+        assert cli_obs["captured_ready"] is True
+        assert cli_obs["captured_leaked"] is False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
