@@ -212,6 +212,32 @@ def _context_registry(calls: list[dict[str, Any]]) -> tuple[Registry, Any]:
     return registry, create_context
 
 
+async def _remote_port_taken(
+    registry: Registry, remote: RemoteOptions, state_dir: Path
+) -> dict[str, Any]:
+    """Both or neither: the remote side's port is taken, so loopback must not stay bound."""
+    from local_daemon._errors import RemoteBindError
+
+    with socket.socket() as taken:
+        taken.bind((ADDR, 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        error = ""
+        try:
+            handle = await start_daemon(
+                registry=registry, version="9.9.9", state_dir=state_dir, port=port, remote=remote
+            )
+        except RemoteBindError as exc:
+            error = str(exc)
+        else:
+            await handle.close()
+        return {
+            "taken_error": error,
+            "taken_loopback_refused": _refused("127.0.0.1", port),
+            "taken_pid_file": daemon_paths(state_dir).pid_file.exists(),
+        }
+
+
 async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
     """Start the real daemon with a remote listener, observe both listeners, then close it."""
     records = _Records()
@@ -223,6 +249,7 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
         calls: list[dict[str, Any]] = []
         registry, create_context = _context_registry(calls)
         state_dir = workdir / "state"
+        out: dict[str, Any] = await _remote_port_taken(registry, remote, workdir / "taken")
         handle = await start_daemon(
             registry=registry,
             version="9.9.9",
@@ -231,7 +258,6 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
             tool_prefix="x",
             remote=remote,
         )
-        out: dict[str, Any] = {}
         try:
             paths = daemon_paths(state_dir)
             out["pid_file"] = paths.pid_file.read_text().strip() == str(os.getpid())
@@ -427,6 +453,13 @@ class TestStartDaemonWithRemote:
             ("http", {"type": "AuthRecord", "credential": "bearer", "peer_local": True}),
             ("http", {"type": "AuthRecord", "credential": "session", "peer_local": True}),
         ]
+
+    def test_remote_port_taken_leaves_loopback_unbound_and_no_pid_file(
+        self, daemon_obs: dict[str, Any]
+    ) -> None:
+        assert "already in use" in daemon_obs["taken_error"]
+        assert daemon_obs["taken_loopback_refused"] is True
+        assert daemon_obs["taken_pid_file"] is False
 
     def test_no_secret_in_logs(self, daemon_obs: dict[str, Any]) -> None:
         assert daemon_obs["log_lines"] > 0
