@@ -5,11 +5,14 @@ Tests replace these callables; production uses `run_gh` and `exec_git`'s subproc
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-__all__ = ["ExecOptions", "ExecResult", "GhExec", "GitExec"]
+from ._errors import ForgeError
+
+__all__ = ["ExecOptions", "ExecResult", "GhExec", "GitExec", "run_child"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,3 +37,35 @@ class ExecResult:
 # Arguments exclude the program name: GhExec(["api", "/user", "-i"], ExecOptions()).
 GhExec: TypeAlias = Callable[[Sequence[str], ExecOptions], ExecResult]
 GitExec: TypeAlias = Callable[[Sequence[str], ExecOptions], ExecResult]
+
+
+def run_child(
+    program: str,
+    args: Sequence[str],
+    options: ExecOptions,
+    *,
+    env: Mapping[str, str],
+    error: Callable[[str], ForgeError],
+) -> ExecResult:
+    """Run `program` with `args` and `env`; a failure to run raises `error(<fixed text>)`.
+
+    stdin is empty unless `options.input` is given, so a child never waits on a terminal.
+    """
+    try:
+        done = subprocess.run(
+            [program, *args],
+            input=options.input if options.input is not None else b"",
+            capture_output=True,
+            env=dict(env),
+            timeout=options.timeout,
+            cwd=options.cwd,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise error(f"{program} is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired:
+        # The exception carries the child's argv and partial output: never let it chain.
+        raise error(f"{program} timed out after {options.timeout} s") from None
+    except OSError as exc:
+        raise error(f"{program} could not start: {exc.strerror}") from None
+    return ExecResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)

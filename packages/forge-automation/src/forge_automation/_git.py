@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from ._errors import ForgeError, ForgeInputError, LsRemoteError
-from ._exec import ExecOptions, ExecResult, GitExec
+from ._exec import ExecOptions, ExecResult, GitExec, run_child
 from ._redact import redact_forge_secrets, redact_split
 
 __all__ = ["exec_git", "ls_remote_pull_head"]
@@ -30,24 +29,7 @@ _MAX_PR_NUMBER = 2**31 - 1
 def exec_git(args: Sequence[str], options: ExecOptions) -> ExecResult:
     """Run `git` with `args`; `options.env` is added to this child's environment only."""
     env = {**os.environ, **(options.env or {}), **_NO_PROMPT}
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            input=options.input if options.input is not None else b"",
-            capture_output=True,
-            env=env,
-            timeout=options.timeout,
-            cwd=options.cwd,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise ForgeError("git is not installed or not on PATH") from None
-    except subprocess.TimeoutExpired:
-        # The exception carries argv and partial output: never let it chain.
-        raise ForgeError(f"git timed out after {options.timeout} s") from None
-    except OSError as exc:
-        raise ForgeError(f"git could not start: {exc.strerror}") from None
-    return ExecResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    return run_child("git", args, options, env=env, error=ForgeError)
 
 
 def ls_remote_pull_head(

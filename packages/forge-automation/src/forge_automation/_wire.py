@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,7 +16,7 @@ from urllib.parse import quote, urlencode
 
 from ._budget import RateBudget, shared_rate_budget
 from ._errors import ForgeCliError
-from ._exec import ExecOptions, ExecResult, GhExec
+from ._exec import ExecOptions, ExecResult, GhExec, run_child
 from ._types import (
     Ancestry,
     CheckRun,
@@ -101,24 +100,7 @@ _GH_DEFAULTS = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1", "NO_COL
 def run_gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
     """Run `gh` with `args`; `options.env` is added to this child's environment only."""
     env = {**_GH_DEFAULTS, **os.environ, **(options.env or {})}
-    try:
-        done = subprocess.run(
-            ["gh", *args],
-            input=options.input if options.input is not None else b"",
-            capture_output=True,
-            env=env,
-            timeout=options.timeout,
-            cwd=options.cwd,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise ForgeCliError("gh is not installed or not on PATH") from None
-    except subprocess.TimeoutExpired:
-        # The exception carries the child's argv and partial output: never let it chain.
-        raise ForgeCliError(f"gh timed out after {options.timeout} s") from None
-    except OSError as exc:
-        raise ForgeCliError(f"gh could not start: {exc.strerror}") from None
-    return ExecResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    return run_child("gh", args, options, env=env, error=ForgeCliError)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
