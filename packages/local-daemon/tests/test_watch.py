@@ -98,3 +98,19 @@ async def test_missing_root_reports_an_error(tmp_path: Path) -> None:
     finally:
         await watch.close()
     assert errors
+
+
+async def test_a_long_burst_within_the_quiet_window_counts_once(tmp_path: Path) -> None:
+    # Writes keep coming, each well within the quiet window, for longer than the window
+    # itself: the burst only ends once the writes pause, so it is one callback.
+    batches = Batches()
+    watch = watch_tree(tmp_path, batches, debounce=0.5)
+    try:
+        await watch.when_watching(tmp_path)
+        for n in range(80):
+            (tmp_path / f"g{n}.txt").write_text(str(n))
+            await asyncio.sleep(0.01)
+        batch = await batches.until("g0.txt")
+        assert {f"g{n}.txt" for n in range(80)} <= {Path(p).name for p in batch}
+    finally:
+        await watch.close()

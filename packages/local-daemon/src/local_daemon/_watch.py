@@ -26,6 +26,8 @@ ErrorCallback = Callable[[BaseException], "Awaitable[None] | None"]
 
 # Directories created after the watch started that we have seen reported (and so are watched).
 _MAX_SEEN = 4096
+# A run of changes that never pauses is still reported at least this often.
+_MAX_BATCH_MS = 1600
 
 
 async def _call(callback: Callable[..., object], *args: object) -> None:
@@ -67,8 +69,12 @@ class TreeWatch:
         try:
             async for changes in awatch(
                 self.root,
-                debounce=self._debounce_ms,
-                step=min(50, self._debounce_ms),
+                # watchfiles yields once `step` ms pass without a change (the quiet window
+                # that ends a burst) or once `debounce` ms pass in all; that cap only bounds
+                # how late a never-ending run of changes is reported, so it must not cut a
+                # burst whose changes keep coming within the quiet window.
+                debounce=max(_MAX_BATCH_MS, 10 * self._debounce_ms),
+                step=self._debounce_ms,
                 stop_event=self._stop,
                 recursive=True,
             ):
