@@ -114,3 +114,20 @@ async def test_a_long_burst_within_the_quiet_window_counts_once(tmp_path: Path) 
         assert {f"g{n}.txt" for n in range(80)} <= {Path(p).name for p in batch}
     finally:
         await watch.close()
+
+
+async def test_when_watching_a_tree_made_at_once(tmp_path: Path) -> None:
+    # `mkdir -p a/b/c`: the watcher walks `a` when it sees it created and never reports `b`
+    # or `c` themselves; a covered path must still resolve (it used to wait for good half
+    # the time). Several trees, so a regression shows however the race falls.
+    watch = watch_tree(tmp_path, Batches())
+    try:
+        await watch.when_watching(tmp_path)
+        for n in range(6):
+            deep = tmp_path / f"t{n}" / "b" / "c"
+            deep.mkdir(parents=True)
+            await watch.when_watching(deep, timeout=_TIMEOUT)
+            assert watch.is_watching(deep)
+            assert watch.is_watching(deep.parent)
+    finally:
+        await watch.close()

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 __all__ = ["ChangeCallback", "ErrorCallback", "TreeWatch", "watch_tree"]
@@ -54,13 +54,14 @@ class TreeWatch:
         self._stop = asyncio.Event()
         self._started = asyncio.Event()
         self._batch = asyncio.Event()
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        # Path -> True when it is a directory whose creation was reported (see is_watching).
+        self._seen: OrderedDict[str, bool] = OrderedDict()
         self._start_ns = time.time_ns()
         self._failed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        from watchfiles import awatch
+        from watchfiles import Change, awatch
 
         loop = asyncio.get_running_loop()
         # `awatch` builds its native watcher (walking the tree) synchronously before its first
@@ -78,10 +79,7 @@ class TreeWatch:
                 stop_event=self._stop,
                 recursive=True,
             ):
-                for _, path in changes:
-                    # An event from inside a directory proves that directory is watched.
-                    self._remember(path)
-                    self._remember(os.path.dirname(path))
+                self._record((change == Change.added, path) for change, path in changes)
                 self._notify_batch()
                 paths = sorted({path for _, path in changes})
                 try:
@@ -106,8 +104,14 @@ class TreeWatch:
         except Exception as failure:
             _log.error("watch_tree on_error failed: %s", type(failure).__name__)
 
-    def _remember(self, path: str) -> None:
-        self._seen[path] = None
+    def _record(self, changes: Iterable[tuple[bool, str]]) -> None:
+        for added, path in changes:
+            # An event from inside a directory proves that directory is watched.
+            self._remember(path, walked=added and os.path.isdir(path))
+            self._remember(os.path.dirname(path))
+
+    def _remember(self, path: str, *, walked: bool = False) -> None:
+        self._seen[path] = walked or self._seen.get(path, False)
         self._seen.move_to_end(path)
         while len(self._seen) > _MAX_SEEN:
             self._seen.popitem(last=False)
@@ -135,7 +139,14 @@ class TreeWatch:
             return False
         directory = target if target.is_dir() else target.parent
         chain = [directory, *[p for p in directory.parents if root in p.parents or p == root]]
-        return all(self._covered_dir(d) for d in chain)
+        covered = [self._covered_dir(d) for d in chain]
+        for index, d in enumerate(chain):
+            # `notify` watches a new directory and walks it, watching every directory already
+            # under it, before it reports the creation; those inner ones (`mkdir -p a/b/c`)
+            # are never reported themselves, so the reported ancestor vouches for them.
+            if self._seen.get(str(d)) and all(covered[index + 1 :]):
+                return True
+        return all(covered)
 
     async def when_watching(self, path: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
         """Wait until `path` is covered; raise TimeoutError after `timeout` seconds."""
