@@ -206,3 +206,22 @@ async def test_daemon_rss_stays_flat_under_200_mib_of_chunked_body(tmp_path: Pat
     assert statuses == {413}
     assert after - before < 20 * 1024, f"VmRSS grew {after - before} KiB"
     assert daemon.process.returncode == 0, err
+
+
+async def test_every_runner_gets_the_discard_window() -> None:
+    from aiohttp import web
+
+    from daemon_support import demo_registry
+    from local_daemon._app import build_http_app
+    from local_daemon._rpc import LINGERING_TIME
+
+    app = build_http_app(registry=demo_registry(), version="1")
+    # A bare AppRunner, as the remote listener runs its app: the window comes with the app,
+    # not from start_daemon's own runner (aiohttp's default would discard for 10 s).
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        assert runner.server is not None
+        assert runner.server()._lingering_time == LINGERING_TIME
+    finally:
+        await runner.cleanup()

@@ -20,7 +20,7 @@ from aiohttp.typedefs import Handler, Middleware
 from ._events import EventHub, events_handler
 from ._guards import Guards, guard_middlewares, loopback_allowlist
 from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
-from ._rpc import RpcBodyLimit, rpc_handler
+from ._rpc import LINGERING_TIME, RpcBodyLimit, rpc_handler
 from ._types import (
     CommandRegistry,
     ContextFactory,
@@ -117,7 +117,12 @@ def build_http_app(
         middlewares = list(guard_middlewares(hosts, origins))  # type: ignore[arg-type]
     if gate is not None:
         middlewares.append(gate.middleware)  # type: ignore[arg-type]
-    app = web.Application(middlewares=middlewares, handler_args={"access_log": None})
+    # The discard window travels with the app, so every runner (the remote listener's too)
+    # closes an over-cap body's connection after at most LINGERING_TIME, not aiohttp's 10 s.
+    app = web.Application(
+        middlewares=middlewares,
+        handler_args={"access_log": None, "lingering_time": LINGERING_TIME},
+    )
     app[LIFECYCLE_KEY] = state
     pid = os.getpid()
 
