@@ -158,6 +158,7 @@ async def run(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the demo."""
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per batch is noise here
     asyncio.run(run(_parse(argv)))
 
 
