@@ -161,11 +161,15 @@ async def start_daemon(
     )
     remote_listener: Any = None
     watcher: TreeWatch | None = None
+    # An inherited socket is served only once the pid file exists: until then connections
+    # wait in the kernel backlog, so none of them sees the 503 `starting` answer.
+    hold = listen_fd is not None
     try:
         try:
             await runner.setup()
             site = web.SockSite(runner, sock)
-            await site.start()
+            if not hold:
+                await site.start()
         except BaseException:
             sock.close()
             raise
@@ -206,7 +210,13 @@ async def start_daemon(
                 "tool_prefix": tool_prefix,
             },
         )
+        if hold:
+            lifecycle.ready = True
+            hold = False
+            await site.start()
     except BaseException:
+        if hold:
+            sock.close()  # never handed to a started site, so cleanup would not close it
         if watcher is not None:
             await watcher.close()
         if remote_listener is not None:
