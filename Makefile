@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PKG ?=
 PACKAGES := agent-accounts local-daemon forge-automation
-UV := $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
+# Resolved at each use (after `setup` may have installed it); `python3 -m uv` works wherever pip put it.
+UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PYTEST_ARGS ?=
 export UV_PYTHON_DOWNLOADS := never
 
@@ -20,7 +21,7 @@ setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "== apt-get install$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  else echo "missing system tools:$$missing (install them: apt-get install$$missing)" >&2; exit 1; fi; fi
-	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv
 	@$(UV) sync --all-packages --locked --quiet
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
 	  [ -f $$d/package.json ] && [ ! -d $$d/node_modules ] && (cd $$d && npm ci --silent --no-audit --no-fund) || true; done
