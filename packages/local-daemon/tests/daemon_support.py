@@ -34,7 +34,9 @@ LOG = logging.getLogger("local_daemon")
 _TIMEOUT = 10.0
 
 
-def demo_registry(gate: threading.Event | None = None) -> Registry:
+def demo_registry(
+    gate: threading.Event | None = None, entered: threading.Event | None = None
+) -> Registry:
     """Return a registry with echo, refusals, a crash and a blocking sync command."""
     registry = Registry()
 
@@ -57,6 +59,8 @@ def demo_registry(gate: threading.Event | None = None) -> Registry:
 
     @registry.command
     def block() -> str:
+        if entered is not None:
+            entered.set()
         if gate is not None:
             assert gate.wait(_TIMEOUT)
         return "unblocked"

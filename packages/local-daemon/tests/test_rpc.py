@@ -165,9 +165,12 @@ async def test_blocking_sync_command_does_not_stop_health(tmp_path: Path) -> Non
     from daemon_support import demo_registry
 
     gate = threading.Event()
-    async with running(tmp_path, registry=demo_registry(gate)) as handle:
+    entered = threading.Event()
+    async with running(tmp_path, registry=demo_registry(gate, entered)) as handle:
         blocked = asyncio.ensure_future(rpc(handle.port, "block", {}))
         try:
+            # The command is running (and holding its thread) before /health is asked.
+            assert await asyncio.to_thread(entered.wait, 10)
             for _ in range(3):
                 status, _, _ = await http(handle.port, "GET", "/health")
                 assert status == 200
