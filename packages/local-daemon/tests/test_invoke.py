@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -59,6 +60,10 @@ async def test_success_envelope() -> None:
     assert out == Outcome(
         status=200, envelope={"ok": True, "data": {"args": {"a": 1}, "context": "ctx"}}
     )
+    # The text `/rpc` sends is the envelope itself, encoded once, compact.
+    assert out.body == '{"ok":true,"data":{"args":{"a":1},"context":"ctx"}}'
+    assert out.body is not None
+    assert json.loads(out.body) == out.envelope
 
 
 @pytest.mark.parametrize(("code", "status"), [(64, 400), (65, 400), (75, 429), (77, 403)])

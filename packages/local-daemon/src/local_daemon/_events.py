@@ -110,6 +110,8 @@ class _Dropped(Exception):
 
 
 _END = object()
+_PING = object()
+_PING_FRAME = format_sse("ping", {})
 
 
 def events_handler(
@@ -159,25 +161,47 @@ def events_handler(
                 "X-Accel-Buffering": "no",
             }
         )
+        loop = asyncio.get_running_loop()
+        ping_timer: asyncio.TimerHandle | None = None
+
+        def tick() -> None:
+            # One timer per stream, never re-armed per event: a broadcast to many streams costs
+            # no timer work. An idle stream (nothing queued) gets the ping.
+            nonlocal ping_timer
+            if queue.empty():
+                queue.put_nowait(_PING)
+            ping_timer = loop.call_later(ping_interval, tick)
+
         unsubscribe = hub.subscribe(deliver)
         cancel_end = hub.on_close(end)
         try:
             await response.prepare(request)
             await response.write(format_sse("ready", ready_data()))
-            while True:
-                try:
-                    async with asyncio.timeout(ping_interval):
-                        item = await queue.get()
-                except TimeoutError:
-                    await response.write(format_sse("ping", {}))
-                    continue
-                if item is _END:
-                    break
-                assert isinstance(item, tuple)
-                await response.write(frame(item[0], item[1]))
+            ping_timer = loop.call_later(ping_interval, tick)
+            ended = False
+            while not ended:
+                item = await queue.get()
+                frames: list[bytes] = []
+                # Whatever else is already queued goes out in the same write.
+                while True:
+                    if item is _END:
+                        ended = True
+                        break
+                    if item is _PING:
+                        frames.append(_PING_FRAME)
+                    else:
+                        assert isinstance(item, tuple)
+                        frames.append(frame(item[0], item[1]))
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if frames:
+                    await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
+            if ping_timer is not None:
+                ping_timer.cancel()
             unsubscribe()
             cancel_end()
         with contextlib.suppress(ConnectionError):

@@ -22,7 +22,7 @@ import asyncio
 import inspect
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import CommandError, UnknownCommandError
@@ -50,6 +50,8 @@ class Outcome:
 
     status: int
     envelope: dict[str, Any]
+    # The envelope as compact JSON when the call already encoded it, so `/rpc` encodes once.
+    body: str | None = field(default=None, compare=False, repr=False)
 
 
 def status_for_code(code: int) -> int:
@@ -121,10 +123,13 @@ async def invoke(
     """Run one command through `registry.invoke_command` and return its status and envelope."""
     try:
         data = await _call(registry, name, args, context)
-        # Refuse a result that cannot be sent here, so every surface reports it the same way.
-        json.dumps(data, ensure_ascii=False)
+        # Refuse a result that cannot be sent here, so every surface reports it the same way;
+        # the text is kept so `/rpc` sends it without encoding the data a second time.
+        encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         return failure_outcome(exc, format_error=format_error, logger=logger)
-    return Outcome(status=200, envelope={"ok": True, "data": data})
+    return Outcome(
+        status=200, envelope={"ok": True, "data": data}, body=f'{{"ok":true,"data":{encoded}}}'
+    )

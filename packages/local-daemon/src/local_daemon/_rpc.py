@@ -52,12 +52,18 @@ class RpcBodyLimit:
         return self.per_command.get(name, self.max_bytes)
 
 
+_JSON_HEADERS = {
+    hdrs.CONTENT_TYPE: "application/json; charset=utf-8",
+    hdrs.CACHE_CONTROL: "no-store",
+}
+
+
 def envelope_response(outcome: Outcome) -> web.Response:
     """Return the JSON response for an outcome."""
-    body = json.dumps(outcome.envelope, ensure_ascii=False, separators=(",", ":"))
-    response = web.Response(status=outcome.status, text=body, content_type="application/json")
-    response.headers[hdrs.CACHE_CONTROL] = "no-store"
-    return response
+    text = outcome.body
+    if text is None:
+        text = json.dumps(outcome.envelope, ensure_ascii=False, separators=(",", ":"))
+    return web.Response(status=outcome.status, body=text.encode(), headers=_JSON_HEADERS)
 
 
 def _too_large() -> web.Response:
@@ -75,11 +81,21 @@ class _TooLarge(Exception):
 
 async def _read_capped(request: web.Request, cap: int) -> bytes:
     declared = request.headers.get(hdrs.CONTENT_LENGTH)
+    first = b""
     if declared is not None:
         text = declared.strip()
-        if not text.isdigit() or not text.isascii() or int(text) > cap:
+        if not text.isdigit() or not text.isascii():
             raise _TooLarge()
-    body = bytearray()
+        length = int(text)
+        if length > cap:
+            raise _TooLarge()
+        # The usual case: the whole declared body arrives in one piece, kept without a copy.
+        first = await request.content.readany()
+        if len(first) == length:
+            return first
+        if len(first) > cap:
+            raise _TooLarge()
+    body = bytearray(first)
     while True:
         chunk = await request.content.readany()
         if not chunk:
@@ -115,7 +131,7 @@ def rpc_handler(
             return _too_large()
         args: Any
         try:
-            args = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+            args = {} if not raw or raw.isspace() else json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             if not _known(registry, name):
                 return envelope_response(
