@@ -3,10 +3,12 @@
 Checks apply in the spec's order (the guards ran before): 413 body over the cap, 404 unknown
 command, 400 bad JSON or arguments, then the command's own refusals (403, 429) and 500.
 
-The body is never held beyond the cap: a `Content-Length` over it (or not a number) is refused
-before a byte is read, and a chunked body is counted as it arrives and refused the moment it
-passes the cap. The 413 closes the connection; the server's lingering window (0.5 s under
-`start_daemon`) discards whatever the client still sends, then the socket closes.
+The body is never held beyond the cap: a `Content-Length` over it is refused (413) before a byte
+is read, and a chunked body is counted as it arrives and refused the moment it passes the cap. A
+`Content-Length` that is not a number never reaches this code: aiohttp's HTTP parser answers it
+400 and closes the connection, before anything is read (the spec asks for 413 there).
+The 413 closes the connection; the server's lingering window (0.5 s under `start_daemon`)
+discards whatever the client still sends, then the socket closes.
 """
 
 from __future__ import annotations
