@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from systemd_units_support import one_directive, unit_directives
+
 SYSTEMD_DIR = Path(__file__).resolve().parents[1] / "systemd"
 SOCKET = SYSTEMD_DIR / "local-daemon.socket"
 SERVICE = SYSTEMD_DIR / "local-daemon.service"
@@ -36,29 +38,6 @@ EXEC_START = (
     "%h/.local/bin/local-daemon serve ${LOCAL_DAEMON_APP} --state-dir %S/local-daemon"
     " $LOCAL_DAEMON_ARGS"
 )
-
-
-def _directives(path: Path) -> dict[str, dict[str, list[str]]]:
-    """Parse a unit file into section -> key -> values (keys may repeat)."""
-    sections: dict[str, dict[str, list[str]]] = {}
-    current: dict[str, list[str]] | None = None
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], {})
-            continue
-        assert current is not None, line
-        key, _, value = line.partition("=")
-        current.setdefault(key.strip(), []).append(value.strip())
-    return sections
-
-
-def _one(sections: dict[str, dict[str, list[str]]], section: str, key: str) -> str:
-    values = sections[section][key]
-    assert len(values) == 1, (key, values)
-    return values[0]
 
 
 def _stub_home(root: Path, *, with_binary: bool) -> dict[str, str]:
@@ -110,28 +89,28 @@ def test_security_exposure_stays_at_or_below_threshold(tmp_path: Path) -> None:
 
 
 def test_socket_listens_on_loopback_8765_for_one_daemon() -> None:
-    unit = _directives(SOCKET)
-    assert _one(unit, "Socket", "ListenStream") == "127.0.0.1:8765"
-    assert _one(unit, "Socket", "Accept") == "no"
-    assert _one(unit, "Install", "WantedBy") == "sockets.target"
+    unit = unit_directives(SOCKET)
+    assert one_directive(unit, "Socket", "ListenStream") == "127.0.0.1:8765"
+    assert one_directive(unit, "Socket", "Accept") == "no"
+    assert one_directive(unit, "Install", "WantedBy") == "sockets.target"
     # The daemon takes exactly one inherited fd (systemd_listen_fd refuses LISTEN_FDS != 1).
     listeners = [k for k in unit["Socket"] if k.startswith("Listen")]
     assert listeners == ["ListenStream"]
 
 
 def test_service_runs_serve_on_the_socket_with_the_env_file() -> None:
-    unit = _directives(SERVICE)
-    assert _one(unit, "Unit", "Requires") == "local-daemon.socket"
-    assert _one(unit, "Unit", "After") == "local-daemon.socket"
-    assert _one(unit, "Service", "ExecStart") == EXEC_START
+    unit = unit_directives(SERVICE)
+    assert one_directive(unit, "Unit", "Requires") == "local-daemon.socket"
+    assert one_directive(unit, "Unit", "After") == "local-daemon.socket"
+    assert one_directive(unit, "Service", "ExecStart") == EXEC_START
     # `-`: a missing env file is not an error; serve then fails on the missing MODULE:ATTR.
-    assert _one(unit, "Service", "EnvironmentFile") == "-%h/.config/local-daemon/env"
-    assert _one(unit, "Service", "Restart") == "on-failure"
+    assert one_directive(unit, "Service", "EnvironmentFile") == "-%h/.config/local-daemon/env"
+    assert one_directive(unit, "Service", "Restart") == "on-failure"
     assert "Install" not in unit  # started by its socket only
 
 
 def test_service_sandbox_leaves_only_the_state_dir_writable() -> None:
-    unit = _directives(SERVICE)
+    unit = unit_directives(SERVICE)
     service = unit["Service"]
     expected = {
         "NoNewPrivileges": "yes",
@@ -154,7 +133,7 @@ def test_service_sandbox_leaves_only_the_state_dir_writable() -> None:
         "CapabilityBoundingSet": "",
         "AmbientCapabilities": "",
     }
-    assert {key: _one(unit, "Service", key) for key in expected} == expected
+    assert {key: one_directive(unit, "Service", key) for key in expected} == expected
     assert service["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
     assert "ReadOnlyPaths" not in service
     assert "PrivateNetwork" not in service  # product commands reach the forge through gh
@@ -390,17 +369,19 @@ def test_exec_start_serves_on_the_activated_socket_under_the_sandbox_filter(
     app_dir = tmp_path / "app"
     app_dir.mkdir()
     (app_dir / "units_app.py").write_text(_UNITS_APP, encoding="utf-8")
-    unit = _directives(SERVICE)
-    assert _one(unit, "Service", "EnvironmentFile") == "-%h/.config/local-daemon/env"
+    unit = unit_directives(SERVICE)
+    assert one_directive(unit, "Service", "EnvironmentFile") == "-%h/.config/local-daemon/env"
     argv = _expand_exec_start(
-        _one(unit, "Service", "ExecStart"),
+        one_directive(unit, "Service", "ExecStart"),
         home=home,
         state=tmp_path / "state",
         env=_read_environment_file(env_file),
     )
     assert argv[1:3] == ["serve", "units_app:registry"]
     port = _free_loopback_port()
-    listen = _one(_directives(SOCKET), "Socket", "ListenStream").replace(":8765", f":{port}")
+    listen = one_directive(unit_directives(SOCKET), "Socket", "ListenStream").replace(
+        ":8765", f":{port}"
+    )
     activate = [
         "systemd-socket-activate", "-l", listen, "-E", "PATH", "-E", f"HOME={home}",
         sys.executable, __file__, "--mdwe-exec", *argv,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from systemd_units_support import one_directive, unit_directives
+
 SYSTEMD_DIR = Path(__file__).resolve().parents[3] / "systemd"
 SERVICE = SYSTEMD_DIR / "account-poll.service"
 TIMER = SYSTEMD_DIR / "account-poll.timer"
@@ -16,29 +18,6 @@ FAILED = SYSTEMD_DIR / "account-poll-failed@.service"
 # Measured with systemd 252 on Debian 12 (as root, the CI user): 1.5. A change that widens the
 # sandbox raises the score and fails here.
 SECURITY_THRESHOLD = 1.5
-
-
-def _directives(path: Path) -> dict[str, dict[str, list[str]]]:
-    """Parse a unit file into section -> key -> values (keys may repeat)."""
-    sections: dict[str, dict[str, list[str]]] = {}
-    current: dict[str, list[str]] | None = None
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], {})
-            continue
-        assert current is not None, line
-        key, _, value = line.partition("=")
-        current.setdefault(key.strip(), []).append(value.strip())
-    return sections
-
-
-def _one(sections: dict[str, dict[str, list[str]]], section: str, key: str) -> str:
-    values = sections[section][key]
-    assert len(values) == 1, (key, values)
-    return values[0]
 
 
 @pytest.fixture
@@ -96,32 +75,32 @@ def test_security_exposure_stays_at_or_below_threshold(runtime_dir: dict[str, st
 
 
 def test_service_is_a_sandboxed_oneshot_running_poll_write_refresh() -> None:
-    unit = _directives(SERVICE)
+    unit = unit_directives(SERVICE)
     service = unit["Service"]
-    assert _one(unit, "Service", "Type") == "oneshot"
-    assert _one(unit, "Service", "ExecStart") == (
+    assert one_directive(unit, "Service", "Type") == "oneshot"
+    assert one_directive(unit, "Service", "ExecStart") == (
         "/bin/sh -c 'exec %h/.local/bin/account-cli poll --write --refresh'"
     )
-    assert _one(unit, "Service", "NoNewPrivileges") == "yes"
-    assert _one(unit, "Service", "UMask") == "0077"
-    assert _one(unit, "Service", "ProtectSystem") == "strict"
+    assert one_directive(unit, "Service", "NoNewPrivileges") == "yes"
+    assert one_directive(unit, "Service", "UMask") == "0077"
+    assert one_directive(unit, "Service", "ProtectSystem") == "strict"
     # Only the two profile roots are writable, and a missing one does not fail the start.
     assert service["ReadWritePaths"] == ["-%h/.agent -%h/.agent-profiles"]
     assert "ReadOnlyPaths" not in service
-    assert _one(unit, "Unit", "OnFailure") == "account-poll-failed@%n.service"
+    assert one_directive(unit, "Unit", "OnFailure") == "account-poll-failed@%n.service"
     assert "Install" not in unit  # started by the timer only
 
 
 def test_service_pre_start_check_is_best_effort_and_warns() -> None:
-    unit = _directives(SERVICE)
-    pre = _one(unit, "Service", "ExecStartPre")
+    unit = unit_directives(SERVICE)
+    pre = one_directive(unit, "Service", "ExecStartPre")
     assert pre.startswith("-/bin/sh -c ")  # a failing check never fails the run
     assert "<4>" in pre  # warning priority for journald
 
 
 def test_pre_start_check_warns_when_home_is_writable(tmp_path: Path) -> None:
     # Run the check's shell text as systemd would, with a writable home (no sandbox applied).
-    pre = _one(_directives(SERVICE), "Service", "ExecStartPre")
+    pre = one_directive(unit_directives(SERVICE), "Service", "ExecStartPre")
     script = pre.removeprefix("-/bin/sh -c ").strip("'")
     proc = subprocess.run(
         ["/bin/sh", "-c", script],
@@ -136,22 +115,24 @@ def test_pre_start_check_warns_when_home_is_writable(tmp_path: Path) -> None:
 
 
 def test_success_removes_the_failure_marker_outside_the_sandbox() -> None:
-    unit = _directives(SERVICE)
-    assert _one(unit, "Service", "ExecStartPost") == "+/bin/rm -f %S/agent-accounts/%n.failed"
+    unit = unit_directives(SERVICE)
+    assert (
+        one_directive(unit, "Service", "ExecStartPost") == "+/bin/rm -f %S/agent-accounts/%n.failed"
+    )
 
 
 def test_failed_unit_logs_an_error_line_and_touches_the_marker() -> None:
-    unit = _directives(FAILED)
+    unit = unit_directives(FAILED)
     starts = unit["Service"]["ExecStart"]
-    assert _one(unit, "Service", "Type") == "oneshot"
+    assert one_directive(unit, "Service", "Type") == "oneshot"
     assert any("<3>%i failed" in s for s in starts)
     assert "/usr/bin/touch %S/agent-accounts/%i.failed" in starts
-    assert _one(unit, "Service", "StateDirectory") == "agent-accounts"
-    assert _one(unit, "Service", "UMask") == "0077"
+    assert one_directive(unit, "Service", "StateDirectory") == "agent-accounts"
+    assert one_directive(unit, "Service", "UMask") == "0077"
 
 
 def test_failed_unit_echo_line_has_error_priority() -> None:
-    starts = _directives(FAILED)["Service"]["ExecStart"]
+    starts = unit_directives(FAILED)["Service"]["ExecStart"]
     echo = next(s for s in starts if s.startswith("/bin/sh -c "))
     script = echo.removeprefix("/bin/sh -c ").strip("'").replace("%i", "account-poll.service")
     proc = subprocess.run(
@@ -162,9 +143,9 @@ def test_failed_unit_echo_line_has_error_priority() -> None:
 
 
 def test_timer_fires_10s_after_start_then_every_150s_with_30s_jitter() -> None:
-    unit = _directives(TIMER)
-    assert _one(unit, "Timer", "OnActiveSec") == "10s"
-    assert _one(unit, "Timer", "OnUnitActiveSec") == "150s"
-    assert _one(unit, "Timer", "RandomizedDelaySec") == "30s"
-    assert _one(unit, "Timer", "Unit") == "account-poll.service"
-    assert _one(unit, "Install", "WantedBy") == "timers.target"
+    unit = unit_directives(TIMER)
+    assert one_directive(unit, "Timer", "OnActiveSec") == "10s"
+    assert one_directive(unit, "Timer", "OnUnitActiveSec") == "150s"
+    assert one_directive(unit, "Timer", "RandomizedDelaySec") == "30s"
+    assert one_directive(unit, "Timer", "Unit") == "account-poll.service"
+    assert one_directive(unit, "Install", "WantedBy") == "timers.target"
