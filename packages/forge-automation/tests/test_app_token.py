@@ -1,33 +1,49 @@
-"""app_installation_token: RS256 JWT claims, key refusal, exchange through a fake seam and real gh.
+"""app_installation_token: RS256 JWT claims, key refusal, the exchange through a recording seam
+and over real sockets.
 
-The real-gh tests run `gh` against a tiny aiohttp forge on 127.0.0.1 (GH_HOST=github.localhost,
-HTTP_PROXY) that verifies the JWT's signature with the public key before answering a token, and
-read the child's /proc/<pid>/cmdline while the server holds the request open.
+The socket tests post to a tiny aiohttp forge on 127.0.0.1 that plays GitHub's rule for app JWTs:
+only `Authorization: Bearer <JWT>` is decoded, and the JWT's signature is verified with the public
+key before a token is answered. It is reached as gh reaches it (GH_HOST=github.localhost through
+HTTP_PROXY), and as a GitHub Enterprise Server over real TLS with a certificate made for the test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import ipaddress
 import json
 import os
+import re
+import socket
+import ssl
 import subprocess
-import tempfile
 import threading
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.x509.oid import NameOID
 
-from forge_automation._app_token import InstallationToken, app_installation_token, app_jwt
+from forge_automation._app_token import (
+    InstallationToken,
+    TokenPost,
+    api_base_url,
+    app_installation_token,
+    app_jwt,
+)
 from forge_automation._errors import ForgeCliError, ForgeError, ForgeInputError
-from forge_automation._exec import ExecOptions, ExecResult
+from forge_automation._exec import ExecOptions
 from forge_automation._wire import run_gh
 from forge_support import gh_env
 
@@ -143,22 +159,18 @@ BAD_KEYS = _bad_keys()
 
 
 @pytest.mark.parametrize("bad", [k[1] for k in BAD_KEYS], ids=[k[0] for k in BAD_KEYS])
-def test_a_malformed_key_fails_before_gh_runs(bad: str) -> None:
-    calls: list[Sequence[str]] = []
-
-    def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        calls.append(args)
-        raise AssertionError("gh must not run")
-
+def test_a_malformed_key_fails_before_any_request(bad: str) -> None:
+    post = FakePost()
     with pytest.raises(ForgeInputError) as caught:
         app_installation_token(
-            app_id=APP_ID, installation_id=INSTALLATION, private_key_pem=bad, now=NOW, exec=exec
+            app_id=APP_ID, installation_id=INSTALLATION, private_key_pem=bad, now=NOW, post=post
         )
     assert caught.value.field == "private_key_pem"
-    assert calls == []
+    assert post.calls == []
     text = "".join(traceback.format_exception(caught.value))
     assert not leaks(text, bad) or bad in ("", "not a key")
-    assert caught.value.__suppress_context__ or caught.value.__context__ is None
+    # Nothing chained either: a UnicodeEncodeError or a cryptography error would hold the key.
+    assert caught.value.__context__ is None
 
 
 @pytest.mark.parametrize(
@@ -172,77 +184,143 @@ def test_a_malformed_key_fails_before_gh_runs(bad: str) -> None:
         ({"installation_id": 1.5}, "installation_id"),
         ({"now": float("nan")}, "now"),
         ({"now": "soon"}, "now"),
+        ({"host": "evil.example/path"}, "host"),
+        ({"host": "user@github.com"}, "host"),
+        ({"host": "github.com\r\nX-Injected: 1"}, "host"),
+        ({"host": ""}, "host"),
+        ({"host": "-github.com"}, "host"),
+        ({"host": "github..com"}, "host"),
+        ({"host": "github.com:"}, "host"),
+        ({"host": "github.com:443:1"}, "host"),
+        ({"host": 7}, "host"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": float("inf")}, "timeout"),
+        ({"timeout": "1"}, "timeout"),
     ],
 )
-def test_bad_ids_and_clock_are_refused(pem: str, kwargs: dict[str, object], field: str) -> None:
+def test_bad_arguments_are_refused_before_any_request(
+    pem: str, kwargs: dict[str, object], field: str
+) -> None:
+    post = FakePost()
     args: dict[str, object] = {
         "app_id": APP_ID,
         "installation_id": INSTALLATION,
         "private_key_pem": pem,
         "now": NOW,
-        "exec": lambda a, o: pytest.fail("gh must not run"),
+        "post": post,
         **kwargs,
     }
     with pytest.raises(ForgeInputError) as caught:
         app_installation_token(**args)  # type: ignore[arg-type]
     assert caught.value.field == field
+    assert post.calls == []
 
 
-# -- the exchange through a recording fake seam -----------------------------------------------
+def test_a_bad_gh_host_in_the_environment_is_refused(
+    pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GH_HOST", "github.com/evil")
+    post = FakePost()
+    with pytest.raises(ForgeInputError) as caught:
+        exchange(pem, post, host=None)
+    assert caught.value.field == "host"
+    assert post.calls == []
+
+
+@pytest.mark.parametrize(
+    ("host", "base"),
+    [
+        ("github.com", "https://api.github.com"),
+        ("GitHub.com", "https://api.github.com"),
+        ("www.github.com", "https://api.github.com"),
+        ("github.localhost", "http://api.github.localhost"),
+        ("acme.ghe.com", "https://api.acme.ghe.com"),
+        ("ghe.example.com", "https://ghe.example.com/api/v3"),
+        ("ghe.example.com:8443", "https://ghe.example.com:8443/api/v3"),
+        ("10.0.0.7", "https://10.0.0.7/api/v3"),
+    ],
+)
+def test_the_api_base_follows_gh_host_rules(host: str, base: str) -> None:
+    assert api_base_url(host) == base
+
+
+# -- the exchange through a recording seam ----------------------------------------------------
 
 
 @dataclass
-class FakeGh:
-    """A GhExec that records argv and env and answers like `gh api -i`."""
+class FakePost:
+    """A TokenPost that records each request and answers like the forge."""
 
     status: int = 201
     body: object = field(default_factory=lambda: {"token": TOKEN, "expires_at": FUTURE})
-    returncode: int = 0
-    stderr: bytes = b""
-    calls: list[tuple[list[str], dict[str, str]]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, str], float | None]] = field(default_factory=list)
 
-    def __call__(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
-        self.calls.append((list(args), dict(options.env or {})))
+    def __call__(
+        self, url: str, headers: Mapping[str, str], timeout: float | None
+    ) -> tuple[int, bytes]:
+        self.calls.append((url, dict(headers), timeout))
         text = self.body if isinstance(self.body, str) else json.dumps(self.body)
-        out = f"HTTP/2.0 {self.status} X\r\nContent-Type: application/json\r\n\r\n{text}"
-        return ExecResult(returncode=self.returncode, stdout=out.encode(), stderr=self.stderr)
+        return self.status, text.encode()
 
 
-def exchange(pem: str, fake: object) -> InstallationToken:
+def exchange(pem: str, post: TokenPost, *, host: str | None = "github.com") -> InstallationToken:
     return app_installation_token(
         app_id=APP_ID,
         installation_id=INSTALLATION,
         private_key_pem=pem,
         now=NOW,
-        exec=fake,  # type: ignore[arg-type]
+        host=host,
+        post=post,
     )
 
 
-def test_exchange_posts_the_jwt_in_env_only(key: rsa.RSAPrivateKey, pem: str) -> None:
+def test_the_jwt_is_posted_as_bearer_in_a_header_and_nowhere_else(
+    key: rsa.RSAPrivateKey, pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the exchange must not start a process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_child)
     environ_before = dict(os.environ)
-    fake = FakeGh()
-    result = exchange(pem, fake)
+    post = FakePost()
+    result = exchange(pem, post)
     assert result == InstallationToken(token=TOKEN, expires_at_ms=FUTURE_MS)
     assert TOKEN not in repr(result)
-    [(args, env)] = fake.calls
-    assert args[:5] == [
-        "api",
-        "-i",
-        "--method",
-        "POST",
-        f"/app/installations/{INSTALLATION}/access_tokens",
-    ]
-    jwt = env["GH_TOKEN"]
-    assert verify_jwt(jwt, key.public_key())[1]["iss"] == str(APP_ID)
-    assert not any(jwt in arg or "BEGIN" in arg for arg in args)
+    [(url, headers, timeout)] = post.calls
+    assert url == f"https://api.github.com/app/installations/{INSTALLATION}/access_tokens"
+    scheme, _, jwt = headers["Authorization"].partition(" ")
+    assert scheme == "Bearer"
+    assert verify_jwt(jwt, key.public_key())[1] == {
+        "iat": NOW - 60,
+        "exp": NOW + 540,
+        "iss": str(APP_ID),
+    }
+    assert headers["Accept"] == "application/vnd.github+json"
+    assert headers["X-GitHub-Api-Version"] == "2022-11-28"
+    assert headers["User-Agent"]
+    assert timeout == 60.0
+    assert jwt not in url
     assert dict(os.environ) == environ_before
-    assert "GH_TOKEN" not in os.environ or os.environ["GH_TOKEN"] != jwt
+
+
+def test_gh_host_from_the_environment_picks_the_api(
+    pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GH_HOST", "ghe.example.com")
+    post = FakePost()
+    exchange(pem, post, host=None)
+    assert post.calls[0][0] == (
+        f"https://ghe.example.com/api/v3/app/installations/{INSTALLATION}/access_tokens"
+    )
+    monkeypatch.delenv("GH_HOST")
+    exchange(pem, post, host=None)
+    assert post.calls[1][0].startswith("https://api.github.com/app/installations/")
 
 
 def test_an_already_expired_answer_fails(pem: str) -> None:
-    fake = FakeGh(body={"token": TOKEN, "expires_at": "2026-01-02T03:04:05Z"})
+    post = FakePost(body={"token": TOKEN, "expires_at": "2026-01-02T03:04:05Z"})
     with pytest.raises(ForgeError, match="already expired") as caught:
-        exchange(pem, fake)
+        exchange(pem, post)
     assert TOKEN not in "".join(traceback.format_exception(caught.value))
 
 
@@ -254,28 +332,36 @@ def test_an_already_expired_answer_fails(pem: str) -> None:
         {"token": TOKEN},
         {"token": TOKEN, "expires_at": "tomorrow"},
         {"token": TOKEN, "expires_at": "2026-01-02T04:04:05"},
+        {"token": f"{TOKEN} extra", "expires_at": FUTURE},
         [TOKEN],
         "not json " + TOKEN,
+        "\udcff",
     ],
 )
 def test_a_bad_answer_fails_without_quoting_the_token(pem: str, body: object) -> None:
+    post = FakePost(body=body) if body != "\udcff" else _raw_post(201, b"\xff\xfe{")
     with pytest.raises(ForgeCliError) as caught:
-        exchange(pem, FakeGh(body=body))
+        exchange(pem, post)
     assert TOKEN not in "".join(traceback.format_exception(caught.value))
+    # A chained JSONDecodeError would carry the whole answer, token included, in its `doc`.
+    assert caught.value.__context__ is None
+
+
+def _raw_post(status: int, body: bytes) -> TokenPost:
+    def post(url: str, headers: Mapping[str, str], timeout: float | None) -> tuple[int, bytes]:
+        return status, body
+
+    return post
 
 
 def test_a_rejection_echoing_the_jwt_and_pem_is_redacted(pem: str) -> None:
     holder: dict[str, str] = {}
 
-    def echo(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        jwt = (options.env or {})["GH_TOKEN"]
+    def echo(url: str, headers: Mapping[str, str], timeout: float | None) -> tuple[int, bytes]:
+        jwt = headers["Authorization"].removeprefix("Bearer ")
         holder["jwt"] = jwt
         body = json.dumps({"message": f"Bad credentials {jwt} for key {pem} and {TOKEN}"})
-        return ExecResult(
-            returncode=1,
-            stdout=f"HTTP/2.0 401 Unauthorized\r\n\r\n{body}".encode(),
-            stderr=f"gh: Bad credentials {jwt} (HTTP 401)\n".encode(),
-        )
+        return 401, body.encode()
 
     with pytest.raises(ForgeCliError) as caught:
         exchange(pem, echo)
@@ -283,58 +369,40 @@ def test_a_rejection_echoing_the_jwt_and_pem_is_redacted(pem: str) -> None:
     text = "".join(traceback.format_exception(caught.value))
     assert leaks(text, holder["jwt"], pem, TOKEN) == []
     assert "[redacted]" in text
+    assert "HTTP 401" in text
 
 
-@pytest.mark.parametrize("cut", [5, 30, 200])
-def test_a_jwt_split_across_stdout_and_stderr_is_cut_from_both(pem: str, cut: int) -> None:
-    holder: dict[str, str] = {}
-
-    def split(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        jwt = (options.env or {})["GH_TOKEN"]
-        holder["jwt"] = jwt
-        return ExecResult(
-            returncode=1,
-            stdout=f"echo {jwt[:cut]}".encode(),
-            stderr=f"{jwt[cut:]} rest\n".encode(),
-        )
-
-    with pytest.raises(ForgeCliError) as caught:
-        exchange(pem, split)
-    message = str(caught.value)
-    jwt = holder["jwt"]
-    assert jwt[:cut] not in message
-    assert jwt[cut:] not in message
-    assert "echo" in message
-    assert "rest" in message
-
-
-def test_an_exec_that_raises_quoting_the_jwt_is_redacted(pem: str) -> None:
-    def boom(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        raise RuntimeError(f"cannot run with {(options.env or {})['GH_TOKEN']}")
+def test_a_transport_that_raises_quoting_the_jwt_is_redacted_and_not_chained(pem: str) -> None:
+    def boom(url: str, headers: Mapping[str, str], timeout: float | None) -> tuple[int, bytes]:
+        raise OSError(f"cannot send {headers['Authorization']} with {pem}")
 
     with pytest.raises(ForgeCliError) as caught:
         exchange(pem, boom)
     text = "".join(traceback.format_exception(caught.value))
     assert "eyJ" not in text
+    assert "BEGIN" not in text
     assert "[redacted]" in text
+    assert caught.value.__context__ is None
+    assert caught.value.__cause__ is None
 
 
-# -- the exchange through the real gh against a local forge ------------------------------------
+# -- the exchange over real sockets -----------------------------------------------------------
 
 
 @dataclass
 class TokenForge:
-    """A tiny forge that verifies app JWTs and mints installation tokens."""
+    """A tiny forge that decodes app JWTs only under `Bearer`, as GitHub does, and mints tokens."""
 
     public: rsa.RSAPublicKey
     answer: dict[str, Any] | None = None
     status: int = 201
+    redirect_to: str | None = None
     hold: threading.Event | None = None
     received: threading.Event = field(default_factory=threading.Event)
     seen: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
         scheme, _, jwt = auth.partition(" ")
         record: dict[str, Any] = {
@@ -342,15 +410,21 @@ class TokenForge:
             "url": str(request.url),
             "scheme": scheme,
             "jwt": jwt,
+            "user_agent": request.headers.get("User-Agent", ""),
+            "body": await request.read(),
         }
         self.seen.append(record)
         self.received.set()
         if self.hold is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.hold.wait, 10)
+        if self.redirect_to is not None:
+            raise web.HTTPTemporaryRedirect(self.redirect_to)
         expected = f"/app/installations/{INSTALLATION}/access_tokens"
-        if request.method != "POST" or request.path != expected:
+        if request.method != "POST" or request.path not in (expected, f"/api/v3{expected}"):
             return web.json_response({"message": "Not Found"}, status=404)
         try:
+            if scheme != "Bearer":
+                raise ValueError(scheme)
             _, claims = verify_jwt(jwt, self.public)
         except (InvalidSignature, ValueError):
             return web.json_response(
@@ -365,9 +439,8 @@ class TokenForge:
         return web.json_response(answer, status=self.status)
 
 
-@pytest.fixture
-def forge(key: rsa.RSAPrivateKey) -> Iterator[TokenForge]:
-    state = TokenForge(public=key.public_key())
+@contextmanager
+def serving(state: TokenForge, ssl_context: ssl.SSLContext | None = None) -> Iterator[TokenForge]:
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     holder: dict[str, web.AppRunner] = {}
@@ -377,7 +450,7 @@ def forge(key: rsa.RSAPrivateKey) -> Iterator[TokenForge]:
         app.router.add_route("*", "/{tail:.*}", state.handle)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
         await site.start()
         holder["runner"] = runner
         server = site._server
@@ -405,113 +478,73 @@ def forge(key: rsa.RSAPrivateKey) -> Iterator[TokenForge]:
 
 
 @pytest.fixture
-def gh_config() -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="gh-config-") as path:
-        yield path
+def forge(key: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch) -> Iterator[TokenForge]:
+    """The forge as gh reaches github.localhost: plain HTTP through HTTP_PROXY."""
+    with serving(TokenForge(public=key.public_key())) as state:
+        proxy = f"http://127.0.0.1:{state.port}"
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, proxy)
+        for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("GH_HOST", "github.localhost")
+        yield state
 
 
-def real_gh(forge: TokenForge, config: str) -> Any:
-    env = gh_env(forge.port, "gho_user_token_must_not_be_used_000000", config)
-
-    def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        return run_gh(args, ExecOptions(env={**env, **(options.env or {})}, timeout=30))
-
-    return exec
-
-
-def test_real_gh_exchange_verified_by_the_server(
-    forge: TokenForge, gh_config: str, pem: str
-) -> None:
-    environ_before = dict(os.environ)
-    result = app_installation_token(
-        app_id=APP_ID,
-        installation_id=INSTALLATION,
-        private_key_pem=pem,
-        now=NOW,
-        exec=real_gh(forge, gh_config),
+def over_sockets(pem: str, **kwargs: Any) -> InstallationToken:
+    return app_installation_token(
+        app_id=APP_ID, installation_id=INSTALLATION, private_key_pem=pem, now=NOW, **kwargs
     )
+
+
+def test_the_exchange_over_a_socket_is_verified_by_the_server(forge: TokenForge, pem: str) -> None:
+    environ_before = dict(os.environ)
+    result = over_sockets(pem)
     assert result == InstallationToken(token=TOKEN, expires_at_ms=FUTURE_MS)
     [seen] = forge.seen
     assert (
         seen["url"] == f"http://api.github.localhost/app/installations/{INSTALLATION}/access_tokens"
     )
+    assert seen["method"] == "POST"
+    assert seen["scheme"] == "Bearer"
     assert seen["claims"] == {"iat": NOW - 60, "exp": NOW + 540, "iss": str(APP_ID)}
-    assert seen["scheme"].lower() in ("token", "bearer")
+    assert seen["user_agent"].startswith("forge-automation")
+    assert json.loads(seen["body"]) == {}
     assert dict(os.environ) == environ_before
 
 
-def test_real_gh_child_has_the_jwt_in_env_and_not_in_cmdline(
-    forge: TokenForge, gh_config: str, pem: str
-) -> None:
-    forge.hold = threading.Event()
-    env = gh_env(forge.port, "gho_user_token_must_not_be_used_000000", gh_config)
-    observed: dict[str, bytes] = {}
-
-    def watching(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        child_env = {**os.environ, **env, **(options.env or {})}
-        with subprocess.Popen(
-            ["gh", *args],
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        ) as proc:
-            # The server holds the request open, so the child is alive while we look at it.
-            assert forge.received.wait(20)
-            with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
-                observed["cmdline"] = f.read()
-            with open(f"/proc/{proc.pid}/environ", "rb") as f:
-                observed["environ"] = f.read()
-            assert forge.hold is not None
-            forge.hold.set()
-            out, err = proc.communicate(timeout=30)
-        return ExecResult(returncode=proc.returncode, stdout=out, stderr=err)
-
-    result = app_installation_token(
-        app_id=APP_ID, installation_id=INSTALLATION, private_key_pem=pem, now=NOW, exec=watching
+def test_gh_itself_cannot_make_this_exchange(forge: TokenForge, pem: str, tmp_path: Path) -> None:
+    """Why the exchange is not a `gh api` call: gh sends GH_TOKEN as `token <JWT>`, not Bearer."""
+    jwt = app_jwt(app_id=APP_ID, private_key_pem=pem, now=NOW)
+    env = gh_env(forge.port, jwt, str(tmp_path))
+    result = run_gh(
+        ["api", "-i", "--method", "POST", f"/app/installations/{INSTALLATION}/access_tokens"],
+        ExecOptions(env=env, timeout=30),
     )
-    assert result.token == TOKEN
-    jwt = forge.seen[0]["jwt"]
-    assert jwt.encode() not in observed["cmdline"]
-    assert b"BEGIN" not in observed["cmdline"]
-    assert observed["cmdline"].split(b"\0")[0].endswith(b"gh")
-    assert f"GH_TOKEN={jwt}".encode() in observed["environ"].split(b"\0")
-    assert os.environ.get("GH_TOKEN") != jwt
+    assert result.returncode != 0
+    assert forge.seen[0]["scheme"] == "token"
+    assert b"401" in result.stdout.split(b"\r\n", 1)[0]
 
 
-@pytest.mark.parametrize("status", [401, 422])
-def test_real_gh_rejection_is_redacted(
-    forge: TokenForge, gh_config: str, pem: str, status: int
-) -> None:
+@pytest.mark.parametrize("status", [401, 404, 422, 500])
+def test_a_rejection_over_a_socket_is_redacted(forge: TokenForge, pem: str, status: int) -> None:
     forge.status = status
     with pytest.raises(ForgeCliError) as caught:
-        app_installation_token(
-            app_id=APP_ID,
-            installation_id=INSTALLATION,
-            private_key_pem=pem,
-            now=NOW,
-            exec=real_gh(forge, gh_config),
-        )
+        over_sockets(pem)
     assert caught.value.status == status
     text = "".join(traceback.format_exception(caught.value))
     assert leaks(text, forge.seen[0]["jwt"], pem) == []
     assert "eyJ" not in text
+    assert caught.value.__context__ is None
 
 
-def test_real_gh_expired_answer_fails(forge: TokenForge, gh_config: str, pem: str) -> None:
+def test_an_expired_answer_over_a_socket_fails(forge: TokenForge, pem: str) -> None:
     forge.answer = {"token": TOKEN, "expires_at": "2020-01-01T00:00:00Z"}
     with pytest.raises(ForgeError, match="already expired") as caught:
-        app_installation_token(
-            app_id=APP_ID,
-            installation_id=INSTALLATION,
-            private_key_pem=pem,
-            now=NOW,
-            exec=real_gh(forge, gh_config),
-        )
+        over_sockets(pem)
     assert TOKEN not in "".join(traceback.format_exception(caught.value))
 
 
-def test_a_wrong_key_is_refused_by_the_server(forge: TokenForge, gh_config: str) -> None:
+def test_a_wrong_key_is_refused_by_the_server(forge: TokenForge) -> None:
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     other_pem = other.private_bytes(
         serialization.Encoding.PEM,
@@ -519,12 +552,122 @@ def test_a_wrong_key_is_refused_by_the_server(forge: TokenForge, gh_config: str)
         serialization.NoEncryption(),
     ).decode()
     with pytest.raises(ForgeCliError) as caught:
-        app_installation_token(
-            app_id=APP_ID,
-            installation_id=INSTALLATION,
-            private_key_pem=other_pem,
-            now=NOW,
-            exec=real_gh(forge, gh_config),
-        )
+        over_sockets(other_pem)
     assert caught.value.status == 401
     assert "eyJ" not in str(caught.value)
+
+
+def test_a_redirect_is_not_followed_so_the_jwt_goes_nowhere_else(
+    forge: TokenForge, pem: str
+) -> None:
+    with serving(TokenForge(public=forge.public)) as elsewhere:
+        forge.redirect_to = f"http://127.0.0.1:{elsewhere.port}/steal"
+        with pytest.raises(ForgeCliError) as caught:
+            over_sockets(pem)
+        assert caught.value.status == 307
+        assert len(forge.seen) == 1
+        assert elsewhere.seen == []
+
+
+def test_a_server_that_never_answers_times_out_with_a_clear_error(
+    forge: TokenForge, pem: str
+) -> None:
+    forge.hold = threading.Event()
+    try:
+        with pytest.raises(ForgeCliError, match="could not reach") as caught:
+            over_sockets(pem, timeout=0.5)
+    finally:
+        forge.hold.set()
+    assert "eyJ" not in "".join(traceback.format_exception(caught.value))
+    assert caught.value.__context__ is None
+
+
+def test_a_closed_port_fails_with_a_clear_error(pem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(
+        ForgeCliError, match=re.escape("could not reach http://api.github.localhost")
+    ):
+        over_sockets(pem, host="github.localhost")
+
+
+# -- GitHub Enterprise Server over real TLS ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, written to a temp dir."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "forge test")])
+    start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=3))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+def tls_forge(
+    key: rsa.RSAPrivateKey, tls_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TokenForge]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*tls_files)
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with serving(TokenForge(public=key.public_key()), context) as state:
+        yield state
+
+
+def test_an_enterprise_host_is_reached_over_verified_tls(
+    tls_forge: TokenForge, tls_files: tuple[Path, Path], pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_files[0]))
+    result = over_sockets(pem, host=f"127.0.0.1:{tls_forge.port}")
+    assert result.token == TOKEN
+    [seen] = tls_forge.seen
+    assert seen["url"].startswith("https://127.0.0.1:")
+    assert seen["url"].endswith(f"/api/v3/app/installations/{INSTALLATION}/access_tokens")
+    assert seen["scheme"] == "Bearer"
+
+
+def test_an_untrusted_certificate_is_refused_before_the_jwt_is_sent(
+    tls_forge: TokenForge, pem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "no-cas.pem"
+    empty.write_text("")
+    monkeypatch.setenv("SSL_CERT_FILE", str(empty))
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    with pytest.raises(
+        ForgeCliError, match=re.escape("could not reach https://127.0.0.1")
+    ) as caught:
+        over_sockets(pem, host=f"127.0.0.1:{tls_forge.port}")
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert tls_forge.seen == []
+    assert "eyJ" not in "".join(traceback.format_exception(caught.value))

@@ -163,7 +163,7 @@ def test_an_exec_that_raises_becomes_ls_remote_error() -> None:
     with pytest.raises(LsRemoteError) as caught:
         ls_remote_pull_head(broken, "https://forge.example/r.git", 7)
     assert CANARY not in str(caught.value)
-    assert caught.value.__suppress_context__
+    assert caught.value.__context__ is None
 
 
 @pytest.mark.parametrize(
@@ -251,3 +251,5 @@ def test_exec_git_timeout_is_a_forge_error(tmp_path: Path) -> None:
             ExecOptions(timeout=0.2, cwd=str(tmp_path)),
         )
     assert CANARY not in "".join(traceback.format_exception(caught.value))
+    # TimeoutExpired holds the argv (with the canary): it must not ride along as __context__.
+    assert caught.value.__context__ is None

@@ -49,8 +49,12 @@ def run_child(
 ) -> ExecResult:
     """Run `program` with `args` and `env`; a failure to run raises `error(<fixed text>)`.
 
-    stdin is empty unless `options.input` is given, so a child never waits on a terminal.
+    stdin is empty unless `options.input` is given, so a child never waits on a terminal. The
+    error is raised outside the `except` block, so nothing is chained as `__context__`: a
+    `TimeoutExpired` carries the child's argv and partial output.
     """
+    done: subprocess.CompletedProcess[bytes] | None = None
+    failure = ""
     try:
         done = subprocess.run(
             [program, *args],
@@ -62,10 +66,11 @@ def run_child(
             check=False,
         )
     except FileNotFoundError:
-        raise error(f"{program} is not installed or not on PATH") from None
+        failure = f"{program} is not installed or not on PATH"
     except subprocess.TimeoutExpired:
-        # The exception carries the child's argv and partial output: never let it chain.
-        raise error(f"{program} timed out after {options.timeout} s") from None
+        failure = f"{program} timed out after {options.timeout} s"
     except OSError as exc:
-        raise error(f"{program} could not start: {exc.strerror}") from None
+        failure = f"{program} could not start: {exc.strerror}"
+    if done is None:
+        raise error(failure)
     return ExecResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)

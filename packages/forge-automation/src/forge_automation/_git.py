@@ -50,11 +50,15 @@ def ls_remote_pull_head(
     ref = f"refs/pull/{n}/head"
     secrets = tuple(v for v in child_env.values() if len(v) >= _MIN_SECRET_LENGTH)
     options = ExecOptions(env={**child_env, **_NO_PROMPT}, timeout=timeout)
+    result: ExecResult | None = None
+    failure = ""
     try:
         result = exec(["ls-remote", "--", remote_url, ref], options)
     except Exception as exc:
-        text = redact_forge_secrets(f"{exc}", extra=secrets)
-        raise LsRemoteError(f"git ls-remote could not run: {text}") from None
+        # Only redacted text leaves this block: raising here would chain `exc` as __context__.
+        failure = redact_forge_secrets(f"{exc}", extra=secrets)
+    if result is None:
+        raise LsRemoteError(f"git ls-remote could not run: {failure}")
     if result.returncode != 0:
         out, err = redact_split(
             result.stdout.decode("utf-8", "replace"),
