@@ -21,7 +21,7 @@ import ssl
 import subprocess
 import threading
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import NameOID
 
+from forge_automation import forge_port, gh_cli_wire
 from forge_automation._app_token import (
     InstallationToken,
     TokenPost,
@@ -43,7 +44,7 @@ from forge_automation._app_token import (
     app_jwt,
 )
 from forge_automation._errors import ForgeCliError, ForgeError, ForgeInputError
-from forge_automation._exec import ExecOptions
+from forge_automation._exec import ExecOptions, ExecResult
 from forge_automation._wire import run_gh
 from forge_support import gh_env
 
@@ -419,6 +420,13 @@ class TokenForge:
             await asyncio.get_running_loop().run_in_executor(None, self.hold.wait, 10)
         if self.redirect_to is not None:
             raise web.HTTPTemporaryRedirect(self.redirect_to)
+        if request.method == "POST" and request.path == "/repos/acme/widgets/check-runs":
+            posted = json.loads(record["body"])
+            if scheme != "token" or jwt != TOKEN:
+                return web.json_response({"message": "Bad credentials"}, status=401)
+            return web.json_response(
+                {**posted, "id": 77, "app": {"id": APP_ID}, "completed_at": FUTURE}, status=201
+            )
         expected = f"/app/installations/{INSTALLATION}/access_tokens"
         if request.method != "POST" or request.path not in (expected, f"/api/v3{expected}"):
             return web.json_response({"message": "Not Found"}, status=404)
@@ -671,3 +679,60 @@ def test_an_untrusted_certificate_is_refused_before_the_jwt_is_sent(
     assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
     assert tls_forge.seen == []
     assert "eyJ" not in "".join(traceback.format_exception(caught.value))
+
+
+# -- end to end: mint the token, then hand it to gh for one check-run post ---------------------
+
+
+def test_the_minted_token_reaches_gh_only_through_one_childs_environment(
+    forge: TokenForge, pem: str, tmp_path: Path
+) -> None:
+    env = gh_env(forge.port, "gho_user_token_must_not_be_used_000000", str(tmp_path))
+    observed: dict[str, bytes] = {}
+
+    def watching(args: Sequence[str], options: ExecOptions) -> ExecResult:
+        # The real gh, with the server holding the request so the child is alive while we look.
+        forge.hold = threading.Event()
+        forge.received.clear()
+        body = tmp_path / "body.json"
+        body.write_bytes(options.input or b"")
+        with (
+            body.open("rb") as stdin,
+            subprocess.Popen(
+                ["gh", *args],
+                env={**os.environ, **env, **(options.env or {})},
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            ) as proc,
+        ):
+            assert forge.received.wait(20)
+            observed["cmdline"] = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+            observed["environ"] = Path(f"/proc/{proc.pid}/environ").read_bytes()
+            forge.hold.set()
+            out, err = proc.communicate(timeout=30)
+        return ExecResult(returncode=proc.returncode, stdout=out, stderr=err)
+
+    environ_before = dict(os.environ)
+
+    def provider() -> str:
+        return over_sockets(pem).token
+
+    port = forge_port(gh_cli_wire(watching, app_token=provider))
+    run = port.create_check_run(
+        "acme/widgets",
+        name="merge-gate",
+        head_sha="a" * 40,
+        conclusion="success",
+        title="ok",
+        summary="all green",
+    )
+    assert run.id == 77
+    exchange_seen, post_seen = forge.seen
+    assert exchange_seen["scheme"] == "Bearer"
+    assert (post_seen["scheme"], post_seen["jwt"]) == ("token", TOKEN)
+    assert TOKEN.encode() not in observed["cmdline"]
+    assert b"eyJ" not in observed["cmdline"]
+    assert observed["cmdline"].split(b"\0")[0] == b"gh"
+    assert f"GH_TOKEN={TOKEN}".encode() in observed["environ"].split(b"\0")
+    assert dict(os.environ) == environ_before

@@ -13,7 +13,7 @@ from forge_automation._errors import ForgeCliError
 from forge_automation._exec import ExecOptions, ExecResult, GhExec
 from forge_automation._port import forge_port
 from forge_automation._types import CheckRunRequest, NotModified, Page
-from forge_automation._wire import gh_cli_wire, parse_gh_response, redact_pair, run_gh
+from forge_automation._wire import GhResponse, gh_cli_wire, parse_gh_response, redact_pair, run_gh
 from forge_support import USER_TOKEN, ForgeServer
 
 REPO = "acme/widgets"
@@ -177,7 +177,8 @@ def test_provider_errors_are_redacted(forge_server: ForgeServer) -> None:
     assert APP_TOKEN not in text
     assert "eyJhbGciOi" not in text
     assert "[redacted]" in text
-    assert caught.value.__context__ is None or caught.value.__suppress_context__
+    # The provider's RuntimeError quotes the token: it must not ride along as __context__.
+    assert caught.value.__context__ is None
 
 
 def test_a_rejected_app_token_is_not_echoed(forge_server: ForgeServer) -> None:
@@ -247,3 +248,13 @@ def test_path_pieces_are_quoted(forge_server: ForgeServer) -> None:
     wire = gh_cli_wire(forge_server.exec())
     assert wire.get_ref_sha(REPO, "heads/feat/ü{owner}") == repo.branches["feat/ü{owner}"]
     assert "%7Bowner%7D" in forge_server.requests()[0].url
+
+
+def test_a_body_that_is_not_json_fails_without_chaining_the_body() -> None:
+    response = GhResponse(status=200, headers={}, body=f"oops {APP_TOKEN} {{".encode())
+    with pytest.raises(ForgeCliError, match="not JSON") as caught:
+        response.json()
+    assert caught.value.status == 200
+    # A JSONDecodeError keeps the whole body in `doc`: it must not ride along as __context__.
+    assert caught.value.__context__ is None
+    assert APP_TOKEN not in "".join(traceback.format_exception(caught.value))

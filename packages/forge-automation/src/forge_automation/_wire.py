@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -113,12 +114,15 @@ class GhResponse:
 
     def json(self) -> Any:
         """Decode the body as JSON, or raise ForgeCliError."""
-        try:
-            return json.loads(self.body) if self.body.strip() else None
-        except ValueError:
-            raise ForgeCliError(
-                "forge answered a body that is not JSON", status=self.status
-            ) from None
+        if not self.body.strip():
+            return None
+        decoded: Any = _NOT_JSON
+        # Raised outside the handler: a JSONDecodeError holds the whole body in `doc`.
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(self.body)
+        if decoded is _NOT_JSON:
+            raise ForgeCliError("forge answered a body that is not JSON", status=self.status)
+        return decoded
 
     @property
     def has_next(self) -> bool:
@@ -243,6 +247,9 @@ class ForgeWire(Protocol):
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         """Return classic branch protection's required checks (raises on 403/404)."""
         ...
+
+
+_NOT_JSON = object()
 
 
 def _seg(value: str) -> str:
@@ -620,13 +627,16 @@ class _GhCliWire:
         if isinstance(provider, str):
             return provider
         assert provider is not None
+        token: str | None = None
+        failure = ""
         try:
             token = provider()
         except Exception as exc:
-            # The provider's own error may quote the token, JWT or key it was handling.
-            raise ForgeCliError(
-                redact_text(f"app token provider failed: {type(exc).__name__}: {exc}")
-            ) from None
+            # The provider's own error may quote the token, JWT or key it was handling: only
+            # redacted text leaves this block, so nothing is chained as __context__ either.
+            failure = redact_text(f"app token provider failed: {type(exc).__name__}: {exc}")
+        if failure:
+            raise ForgeCliError(failure)
         if not token:
             raise ForgeCliError("app token provider returned no token")
         return token
