@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._app import build_http_app
-from ._auth import create_daemon_auth, mint_login_code
 from ._daemon import DaemonHandle, run_daemon_until_signal, start_daemon
 from ._errors import (
     CommandError,
@@ -17,22 +17,23 @@ from ._errors import (
     UnknownCommandError,
 )
 from ._events import EventHub
-from ._files import file_response
 from ._guards import CLIENT_HEADER, Guards
 from ._health import probe_health
 from ._pidfile import DaemonPaths, daemon_paths, read_pid_file, remove_pid_file, write_pid_file
 from ._process import get_process_command, is_process_alive
 from ._registry import Registry
-from ._remote import RemoteOptions, TlsFiles
 from ._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
-from ._static import mount_static_app
 from ._systemd import systemd_listen_fd
-from ._tokenfile import ensure_token_file, rotate_token_file
 from ._types import AuthRecord, CommandInfo, CommandRegistry, FormattedError
 from ._watch import TreeWatch, watch_tree
 
 if TYPE_CHECKING:
+    from ._auth import create_daemon_auth, mint_login_code
+    from ._files import file_response
     from ._mcp import create_mcp_server, invoke_tool, list_tools, run_mcp_stdio
+    from ._remote import RemoteOptions, TlsFiles
+    from ._static import mount_static_app
+    from ._tokenfile import ensure_token_file, rotate_token_file
 
 __all__: list[str] = [
     "CLIENT_HEADER",
@@ -81,19 +82,33 @@ __all__: list[str] = [
     "write_pid_file",
 ]
 
-# Importing `mcp` costs over a second: the MCP names load it on first access only.
-_LAZY_MCP = frozenset({"create_mcp_server", "invoke_tool", "list_tools", "run_mcp_stdio"})
+# Loaded on first access, so a daemon without a remote listener or static files never imports
+# them: `mcp` alone costs over a second, and the gate, TLS and file-serving modules are on
+# `local-daemon serve`'s start-up path otherwise.
+_LAZY: dict[str, str] = {
+    "RemoteOptions": "._remote",
+    "TlsFiles": "._remote",
+    "create_daemon_auth": "._auth",
+    "create_mcp_server": "._mcp",
+    "ensure_token_file": "._tokenfile",
+    "file_response": "._files",
+    "invoke_tool": "._mcp",
+    "list_tools": "._mcp",
+    "mint_login_code": "._auth",
+    "mount_static_app": "._static",
+    "rotate_token_file": "._tokenfile",
+    "run_mcp_stdio": "._mcp",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_MCP:
-        from . import _mcp
-
-        value = getattr(_mcp, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY_MCP)
+    return sorted(set(globals()) | set(_LAZY))
