@@ -1,7 +1,8 @@
 """The pure core opens no file, socket or process, reads no environment and no clock.
 
-A fresh interpreter installs an audit hook before `import agent_accounts`, then calls every public
-function on inputs that reach each branch. Standard-library modules are imported first, so only the
+A fresh interpreter installs an audit hook before `import agent_accounts` and the lookup of every
+public name (the front door loads names on first use), then calls every public function on inputs
+that reach each branch. Standard-library modules are imported first, so only the
 core's own behaviour is audited: during its import it may only read its own module files (and the
 standard library's); during the calls nothing at all may happen, not even an import.
 """
@@ -72,6 +73,10 @@ SCRIPT = textwrap.dedent(
     sys.addaudithook(hook)
 
     import agent_accounts as aa
+    # The front door loads each name on first use (PEP 562), so resolving the names is part of
+    # the import and audited with it; the calls below must then do nothing, not even an import.
+    for name in aa.__all__:
+        getattr(aa, name)
     phase[0] = "calls"
 
     # PROBE

@@ -2,25 +2,72 @@
 
 Importing this package and calling its functions opens no file, socket or process and reads no
 environment; `agent_accounts.io` holds every file and network access.
+
+Names load on first use (PEP 562): `account-cli status --statusline` runs on every prompt and
+imports only the modules it touches (neither `typing` nor `dataclasses`). Loading a name is an
+import; the functions themselves never import, open or read anything. Type checkers see the
+explicit imports below.
 """
 
 from __future__ import annotations
 
-from ._errors import AccountsError, RedactedError
-from ._labels import account_label
-from ._login import (
-    LoginExpired,
-    LoginMissing,
-    LoginPresent,
-    LoginRefused,
-    LoginState,
-    RefusalReason,
-    login_state_from_credentials,
-    needs_refresh,
-)
-from ._redact import REDACTED, redact_secrets
-from ._types import RateWindow, UsageReading
-from ._usage import KNOWN_WINDOWS, parse_usage_reading, usage_from_oauth_response
+# Not `typing.TYPE_CHECKING`: importing typing costs the status line milliseconds it does not
+# need; type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._errors import AccountsError, RedactedError
+    from ._labels import account_label
+    from ._login import (
+        LoginExpired,
+        LoginMissing,
+        LoginPresent,
+        LoginRefused,
+        LoginState,
+        RefusalReason,
+        login_state_from_credentials,
+        needs_refresh,
+    )
+    from ._oauth import usage_from_oauth_response
+    from ._redact import REDACTED, redact_secrets
+    from ._types import RateWindow, UsageReading
+    from ._usage import KNOWN_WINDOWS, parse_usage_reading
+
+# Which private module defines each public name; keep in step with the imports above.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_errors": ("AccountsError", "RedactedError"),
+    "_labels": ("account_label",),
+    "_login": (
+        "LoginExpired",
+        "LoginMissing",
+        "LoginPresent",
+        "LoginRefused",
+        "LoginState",
+        "RefusalReason",
+        "login_state_from_credentials",
+        "needs_refresh",
+    ),
+    "_oauth": ("usage_from_oauth_response",),
+    "_redact": ("REDACTED", "redact_secrets"),
+    "_types": ("RateWindow", "UsageReading"),
+    "_usage": ("KNOWN_WINDOWS", "parse_usage_reading"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "KNOWN_WINDOWS",

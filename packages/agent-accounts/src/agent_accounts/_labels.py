@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Final
+
+TYPE_CHECKING = False  # not typing's: the status line imports this module, never typing
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["DEFAULT_CONFIG_DIR_NAME", "DEFAULT_LABEL", "account_label"]
 

@@ -27,10 +27,14 @@ pattern whose literal is absent.
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Final, overload
 
 from ._errors import RedactedError
+
+TYPE_CHECKING = False  # not typing's: the status line imports this module, never typing
+if TYPE_CHECKING:
+    from typing import Final, overload
 
 __all__ = ["REDACTED", "redact_secrets"]
 
@@ -53,24 +57,53 @@ _VALUE = (
 # re.ASCII: case folding stays within ASCII, so a match always contains its literal as
 # `str.lower()` spells it and the prefilter below never skips a pattern that would match.
 _I = re.IGNORECASE | re.ASCII
-# A key prefix starts after anything but a letter or digit (so `x_sk-ant-...` is caught and
-# `task-force-one` is not). A failed attempt reads at most the 20-character prefix, and the tail
-# may be empty, so the search stays linear without the run-boundary anchor the JWT needs.
-_SK_KEY: Final = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]{2,16}-[" + _B64TOKEN + "]*+", _I)
-_JWT: Final = re.compile(
-    _START + r"eyJ[" + _RUN + r"]*+\.[" + _RUN + r"]++(?:\.[" + _RUN + r"]++)?+", re.ASCII
-)
-_AUTH_SCHEME: Final = re.compile(r"\b(bearer|basic)([ \t]++)(" + _VALUE + ")", _I)
-_FIELD: Final = re.compile(
-    r"(access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret"
-    r"|x[_-]?api[_-]?key|api[_-]?key|authorization|password|token)"
-    r"""(["']?+[ \t]*+(?::|=>?)[ \t]*+(?:(?:bearer|basic)[ \t]++)?+)"""
-    r"(" + _VALUE + ")",
-    _I,
-)
-_LONG_RUN: Final = re.compile(_START + f"[{_RUN}]{{32,}}+", re.ASCII)
+# Each pattern as (source, flags), in the order they run. They are compiled on first use, not at
+# import: the status line imports this module on every prompt, and its labels rarely pass a
+# prefilter, so most runs never need a pattern (compiling all five costs about 1 ms).
+_SOURCES: Final[dict[str, tuple[str, int]]] = {
+    # A key prefix starts after anything but a letter or digit (so `x_sk-ant-...` is caught and
+    # `task-force-one` is not). A failed attempt reads at most the 20-character prefix, and the
+    # tail may be empty, so the search stays linear without the run-boundary anchor the JWT needs.
+    "_SK_KEY": (r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]{2,16}-[" + _B64TOKEN + "]*+", _I),
+    "_JWT": (
+        _START + r"eyJ[" + _RUN + r"]*+\.[" + _RUN + r"]++(?:\.[" + _RUN + r"]++)?+",
+        re.ASCII,
+    ),
+    "_AUTH_SCHEME": (r"\b(bearer|basic)([ \t]++)(" + _VALUE + ")", _I),
+    "_FIELD": (
+        r"(access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret"
+        r"|x[_-]?api[_-]?key|api[_-]?key|authorization|password|token)"
+        r"""(["']?+[ \t]*+(?::|=>?)[ \t]*+(?:(?:bearer|basic)[ \t]++)?+)"""
+        r"(" + _VALUE + ")",
+        _I,
+    ),
+    "_LONG_RUN": (_START + f"[{_RUN}]{{32,}}+", re.ASCII),
+}
 
-PATTERNS: Final = (_SK_KEY, _JWT, _AUTH_SCHEME, _FIELD, _LONG_RUN)
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    source, flags = _SOURCES[name]
+    return re.compile(source, flags)
+
+
+if TYPE_CHECKING:  # what __getattr__ gives, typed
+    _SK_KEY: re.Pattern[str]
+    _JWT: re.Pattern[str]
+    _AUTH_SCHEME: re.Pattern[str]
+    _FIELD: re.Pattern[str]
+    _LONG_RUN: re.Pattern[str]
+    PATTERNS: tuple[re.Pattern[str], ...]
+
+
+def __getattr__(name: str) -> object:
+    # The compiled patterns by name (`_SK_KEY`, ...), and all of them in order as `PATTERNS`.
+    if name == "PATTERNS":
+        return tuple(_pattern(n) for n in _SOURCES)
+    if name in _SOURCES:
+        return _pattern(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _FIELD_LITERALS: Final = ("token", "secret", "key", "authorization", "password")
 _SCALARS: Final = (str, bytes, int, float, bool, type(None))
@@ -94,15 +127,15 @@ def _keep_name(match: re.Match[str]) -> str:
 def _redact_text(text: str) -> str:
     lowered = text.lower()
     if "sk-" in lowered:
-        text = _SK_KEY.sub(REDACTED, text)
+        text = _pattern("_SK_KEY").sub(REDACTED, text)
     if "eyJ" in text:
-        text = _JWT.sub(REDACTED, text)
+        text = _pattern("_JWT").sub(REDACTED, text)
     if "bearer" in lowered or "basic" in lowered:
-        text = _AUTH_SCHEME.sub(_keep_name, text)
+        text = _pattern("_AUTH_SCHEME").sub(_keep_name, text)
     if any(literal in lowered for literal in _FIELD_LITERALS):
-        text = _FIELD.sub(_keep_name, text)
+        text = _pattern("_FIELD").sub(_keep_name, text)
     if len(text) >= 32:
-        text = _LONG_RUN.sub(REDACTED, text)
+        text = _pattern("_LONG_RUN").sub(REDACTED, text)
     return text
 
 
@@ -151,12 +184,16 @@ def _redact_exception(exc: BaseException) -> BaseException:
     return new
 
 
-@overload
-def redact_secrets(text_or_exception: str) -> str: ...
-@overload
-def redact_secrets(text_or_exception: BaseException) -> BaseException: ...
-@overload
-def redact_secrets(text_or_exception: object) -> str | BaseException: ...
+if TYPE_CHECKING:  # the overloads are for type checkers; at run time only the function exists
+
+    @overload
+    def redact_secrets(text_or_exception: str) -> str: ...
+    @overload
+    def redact_secrets(text_or_exception: BaseException) -> BaseException: ...
+    @overload
+    def redact_secrets(text_or_exception: object) -> str | BaseException: ...
+
+
 def redact_secrets(text_or_exception: object) -> str | BaseException:
     """Replace token-shaped text with `[REDACTED]`; an exception comes back as a new, unchained one.
 

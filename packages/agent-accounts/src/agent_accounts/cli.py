@@ -11,11 +11,16 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+# Not `typing.TYPE_CHECKING`: the status line imports neither typing nor dataclasses (each costs
+# milliseconds on every prompt); type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agent_accounts.io import PollEntry, PollResult, Profile, UsageFile
+    from collections.abc import Sequence
+    from typing import Any, Final, NoReturn
+
+    from agent_accounts import UsageReading
+    from agent_accounts.io import PollEntry, PollResult, Profile
 
 __all__ = ["main"]
 
@@ -42,7 +47,7 @@ class UsageError(Exception):
 
 def _shown(text: str) -> str:
     """Redact a label or path before printing: a dir name can look like a token."""
-    from agent_accounts import redact_secrets
+    from agent_accounts._redact import redact_secrets
 
     return redact_secrets(text)
 
@@ -69,46 +74,48 @@ def _floor(value: object) -> str:
     return str(math.floor(value)) if isinstance(value, int | float) else ""
 
 
-def _statusline_fields(usage: UsageFile) -> tuple[str, str, str, str, str]:
-    limits = usage.reading["rate_limits"]
+def _statusline_fields(reading: UsageReading, age: int) -> tuple[str, str, str, str, str]:
+    limits = reading["rate_limits"]
     five, week = limits["five_hour"], limits["seven_day"]
     return (
         _floor(five["used_percentage"]),
         _floor(week["used_percentage"]),
         _floor(five.get("resets_at")),
         _floor(week.get("resets_at")),
-        str(usage.age_seconds),
+        str(age),
     )
 
 
 def _statusline() -> str:
-    from agent_accounts.io._files import read_usage
-    from agent_accounts.io._profiles import default_config_dir, discover_profiles
+    # The dataclass-free cores of read_usage and discover_profiles: same files, same gate, same
+    # redaction, without importing typing or dataclasses.
+    from agent_accounts.io._discovery import default_config_dir, profile_dirs
+    from agent_accounts.io._readings import newest_reading
 
     current = os.environ.get(CONFIG_DIR_ENV) or default_config_dir()
     lines: list[str] = []
     try:
-        mine = read_usage(current, windows=_BOTH)
+        mine = newest_reading(current, windows=_BOTH)
     except Exception:  # an unreadable dir is an unknown account, never a failed prompt
         mine = None
     if mine is None:
         lines.append(_STATUSLINE_UNKNOWN)
     else:
-        five, week, five_reset, week_reset, age = _statusline_fields(mine)
+        five, week, five_reset, week_reset, age = _statusline_fields(mine[0], mine[2])
         lines.append(f"{five}|{week}|{five_reset}|{week_reset}|||||{age}")
     here = os.path.realpath(current)
-    for profile in discover_profiles():
+    for label, config_dir in profile_dirs():
         # A label that could break the line format is left out rather than mangled.
-        if "|" in profile.label or not profile.label.isprintable():
+        if "|" in label or not label.isprintable():
             continue
         try:
-            same = os.path.realpath(profile.config_dir) == here
-            usage = None if same else read_usage(profile.config_dir, windows=_BOTH)
+            same = os.path.realpath(config_dir) == here
+            usage = None if same else newest_reading(config_dir, windows=_BOTH)
         except Exception:  # one unreadable profile never hides the others
             usage = None
         if usage is not None:
-            five, week, _, _, age = _statusline_fields(usage)
-            lines.append(f"other|{_shown(profile.label)}|{five}|{week}|{age}|")
+            five, week, _, _, age = _statusline_fields(usage[0], usage[2])
+            lines.append(f"other|{_shown(label)}|{five}|{week}|{age}|")
     return "\n".join(lines) + "\n"
 
 

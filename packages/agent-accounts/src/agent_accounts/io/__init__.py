@@ -6,9 +6,11 @@ caller's own regular file, owner-only, one link, bounded size). Tokens never lea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# Not `typing.TYPE_CHECKING`: importing typing costs the status line milliseconds it does not
+# need; type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._discovery import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV
     from ._files import UsageFile, read_login_state, read_usage, write_reading
     from ._poll import (
         EXPIRY_MARGIN_MS,
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
         poll_all,
         poll_usage,
     )
-    from ._profiles import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
+    from ._profiles import Profile, discover_profiles
     from ._refresh import (
         DEFAULT_AUTH_URL,
         DEFAULT_REFRESH_SCOPES,
@@ -41,9 +43,8 @@ if TYPE_CHECKING:
 # and must pay only for the modules it touches (no asyncio, no URL parsing, no refresh machinery).
 _LAZY = {
     **dict.fromkeys(("UsageFile", "read_login_state", "read_usage", "write_reading"), "._files"),
-    **dict.fromkeys(
-        ("CONFIG_DIRS_ENV", "PROFILE_ROOT_ENV", "Profile", "discover_profiles"), "._profiles"
-    ),
+    **dict.fromkeys(("CONFIG_DIRS_ENV", "PROFILE_ROOT_ENV"), "._discovery"),
+    **dict.fromkeys(("Profile", "discover_profiles"), "._profiles"),
     "DEFAULT_API_BASE": "._urls",
     **dict.fromkeys(
         (
@@ -78,7 +79,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

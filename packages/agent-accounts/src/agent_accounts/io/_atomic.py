@@ -20,7 +20,7 @@ def atomic_write(directory: str, name: str, data: bytes) -> str:
     takes it, and it is removed on any failure.
     """
     target = os.path.join(directory, name)
-    # os.urandom, not `secrets`: the status line imports this module and hmac/hashlib cost ~10 ms.
+    # os.urandom, not `secrets`: its hmac/hashlib imports cost ~10 ms for six random bytes.
     temp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from ._atomic import atomic_write, ensure_private_dir
-from ._files import status_cache_dir
 from ._gate import GateRefused, read_gated, zero
+from ._readings import status_cache_dir
 
 __all__ = [
     "BACKOFF_FILE",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import math
 import os
 import time
 from collections.abc import Iterable
@@ -22,37 +20,20 @@ from agent_accounts import (
 
 from ._atomic import atomic_write, ensure_private_dir
 from ._gate import GateRefused, read_gated, zero
+from ._readings import USAGE_FILE, newest_reading, sessions_dir
 
 __all__ = [
     "CREDENTIALS_FILE",
     "CREDENTIALS_MAX_BYTES",
-    "USAGE_FILE",
-    "USAGE_MAX_BYTES",
     "UsageFile",
     "read_credentials",
     "read_login_state",
     "read_usage",
-    "sessions_dir",
-    "status_cache_dir",
     "write_reading",
 ]
 
 CREDENTIALS_FILE: Final = ".credentials.json"
 CREDENTIALS_MAX_BYTES: Final = 64 * 1024
-USAGE_FILE: Final = "usage-poll.json"
-USAGE_MAX_BYTES: Final = 256 * 1024
-# A file or dir that vanished, or a path component that is not a dir: nothing to read.
-_GONE: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
-
-
-def status_cache_dir(config_dir: str) -> str:
-    """Return `<config_dir>/status-cache`."""
-    return os.path.join(config_dir, "status-cache")
-
-
-def sessions_dir(config_dir: str) -> str:
-    """Return the dir that holds every session's reading, the poller's included."""
-    return os.path.join(status_cache_dir(config_dir), "sessions")
 
 
 def read_credentials(config_dir: str, *, uid: int | None) -> Any:
@@ -124,30 +105,6 @@ class UsageFile:
     age_seconds: int
 
 
-def _load_reading(path: str) -> UsageReading | None:
-    """Read one session file; None when it is to be skipped. Raises OSError when unexpected."""
-    try:
-        raw = read_gated(path, uid=None, max_bytes=USAGE_MAX_BYTES, strict=False)
-    except GateRefused:  # not a regular file, replaced in flight, or over 256 KiB
-        return None
-    except OSError as exc:
-        if exc.errno in _GONE:  # removed or replaced by its writer between listdir and open
-            return None
-        raise
-    if raw is None:
-        return None
-    try:
-        reading = parse_usage_reading(json.loads(raw))
-    except (ValueError, RecursionError):
-        return None
-    if reading is None or not reading["rate_limits"]:
-        return None
-    for key in ("session_id", "source", "account"):
-        if key in reading:
-            reading[key] = redact_secrets(reading[key])
-    return reading
-
-
 def read_usage(
     config_dir: str | os.PathLike[str],
     *,
@@ -159,40 +116,8 @@ def read_usage(
     Raises ValueError for a non-finite `now`, and an unexpected filesystem error redacted,
     without a cause. A missing sessions dir gives None.
     """
-    checked: object = now  # callers outside mypy pass anything
-    if checked is not None and (
-        isinstance(checked, bool)
-        or not isinstance(checked, int | float)
-        or not math.isfinite(checked)
-    ):
-        raise ValueError("now must be a finite number of epoch seconds")
-    wanted = (windows,) if isinstance(windows, str) else tuple(windows or ())
-    directory = sessions_dir(os.fspath(config_dir))
-    best: tuple[float, str, UsageReading] | None = None
-    try:
-        try:
-            names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-        except OSError as exc:
-            if exc.errno in _GONE:
-                return None
-            raise
-        for name in names:
-            path = os.path.join(directory, name)
-            reading = _load_reading(path)
-            if reading is None or any(w not in reading["rate_limits"] for w in wanted):
-                continue
-            written = float(reading["written_at"])
-            if best is None or written > best[0]:  # ties: the first name in sorted order
-                best = (written, path, reading)
-    except OSError as exc:
-        failure: BaseException | None = redact_secrets(exc)
-    else:
-        failure = None
-    if failure is not None:
-        raise failure  # outside the handler: no __context__ links the unredacted original
-    if best is None:
+    newest = newest_reading(config_dir, now=now, windows=windows)
+    if newest is None:
         return None
-    current = time.time() if now is None else float(now)
-    return UsageFile(
-        reading=best[2], file=best[1], age_seconds=max(0, math.floor(current - best[0]))
-    )
+    reading, file, age_seconds = newest
+    return UsageFile(reading=reading, file=file, age_seconds=age_seconds)

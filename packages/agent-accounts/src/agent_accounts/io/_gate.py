@@ -12,14 +12,18 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
-from typing import Final, Literal, TypeAlias
 
-__all__ = ["GateReason", "GateRefused", "read_gated", "zero"]
+TYPE_CHECKING = False  # not typing's: the status line reads through this gate, never typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Final, Literal, TypeAlias
 
-GateReason: TypeAlias = Literal[
-    "malformed", "mode-too-wide", "foreign-owner", "not-a-regular-file", "hard-linked"
-]
+    # A name for type checkers only; at run time a reason is a plain str.
+    GateReason: TypeAlias = Literal[
+        "malformed", "mode-too-wide", "foreign-owner", "not-a-regular-file", "hard-linked"
+    ]
+
+__all__ = ["GateRefused", "read_gated", "zero"]
 
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 

@@ -22,6 +22,7 @@ from agent_accounts import (
     LoginExpired,
     LoginMissing,
     LoginRefused,
+    RefusalReason,
     UsageReading,
     login_state_from_credentials,
     redact_secrets,
@@ -30,7 +31,7 @@ from agent_accounts import (
 
 from ._backoff import backoff_after_429, clear_backoff, read_backoff, write_backoff
 from ._files import read_credentials, write_reading
-from ._gate import GateReason, GateRefused
+from ._gate import GateRefused
 from ._profiles import Profile, discover_profiles
 from ._urls import DEFAULT_API_BASE, check_base_url
 
@@ -71,7 +72,7 @@ class PollFailed:
 
     ok: Literal[False] = False
     failure: Failure
-    reason: GateReason | None = None
+    reason: RefusalReason | None = None
 
 
 PollResult = PollOk | PollFailed
