@@ -225,6 +225,19 @@ def test_invalid_json_is_malformed(config: Path, data: bytes) -> None:
     assert state(config) == LoginRefused(reason="malformed")
 
 
+@pytest.mark.parametrize("data", [b"{", b"\xff\xfe", b'{"agentOauth": {"accessToken": "xxxxxxxxxx'])
+def test_malformed_credentials_chain_no_parser_error(config: Path, data: bytes) -> None:
+    # A JSONDecodeError keeps the whole file in `doc` (a UnicodeDecodeError in `object`): the
+    # refusal must not carry it as __context__, where the token would stay reachable.
+    token = canary_token("oat")
+    seed_credentials(config, data.replace(b"x" * 10, token.encode()))
+    with pytest.raises(GateRefused) as info:
+        _files.read_credentials(str(config), uid=None)
+    assert info.value.reason == "malformed"
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
+
+
 @pytest.fixture
 def zeroed(monkeypatch: pytest.MonkeyPatch) -> list[bytearray]:
     """Record every buffer the gate's callers and the gate itself zero."""

@@ -46,12 +46,18 @@ def read_credentials(config_dir: str, *, uid: int | None) -> Any:
     )
     if raw is None:
         return None
+    malformed = False
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):  # the parser's message quotes the file: drop it
-        raise GateRefused("malformed") from None
+        parsed = json.loads(raw)
+    except (ValueError, RecursionError):
+        malformed = True
     finally:
         zero(raw)
+    # Raised outside the handler: a JSONDecodeError keeps the whole file (tokens) in `doc`, and
+    # inside the handler Python would link it as __context__ even with `from None`.
+    if malformed:
+        raise GateRefused("malformed")
+    return parsed
 
 
 def _now_ms(now: float | None) -> float:

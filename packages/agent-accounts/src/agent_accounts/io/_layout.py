@@ -67,12 +67,17 @@ def _reject_constant(name: str) -> object:
 
 def parse_json_object(raw: bytes | bytearray) -> dict[str, object]:
     """Parse UTF-8 JSON text whose top level is an object, as `JSON.parse` would accept it."""
+    value: object = None
+    malformed = False
     try:
         text = bytes(raw).decode("utf-8")
         value = json.loads(text, parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError, LayoutError):
-        # The parser's message may quote the document (a token): drop it.
-        raise LayoutError("not JSON") from None
+        malformed = True
+    # Raised outside the handler: the parser's error holds the document (a token) in `doc` or
+    # `object`, and inside the handler it would be linked as __context__ even with `from None`.
+    if malformed:
+        raise LayoutError("not JSON")
     if not isinstance(value, dict):
         raise LayoutError("not an object")
     return value
