@@ -74,6 +74,16 @@ class RepoState:
     force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
     # Raw job logs by check run (job) id, served through actions/jobs/{id}/logs.
     job_logs: dict[int, bytes] = field(default_factory=dict)
+    # Where refs/pull/<n>/head points when not at the PR's head: the forge moves that ref after a
+    # push, not with it, so a read through it can describe the previous head (or a newer one).
+    pull_heads: dict[int, str] = field(default_factory=dict)
+
+    def pull_head(self, number: int) -> str | None:
+        """Return the sha refs/pull/<number>/head points at, None without such a PR."""
+        if number in self.pull_heads:
+            return self.pull_heads[number]
+        pr = self.prs.get(number)
+        return str(pr["head"]["sha"]) if pr else None
 
     def add_commit(
         self,
@@ -417,6 +427,7 @@ class _Api:
             (r"/commits", "GET", self.list_commits),
             (r"/check-runs", "POST", self.create_check_run),
             (r"/commits/([^/]+)/check-runs", "GET", self.list_check_runs),
+            (r"/commits/refs/pull/(\d+)/head/check-runs", "GET", self.list_pull_head_check_runs),
             (r"/commits/([^/]+)/status", "GET", self.combined_status),
             (r"/rules/branches/(.+)", "GET", self.branch_rules),
             (r"/branches/(.+)/protection/required_status_checks", "GET", self.classic),
@@ -436,8 +447,7 @@ class _Api:
         if ref.startswith("heads/"):
             sha = repo.branches.get(ref[len("heads/") :])
         elif found := re.fullmatch(r"pull/(\d+)/head", ref):
-            pr = repo.prs.get(int(found.group(1)))
-            sha = pr["head"]["sha"] if pr else None
+            sha = repo.pull_head(int(found.group(1)))
         if sha is None:
             raise _error(404, "Not Found")
         return 200, {"ref": f"refs/{ref}", "object": {"sha": sha, "type": "commit"}}, {}
@@ -653,6 +663,15 @@ class _Api:
             runs = list(newest.values())
         chunk, headers = self._paginate(request, runs)
         return 200, {"total_count": len(runs), "check_runs": chunk}, headers
+
+    def list_pull_head_check_runs(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        # The commits endpoints take a ref as well as a sha; this one is the PR's head ref.
+        sha = repo.pull_head(int(n))
+        if sha is None:
+            raise _error(422, f"No commit found for SHA: refs/pull/{n}/head")
+        return self.list_check_runs(request, repo, data, login, sha)
 
     def combined_status(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, sha: str

@@ -263,9 +263,17 @@ CANARY = "ghp_canarytoken1234567890abcdefABCDEF"
 
 
 def test_a_bug_exits_70_and_only_debug_shows_a_redacted_traceback(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    server: ForgeServer,
+    repo: RepoState,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    def broken() -> object:
+    # pr-status starts its first gh reads before it builds the port: aim them at the local forge.
+    _pr(repo)
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+
+    def broken(*_: object) -> object:
         raise RuntimeError(f"boom {CANARY}")
 
     monkeypatch.setattr(cli_module, "_port", broken)

@@ -40,6 +40,7 @@ __all__ = [
     "AppTokenProvider",
     "ForgeWire",
     "GhResponse",
+    "gh_child_env",
     "gh_cli_wire",
     "parse_gh_response",
     "redact_pair",
@@ -95,13 +96,25 @@ def redact_pair(first: str, second: str, secrets: Sequence[str] = ()) -> tuple[s
     return apply(0, cut), apply(cut, len(joined))
 
 
-_GH_DEFAULTS = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1", "NO_COLOR": "1"}
+# Under the caller's environment, which wins. TCELL_MINIMIZE: gh links tcell, whose init builds a
+# rune-width table over all of Unicode unless this is set; that is over half the CPU time of a
+# `gh api` call (52 ms -> 22 ms measured), spent on a table `gh api` never reads.
+_GH_DEFAULTS = {
+    "GH_PROMPT_DISABLED": "1",
+    "GH_NO_UPDATE_NOTIFIER": "1",
+    "NO_COLOR": "1",
+    "TCELL_MINIMIZE": "1",
+}
+
+
+def gh_child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the environment `run_gh` gives a child: defaults, os.environ, then `extra`."""
+    return {**_GH_DEFAULTS, **os.environ, **(extra or {})}
 
 
 def run_gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
     """Run `gh` with `args`; `options.env` is added to this child's environment only."""
-    env = {**_GH_DEFAULTS, **os.environ, **(options.env or {})}
-    return run_child("gh", args, options, env=env, error=ForgeCliError)
+    return run_child("gh", args, options, env=gh_child_env(options.env), error=ForgeCliError)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -233,7 +246,10 @@ class ForgeWire(Protocol):
         ...
 
     def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
-        """Return one page of check runs for `sha` (all runs, or the latest per name)."""
+        """Return one page of check runs for `sha` (all runs, or the latest per name).
+
+        `sha` may also be a ref the forge resolves, such as `refs/pull/<n>/head`.
+        """
         ...
 
     def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:

@@ -8,19 +8,26 @@ first (or FORGE_CLI_DEBUG=1) adds a redacted traceback for errors that are not t
 
 # No `from __future__ import annotations`: typer reads the wrappers' Annotated parameters in
 # `build_app`, where `typer` is a local name, so they must be evaluated where they are written.
-import json
+# Module-level annotations that name typing's members are quoted instead: `pr-status` starts its
+# first gh reads before importing anything it can defer (json, typing, dataclasses, the library),
+# so that Python's start-up runs beside them.
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
 
+# Not `typing.TYPE_CHECKING`: importing typing costs the fast path time it does not need; type
+# checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
+    from typing import Any, NoReturn
+
     import typer
 
+    from ._exec import ExecOptions, ExecResult, GhExec
     from ._port import ForgePort
-    from ._types import CheckRun
+    from ._types import CheckRun, PullRequest
 
 __all__ = ["build_app", "fast_parse", "main"]
 
@@ -37,6 +44,15 @@ USAGE_EXIT = {
 }
 MAX_FAILED_JOBS = 5
 _FAILING = frozenset({"failure", "timed_out", "startup_failure"})
+# What run_gh puts under the caller's environment (`_wire._GH_DEFAULTS`) and the wire's default
+# timeout (`gh_cli_wire`); an early child started with any other environment is not used.
+_GH_CHILD_DEFAULTS = {
+    "GH_PROMPT_DISABLED": "1",
+    "GH_NO_UPDATE_NOTIFIER": "1",
+    "NO_COLOR": "1",
+    "TCELL_MINIMIZE": "1",
+}
+_GH_TIMEOUT = 60.0
 _PR_REF = re.compile(r"\A([^#\s]+)#([0-9]{1,10})\Z")
 
 
@@ -61,11 +77,11 @@ def _out(line: str) -> None:
     sys.stdout.write(line + "\n")
 
 
-def _port() -> "ForgePort":
+def _port(exec: "GhExec | None" = None) -> "ForgePort":
     from ._port import forge_port
     from ._wire import gh_cli_wire
 
-    return forge_port(gh_cli_wire())
+    return forge_port(gh_cli_wire(exec))
 
 
 def _pr_ref(value: str) -> tuple[str, int]:
@@ -93,6 +109,8 @@ def _repo(value: str) -> str:
 
 
 def _json(value: object) -> None:
+    import json
+
     _out(json.dumps(value, ensure_ascii=False))
 
 
@@ -126,7 +144,7 @@ def ci_wait_command(repo: str, sha: str, timeout: float = 1800.0, interval: floa
 # -- pr-status ------------------------------------------------------------------------------------
 
 
-def _parallel(*calls: Callable[[], Any]) -> list[Any]:
+def _parallel(*calls: "Callable[[], Any]") -> "list[Any]":
     """Run each call in its own thread; return their results in order, or raise the first error."""
     import threading
 
@@ -164,6 +182,40 @@ def _check_counts(runs: "Sequence[CheckRun]", head: str) -> tuple[int, int, list
 
 def pr_status_command(ref: str, as_json: bool = False) -> None:
     """Print a PR's state, head, mergeability, checks and merge blockers on one line."""
+    import threading
+
+    repo, number = _pr_ref(ref)
+    early = _EarlyGh()
+    loader = threading.Thread(target=_load_pr_status_modules, daemon=True)
+    try:
+        # The PR and the runs at its pull ref need nothing the PR says, so both start before the
+        # library is imported, which then loads beside them; the base's rules and the behind
+        # count start the moment the PR answers. The wire still makes every call and decides on
+        # every answer: a call started early is only answered sooner (see `_EarlyGh`).
+        pr_args = _get_args(f"repos/{repo}/pulls/{number}")
+        early.start(pr_args)
+        early.start(_get_args(_runs_path(repo, _pull_head(number))))
+        start_base_reads = _base_reads(early, repo)
+        loader.start()
+        start_base_reads(early.peek(pr_args))
+        loader.join()
+        _pr_status(_port(early), repo, number, as_json=as_json)
+    finally:
+        early.close()
+        if loader.is_alive():
+            loader.join()  # never leave an import half done behind an error
+
+
+def _load_pr_status_modules() -> None:
+    # Only fills sys.modules ahead of `_pr_status`; a module that fails to import here fails
+    # again there, in the caller's thread, where the error boundary sees it.
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        from . import _port, _readiness, _verdict, _wire  # noqa: F401
+
+
+def _pr_status(port: "ForgePort", repo: str, number: int, *, as_json: bool) -> None:
     from dataclasses import replace
 
     from ._constants import ACTIONS_APP_ID
@@ -171,15 +223,14 @@ def pr_status_command(ref: str, as_json: bool = False) -> None:
     from ._port import load_required_contexts
     from ._readiness import merge_readiness
 
-    repo, number = _pr_ref(ref)
-    port = _port()
     pr = _read_pr(port, repo, number)
+    early_runs = _runs_at_pull_head(port, repo, number, pr.head_sha)
     # The base's rules, the head's runs and the behind count do not depend on each other.
     # (threads, not concurrent.futures: its import alone costs a gh call's tenth)
     is_open = pr.state == "open" and not pr.merged
     rules, runs, ancestry = _parallel(
         lambda: load_required_contexts(port, repo, pr.base_ref),
-        lambda: port.check_runs(repo, pr.head_sha),
+        lambda: early_runs if early_runs is not None else port.check_runs(repo, pr.head_sha),
         lambda: port.wire.compare_ancestry(repo, pr.base_ref, pr.head_sha) if is_open else None,
     )
     if is_open:
@@ -217,7 +268,184 @@ def pr_status_command(ref: str, as_json: bool = False) -> None:
     )
 
 
-def _read_pr(port: "ForgePort", repo: str, number: int) -> Any:
+def _runs_at_pull_head(
+    port: "ForgePort", repo: str, number: int, head_sha: str
+) -> "tuple[CheckRun, ...] | None":
+    """Return the runs read through `refs/pull/<n>/head` if they are provably `head_sha`'s.
+
+    That read started before the PR was known, so it may describe another commit: the pull ref
+    lags a push, or a push landed between the two reads. Only one complete page whose every run
+    names `head_sha` is that commit's whole list; an empty page names no commit at all, and a
+    later page could come from another commit than the first. None sends the caller to a read
+    by sha, so a stale list can never pass for the current head's.
+    """
+    from ._errors import ForgeCliError, ForgeInputError
+    from ._validate import validate_sha
+
+    try:
+        validate_sha(head_sha)
+        page = port.wire.list_check_runs(repo, _pull_head(number), 1, latest=False)
+    except (ForgeCliError, ForgeInputError):
+        return None
+    if page.next_page is not None or not page.items:
+        return None
+    if any(run.head_sha != head_sha for run in page.items):
+        return None
+    return page.items
+
+
+# -- pr-status: gh calls started before the wire asks for them --------------------------------
+#
+# Each path below is the one the wire builds for the same call (`_GhCliWire._rest` and the
+# method named); tests pin that they agree. One that did not would only be started in vain.
+
+
+def _get_args(path: str) -> list[str]:
+    return ["api", "-i", "--method", "GET", path, "-H", "Accept: application/vnd.github+json"]
+
+
+def _pull_head(number: int) -> str:
+    return f"refs/pull/{number}/head"
+
+
+def _runs_path(repo: str, ref: str) -> str:
+    # list_check_runs(repo, ref, 1, latest=False); a validated repo and a pull ref hold no
+    # character the wire's quoting would change.
+    return f"repos/{repo}/commits/{ref}/check-runs?filter=all&per_page=100&page=1"
+
+
+def _base_reads(early: "_EarlyGh", repo: str) -> "Callable[[bytes | None], None]":
+    """Return what starts the base's ruleset read and the behind count from the PR's answer.
+
+    Its imports happen here, before the library loads beside the first reads, so that it runs
+    the moment the PR answers. Only values that pass the checks the port makes reach a path;
+    anything unexpected starts nothing, and the wire then makes those calls itself as usual.
+    """
+    import json
+    from urllib.parse import quote
+
+    from ._errors import ForgeInputError
+    from ._validate import validate_branch, validate_sha
+
+    def start(pr_answer: bytes | None) -> None:
+        if pr_answer is None:
+            return
+        status_line, _, rest = pr_answer.partition(b"\n")
+        if status_line.split(b" ")[1:2] != [b"200"]:
+            return
+        _, sep, body = rest.partition(b"\r\n\r\n")
+        if not sep:
+            _, _, body = rest.partition(b"\n\n")
+        try:
+            data = json.loads(body)
+            base, head = data["base"]["ref"], data["head"]["sha"]
+            validate_branch(base)
+            validate_sha(head)
+        except (ValueError, LookupError, TypeError, ForgeInputError):
+            return
+        branch = quote(base, safe="/")
+        # load_required_contexts -> required_checks -> get_branch_rules(repo, base, 1)
+        early.start(_get_args(f"repos/{repo}/rules/branches/{branch}?per_page=100&page=1"))
+        merged = data.get("merged", data.get("merged_at") is not None)
+        if data.get("state", "open") == "open" and not merged:
+            # compare_ancestry(repo, base, head)
+            early.start(_get_args(f"repos/{repo}/compare/{branch}...{head}?per_page=1"))
+
+    return start
+
+
+class _EarlyGh:
+    """A GhExec that answers a call from a gh child started before the call was made.
+
+    `start(args)` runs gh now, in the environment `run_gh` gives a call without extra env; when
+    the wire later makes the same call (same argv, no input, that same environment) it gets that
+    child's answer. Any other call, or one whose child could not start, runs gh as usual, so a
+    mismatch costs time, never correctness. `close()` stops the children nobody asked for.
+    """
+
+    def __init__(self) -> None:
+        self._started: dict[tuple[str, ...], _EarlyChild] = {}
+
+    def start(self, args: Sequence[str]) -> None:
+        """Start `gh <args>` unless it is already running."""
+        import subprocess
+
+        if tuple(args) in self._started:
+            return
+        env = {**_GH_CHILD_DEFAULTS, **os.environ}
+        try:
+            child = subprocess.Popen(
+                ["gh", *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except OSError:
+            return  # the call itself runs gh again and reports why it cannot
+        self._started[tuple(args)] = _EarlyChild(child, env)
+
+    def peek(self, args: Sequence[str]) -> bytes | None:
+        """Wait for the child started for `args` and return its stdout; the call still gets it."""
+        started = self._started.get(tuple(args))
+        if started is None:
+            return None
+        return started.finish(_GH_TIMEOUT)[1]
+
+    def __call__(self, args: Sequence[str], options: "ExecOptions") -> "ExecResult":
+        from ._exec import ExecResult
+        from ._wire import gh_child_env, run_gh
+
+        started = self._started.pop(tuple(args), None)
+        if started is None:
+            return run_gh(args, options)
+        if options.input or options.cwd is not None or started.env != gh_child_env(options.env):
+            started.stop()
+            return run_gh(args, options)
+        returncode, stdout, stderr = started.finish(options.timeout)
+        return ExecResult(returncode=returncode, stdout=stdout, stderr=stderr)
+
+    def close(self) -> None:
+        """Stop every child whose answer nobody asked for."""
+        while self._started:
+            self._started.popitem()[1].stop()
+
+
+class _EarlyChild:
+    """One gh child started early, and what it answered once it has."""
+
+    __slots__ = ("answer", "child", "env")
+
+    def __init__(self, child: "subprocess.Popen[bytes]", env: dict[str, str]) -> None:
+        self.child = child
+        self.env = env
+        self.answer: tuple[int, bytes, bytes] | None = None
+
+    def finish(self, timeout: float | None) -> tuple[int, bytes, bytes]:
+        """Wait for the child (at most `timeout` seconds, like run_gh) and keep its answer."""
+        import subprocess
+
+        from ._errors import ForgeCliError
+
+        if self.answer is None:
+            try:
+                stdout, stderr = self.child.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # As in run_gh: the exception carries argv and partial output, so never chain it.
+                self.stop()
+                raise ForgeCliError(f"gh timed out after {timeout} s") from None
+            self.answer = (self.child.returncode, stdout, stderr)
+        return self.answer
+
+    def stop(self) -> None:
+        """Kill the child unless it has answered, and reap it."""
+        if self.answer is None:
+            self.child.kill()
+            self.child.communicate()
+            self.answer = (self.child.returncode, b"", b"")
+
+
+def _read_pr(port: "ForgePort", repo: str, number: int) -> "PullRequest":
     from ._errors import ForgeCliError
 
     try:
@@ -330,6 +558,8 @@ def ci_failures_command(
             raise CliExit(1, f"no check run {job} in {repo}")
         if status != 200:
             raise CliExit(1, f"cannot read check run {job}: HTTP {status}")
+        import json
+
         failing = [_run_from_json(json.loads(body))]
         head_sha = failing[0].head_sha
     else:
@@ -481,15 +711,28 @@ _FLOAT = re.compile(r"\A[0-9]{1,9}(?:\.[0-9]{1,9})?\Z")
 _INT = re.compile(r"\A[0-9]{1,9}\Z")
 
 
-@dataclass(frozen=True, slots=True)
 class _Shape:
-    """A command's plain shape: positionals, valued options (flag -> (name, parse)), flags."""
+    """A command's plain shape: positionals, valued options (flag -> (name, parse)), flags.
 
-    run: Callable[..., None]
-    positionals: tuple[str, ...]
-    options: dict[str, tuple[str, Callable[[str], object], re.Pattern[str] | None]]
-    flags: dict[str, str]
-    required: tuple[str, ...] = ()
+    A plain class, not a dataclass: importing dataclasses here would put its cost (inspect, ast)
+    before pr-status starts its first gh reads.
+    """
+
+    __slots__ = ("flags", "options", "positionals", "required", "run")
+
+    def __init__(
+        self,
+        run: Callable[..., None],
+        positionals: tuple[str, ...],
+        options: dict[str, tuple[str, Callable[[str], object], re.Pattern[str] | None]],
+        flags: dict[str, str],
+        required: tuple[str, ...] = (),
+    ) -> None:
+        self.run = run
+        self.positionals = positionals
+        self.options = options
+        self.flags = flags
+        self.required = required
 
 
 _SHAPES = {
@@ -566,16 +809,22 @@ def _run_typer(args: list[str]) -> None:
 # -- the one error boundary -----------------------------------------------------------------------
 
 
-def _fail(code: int, message: str) -> NoReturn:
+def _redact(text: str) -> str:
+    # Imported here, not with main: the wire module is most of what pr-status starts beside gh.
+    from ._wire import redact_text
+
+    return redact_text(text)
+
+
+def _fail(code: int, message: str) -> "NoReturn":
     sys.stderr.write(f"forge-cli: {message}\n")
     sys.stderr.flush()
     raise SystemExit(code)
 
 
-def main(argv: Sequence[str] | None = None) -> NoReturn:
+def main(argv: Sequence[str] | None = None) -> "NoReturn":
     """Run forge-cli and exit with the spec's code for whatever happened."""
     from ._errors import ForgeCliError, ForgeError, ForgeInputError
-    from ._wire import redact_text
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get("FORGE_CLI_DEBUG") == "1"
@@ -600,7 +849,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except ForgeInputError as exc:
         _fail(usage_code, f"{verb}: {exc}")
     except (ForgeCliError, ForgeError) as exc:
-        _fail(1, redact_text(str(exc)))
+        _fail(1, _redact(str(exc)))
     except KeyboardInterrupt:
         _fail(130, "interrupted")
     except Exception as exc:  # the boundary: anything else is a bug, shown without secrets
@@ -608,7 +857,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             import traceback
 
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            sys.stderr.write(redact_text(text))
+            sys.stderr.write(_redact(text))
         _fail(EX_SOFTWARE, f"internal error ({type(exc).__name__}); rerun with --debug")
     sys.stdout.flush()
     raise SystemExit(0)
