@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from gate_support import build_test_app
 from local_daemon._auth import DaemonAuth, create_daemon_auth, mint_login_code
-from local_daemon._peer import is_local_peer, local_interface_addresses
+from local_daemon._peer import IPAddress, is_local_peer, local_interface_addresses
 from local_daemon._tokenfile import ensure_token_file, rotate_token_file
 from local_daemon._types import AUTH_RECORD_KEY, AuthRecord
 
@@ -361,6 +362,76 @@ class TestPeerLocal:
 
     def test_middleware_is_stable(self, auth: DaemonAuth) -> None:
         assert auth.middleware is auth.middleware
+
+    def test_interface_addresses_are_read_on_every_call(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The parse of a peer string is cached; whether it is one of ours is not.
+        from local_daemon import _peer
+
+        own: set[IPAddress] = set()
+        reads: list[int] = []
+
+        def addresses() -> frozenset[IPAddress]:
+            reads.append(1)
+            return frozenset(own)
+
+        monkeypatch.setattr(_peer, "local_interface_addresses", addresses)
+        assert is_local_peer("198.51.100.7") is False
+        own.add(ipaddress.ip_address("198.51.100.7"))
+        assert is_local_peer("198.51.100.7") is True
+        own.clear()
+        assert is_local_peer("::ffff:198.51.100.7") is False
+        assert is_local_peer("127.0.0.1") is True
+        assert len(reads) == 3
+
+
+_COOKIE = "v1.1763890000." + "Ab-_9" * 8 + "xyz"
+_OTHER = "v1.1763890001." + "Zz09_" * 8 + "-q-"
+
+
+class TestSessionCookieValue:
+    """The gate reads the session cookie as aiohttp's own parser would, fast path or not."""
+
+    @pytest.mark.parametrize(
+        "header",
+        [
+            f"local_session={_COOKIE}",
+            f"local_session={_COOKIE};",
+            f" local_session={_COOKIE}",
+            f"local_session={_COOKIE} ",
+            f"local_session = {_COOKIE}",
+            f'local_session="{_COOKIE}"',
+            f"local_session={_COOKIE}; local_session={_OTHER}",
+            f"theme=dark; local_session={_COOKIE}",
+            f"local_session={_COOKIE}; theme=dark",
+            f'a="x; local_session={_OTHER}"; local_session={_COOKIE}',
+            f"local_session={_COOKIE}x",
+            f"local_session={_COOKIE[:-1]}",
+            f"local_session=v1.1234567890123.{_COOKIE[-43:]}",
+            f"Local_Session={_COOKIE}",
+            f"local_session={_COOKIE}\t",
+            "local_session=",
+            "local_session",
+            "theme=dark",
+            "",
+        ],
+    )
+    def test_same_value_as_aiohttp(self, header: str) -> None:
+        from local_daemon._gate import session_cookie_value
+
+        request = make_mocked_request("GET", "/", headers={"Cookie": header} if header else {})
+        assert session_cookie_value(request) == request.cookies.get("local_session")
+
+    def test_the_usual_header_skips_the_full_parser(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from local_daemon._gate import session_cookie_value
+
+        def parsed(request: web.BaseRequest) -> None:
+            raise AssertionError("parsed the whole Cookie header")
+
+        request = make_mocked_request("GET", "/", headers={"Cookie": f"local_session={_COOKIE}"})
+        monkeypatch.setattr(web.BaseRequest, "cookies", property(parsed))
+        assert session_cookie_value(request) == _COOKIE
 
 
 async def test_without_gate_the_app_is_open() -> None:

@@ -51,12 +51,17 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+_MAC_BYTES = 32  # HMAC-SHA256
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
 def _unb64_mac(text: str) -> bytes | None:
+    # What `base64.urlsafe_b64decode(text + "=")` does, minus its per-call argument handling.
     try:
-        raw = base64.urlsafe_b64decode(text + "=")
+        raw = binascii.a2b_base64(text.encode("ascii").translate(_FROM_URLSAFE) + b"=")
     except (binascii.Error, ValueError):
         return None
-    return raw if len(raw) == hashlib.sha256().digest_size else None
+    return raw if len(raw) == _MAC_BYTES else None
 
 
 def _derive(key_material: bytes, info: bytes) -> bytes:
@@ -69,9 +74,10 @@ def _derive(key_material: bytes, info: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Keys:
-    cookie: bytes
-    code: bytes
-    bearer: bytes
+    # Each key keyed into an HMAC once per secret; a MAC copies it (cheaper than keying anew).
+    cookie: hmac.HMAC
+    code: hmac.HMAC
+    bearer: hmac.HMAC
     bearer_digest: bytes
     written_at: int
 
@@ -80,18 +86,24 @@ class _Keys:
 
 
 def _keys_for(secret: TokenSecret) -> _Keys:
-    bearer = _derive(secret.key_material, _BEARER_INFO)
+    bearer = hmac.new(_derive(secret.key_material, _BEARER_INFO), digestmod=hashlib.sha256)
     return _Keys(
-        cookie=_derive(secret.key_material, _COOKIE_INFO),
-        code=_derive(secret.key_material, _CODE_INFO),
+        cookie=hmac.new(_derive(secret.key_material, _COOKIE_INFO), digestmod=hashlib.sha256),
+        code=hmac.new(_derive(secret.key_material, _CODE_INFO), digestmod=hashlib.sha256),
         bearer=bearer,
-        bearer_digest=hmac.new(bearer, secret.text.encode("ascii"), hashlib.sha256).digest(),
+        bearer_digest=_mac_bytes(bearer, secret.text.encode("ascii")),
         written_at=secret.written_at,
     )
 
 
-def _mac(key: bytes, message: str) -> bytes:
-    return hmac.digest(key, message.encode("ascii"), "sha256")
+def _mac_bytes(keyed: hmac.HMAC, message: bytes) -> bytes:
+    mac = keyed.copy()
+    mac.update(message)
+    return mac.digest()
+
+
+def _mac(keyed: hmac.HMAC, message: str) -> bytes:
+    return _mac_bytes(keyed, message.encode("ascii"))
 
 
 def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = None) -> str:
@@ -233,7 +245,7 @@ class DaemonAuth:
     def verify_bearer(self, token: str) -> Verified | None:
         """Return the bearer credential when `token` is the token file's secret, else None."""
         keys = self._current_keys()
-        presented = hmac.digest(keys.bearer, token.encode("utf-8", "replace"), "sha256")
+        presented = _mac_bytes(keys.bearer, token.encode("utf-8", "replace"))
         if not hmac.compare_digest(keys.bearer_digest, presented):
             return None
         return Verified(credential="bearer", issued_at=keys.written_at)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from local_daemon._auth import (
     CODE_LIFETIME_SECONDS,
@@ -32,6 +33,7 @@ __all__ = [
     "create_gate",
     "gate_middleware",
     "login_page",
+    "session_cookie_value",
     "signed_out_page",
 ]
 
@@ -176,6 +178,24 @@ def _session_cookie_header(value: str, max_age: int) -> str:
     return f"{SESSION_COOKIE}={value}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age={max_age}"
 
 
+# A browser signed in here usually sends this daemon's cookie alone. Such a header is read with
+# one match; aiohttp's parser, used for every other header, reads the same value from it.
+_SOLE_SESSION_COOKIE = re.compile(
+    re.escape(SESSION_COOKIE) + r"=(v1\.[0-9]{1,12}\.[A-Za-z0-9_-]{43})", re.ASCII
+)
+
+
+def session_cookie_value(request: web.Request) -> str | None:
+    """Return the request's session cookie value, as `request.cookies` would, or None."""
+    header = request.headers.get(hdrs.COOKIE)
+    if not header:
+        return None
+    sole = _SOLE_SESSION_COOKIE.fullmatch(header)
+    if sole is not None:
+        return sole.group(1)
+    return request.cookies.get(SESSION_COOKIE)
+
+
 def _bearer_token(request: web.Request) -> str | None:
     header = request.headers.get("Authorization")
     if header is None:
@@ -238,7 +258,7 @@ class _Gate:
         token = _bearer_token(request)
         if token is not None:
             return self._auth.verify_bearer(token)
-        cookie = request.cookies.get(SESSION_COOKIE)
+        cookie = session_cookie_value(request)
         if cookie:
             return self._auth.verify_session_cookie(cookie)
         # No credential still checks the file: while it is bad every request answers 503.

@@ -7,6 +7,7 @@ Elsewhere the addresses the host name resolves to stand in.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import struct
@@ -109,17 +110,28 @@ def local_interface_addresses() -> frozenset[IPAddress]:
     return frozenset(_resolved_addresses())
 
 
+# A peer string's address and whether it is loopback never change, so the gate parses each
+# once; the interface addresses a non-loopback peer is checked against are still read per call.
+@functools.lru_cache(maxsize=256)
+def _parse_peer(peer: str) -> tuple[IPAddress, bool] | None:
+    try:
+        address: IPAddress = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address, address.is_loopback
+
+
 def is_local_peer(peer: str | None) -> bool:
     """Return True when `peer` is loopback, one of our interface addresses, or unknown."""
     if not peer:
         return True
-    try:
-        address: IPAddress = ipaddress.ip_address(peer.split("%", 1)[0])
-    except ValueError:
+    parsed = _parse_peer(peer)
+    if parsed is None:
         # A Unix socket or some other non-IP transport: no remote address to speak of.
         return True
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address.is_loopback:
+    address, loopback = parsed
+    if loopback:
         return True
     return address in local_interface_addresses()
