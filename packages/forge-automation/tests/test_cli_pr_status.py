@@ -322,3 +322,23 @@ def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> No
     )
     assert done.stdout.startswith(f"{REPO}#1 open ")
     assert set(done.stderr.split()).isdisjoint({"typer", "click", "pydantic", "rich"})
+
+
+def test_in_process_pr_status_leaves_the_switch_interval_as_it_was(
+    server: ForgeServer,
+    repo: RepoState,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    before = sys.getswitchinterval()
+    for ref in (f"{REPO}#1", f"{REPO}#9"):  # one that answers, one that fails (exit 64)
+        with pytest.raises(SystemExit):
+            cli_module.main(["pr-status", ref])
+        assert sys.getswitchinterval() == before
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{REPO}#1 open ")
+    assert err == f"forge-cli: pr-status: no PR {REPO}#9 (or no access to it)\n"

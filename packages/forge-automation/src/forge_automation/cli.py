@@ -187,6 +187,10 @@ def pr_status_command(ref: str, as_json: bool = False) -> None:
     repo, number = _pr_ref(ref)
     early = _EarlyGh()
     loader = threading.Thread(target=_load_pr_status_modules, daemon=True)
+    # While the loader imports, this thread only waits on children and starts more; a short
+    # switch interval hands it the GIL within a millisecond each time, not after 5.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
     try:
         # The PR and the runs at its pull ref need nothing the PR says, so both start before the
         # library is imported, which then loads beside them; the base's rules and the behind
@@ -204,6 +208,7 @@ def pr_status_command(ref: str, as_json: bool = False) -> None:
         early.close()
         if loader.is_alive():
             loader.join()  # never leave an import half done behind an error
+        sys.setswitchinterval(switch_interval)
 
 
 def _load_pr_status_modules() -> None:
