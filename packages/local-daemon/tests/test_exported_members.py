@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import local_daemon
 
 EXPECTED = {
@@ -86,3 +88,23 @@ def test_import_loads_neither_mcp_nor_watchfiles_nor_typer() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_import_leaves_the_gate_tls_and_file_modules_for_first_use() -> None:
+    code = (
+        "import sys, local_daemon\n"
+        "lazy = {'_auth', '_files', '_gate', '_mcp', '_peer', '_remote', '_static', '_tls',\n"
+        "        '_tokenfile'}\n"
+        "loaded = {name for name in lazy if 'local_daemon.' + name in sys.modules}\n"
+        "assert not loaded, loaded\n"
+        "assert local_daemon.mint_login_code.__module__ == 'local_daemon._auth'\n"
+        "assert local_daemon.RemoteOptions.__module__ == 'local_daemon._remote'\n"
+        "assert 'local_daemon._remote' in sys.modules\n"
+        "assert 'mint_login_code' in dir(local_daemon)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = local_daemon.no_such_name
