@@ -127,6 +127,9 @@ def test_refusal_rows(tmp_path: Path, make: Callable[[Path], None], problem: str
     with pytest.raises(TokenFileError) as again:
         reader.current()
     assert again.value.problem == problem
+    # Nothing chained: a UnicodeDecodeError would keep the file's bytes (the secret) in `object`.
+    for error in (info.value, again.value):
+        assert error.__context__ is None or isinstance(error.__context__, OSError)
 
 
 def test_padded_base64url_and_longer_secrets_are_accepted(tmp_path: Path) -> None:
@@ -143,6 +146,18 @@ def test_secret_never_in_errors_or_repr(tmp_path: Path) -> None:
     with pytest.raises(TokenFileError) as info:
         read_token_file(path)
     assert secret not in "".join(traceback.format_exception(info.value))
+
+
+def test_a_secret_with_one_non_ascii_byte_is_refused_without_chaining_it(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    secret = base64.urlsafe_b64encode(os.urandom(40))
+    _write(path, secret + b"\xe9")
+    for read in (read_token_file, lambda p: TokenFileReader(p).current()):
+        with pytest.raises(TokenFileError) as info:
+            read(path)
+        assert info.value.problem == "not_base64url"
+        assert info.value.__context__ is None
+        assert secret.decode() not in "".join(traceback.format_exception(info.value))
 
 
 class TestReader:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import re
 import secrets
@@ -87,18 +88,20 @@ def _parse_secret(path: Path, raw: bytes, written_at: int) -> TokenSecret:
     text_bytes = raw.rstrip(b"\r\n")
     if not text_bytes.strip():
         raise _refuse(path, "is empty", "empty")
-    try:
-        text = text_bytes.decode("ascii")
-    except UnicodeDecodeError:
-        raise _refuse(path, "is not base64url text", "not_base64url") from None
+    # No decode error is ever caught and re-raised: a UnicodeDecodeError holds the file's bytes
+    # (the secret) in `object`, and Python would chain it as __context__ even with `from None`.
+    if not text_bytes.isascii():
+        raise _refuse(path, "is not base64url text", "not_base64url")
+    text = text_bytes.decode("ascii")
     if not _BASE64URL.fullmatch(text) or (text.endswith("=") and len(text) % 4):
         raise _refuse(path, "is not base64url text", "not_base64url")
-    try:
+    key_material: bytes | None = None
+    with contextlib.suppress(binascii.Error, ValueError):
         key_material = base64.urlsafe_b64decode(
             text.rstrip("=") + "=" * (-len(text.rstrip("=")) % 4)
         )
-    except (binascii.Error, ValueError):
-        raise _refuse(path, "is not base64url text", "not_base64url") from None
+    if key_material is None:
+        raise _refuse(path, "is not base64url text", "not_base64url")
     if len(key_material) < SECRET_BYTES:
         raise _refuse(path, f"holds fewer than {SECRET_BYTES} bytes of secret", "too_short")
     return TokenSecret(text=text, key_material=key_material, written_at=written_at)
@@ -221,11 +224,15 @@ class TokenFileReader:
         except OSError:
             sig = None
         if sig is None or sig != self._signature:
+            failed: TokenFileError | None = None
             try:
                 secret, read_sig = _read_checked(self._path)
             except TokenFileError as exc:
-                self._signature, self._secret, self._error = sig, None, exc
-                raise TokenFileError(str(exc), problem=exc.problem) from None
+                failed = exc
+            if failed is not None:
+                # A fresh error raised outside the handler, so nothing rides along as __context__.
+                self._signature, self._secret, self._error = sig, None, failed
+                raise TokenFileError(str(failed), problem=failed.problem)
             # Key the cache by what was read, so a write between lstat and read is seen next time.
             self._signature, self._secret, self._error = read_sig, secret, None
             return secret
