@@ -433,12 +433,16 @@ class _EarlyChild:
         from ._errors import ForgeCliError
 
         if self.answer is None:
+            timed_out = False
             try:
                 stdout, stderr = self.child.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                # As in run_gh: the exception carries argv and partial output, so never chain it.
+                timed_out = True
+            if timed_out:
+                # As in run_gh, raised outside the handler: TimeoutExpired carries argv and
+                # partial output, and would otherwise ride along as __context__.
                 self.stop()
-                raise ForgeCliError(f"gh timed out after {timeout} s") from None
+                raise ForgeCliError(f"gh timed out after {timeout} s")
             self.answer = (self.child.returncode, stdout, stderr)
         return self.answer
 
