@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from daemon_support import TESTS_DIR, DaemonProcess
+from local_daemon._pidfile import daemon_paths, write_pid_file
 from local_daemon.cli import main
 
 
@@ -97,6 +100,264 @@ def test_health_without_a_daemon_is_69() -> None:
     result = cli("health", "--port", str(port), "--timeout", "0.5")
     assert result.returncode == 69
     assert "no healthy daemon" in result.stderr
+
+
+def test_health_finds_the_port_in_the_state_dir(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    daemon = DaemonProcess(state, "--version", "7.7.8")
+    try:
+        port = daemon.wait_ready()
+        by_port = cli("health", "--port", str(port))
+        by_state = cli("health", "--state-dir", str(state))
+        # --port wins: a state dir that names nothing is not read at all.
+        port_wins = cli("health", "--state-dir", str(tmp_path / "nothing"), "--port", str(port))
+        # A state dir naming a live pid (this test's) whose port another daemon answers on.
+        other = daemon_paths(tmp_path / "other")
+        write_pid_file(other, os.getpid(), meta={"port": port, "host": "127.0.0.1"})
+        impostor = cli("health", "--state-dir", str(other.state_dir))
+    finally:
+        daemon.stop()
+    for result in (by_port, by_state, port_wins):
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+    documents = [json.loads(result.stdout) for result in (by_port, by_state, port_wins)]
+    for document in documents:
+        del document["uptime_ms"]
+    assert documents[0] == documents[1] == documents[2]
+    assert (documents[1]["pid"], documents[1]["port"]) == (daemon.process.pid, port)
+    assert documents[1]["version"] == "7.7.8"
+    assert impostor.returncode == 69
+    assert impostor.stdout == ""
+    assert impostor.stderr == (
+        f"local-daemon: the daemon on 127.0.0.1:{port} is not process {os.getpid()},"
+        " which daemon.pid names\n"
+    )
+
+
+Setup = Callable[[Path], None]
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(timeout=30)
+    return child.pid
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _files(pid: object = None, meta: object = None, *, raw_meta: str | None = None) -> Setup:
+    """Write daemon.pid (and daemon.meta.json) as the daemon does: 0600 regular files."""
+
+    def setup(state: Path) -> None:
+        state.mkdir(exist_ok=True)
+        alive = os.getpid()
+        pid_text = f"{alive if pid is None else pid}\n"
+        (state / "daemon.pid").write_text(pid_text)
+        os.chmod(state / "daemon.pid", 0o600)
+        if meta is not None or raw_meta is not None:
+            text = raw_meta if raw_meta is not None else json.dumps(meta)
+            (state / "daemon.meta.json").write_text(text)
+            os.chmod(state / "daemon.meta.json", 0o600)
+
+    return setup
+
+
+def _then(first: Setup, second: Callable[[Path], object]) -> Setup:
+    def setup(state: Path) -> None:
+        first(state)
+        second(state)
+
+    return setup
+
+
+def _swap_for_symlink(name: str) -> Callable[[Path], None]:
+    def swap(state: Path) -> None:
+        (state / name).rename(state / f"real-{name}")
+        (state / name).symlink_to(state / f"real-{name}")
+
+    return swap
+
+
+def _chown_away(state: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    os.chown(state / "daemon.pid", 65534, 65534)
+
+
+_ALIVE = os.getpid()
+_DEAD = _dead_pid()
+_NO_LISTENER = _free_port()
+_GOOD = {"pid": _ALIVE, "host": "127.0.0.1"}
+
+# (row id, state dir setup, extra flags, exit code, stderr after "local-daemon: ").
+HEALTH_FAILURES: list[tuple[str, Setup | None, list[str], int, str]] = [
+    ("no state dir", None, [], 69, "no daemon is running for {state} (no daemon.pid)"),
+    (
+        "no pid file",
+        lambda s: s.mkdir(),
+        [],
+        69,
+        "no daemon is running for {state} (no daemon.pid)",
+    ),
+    (
+        "pid file a symlink",
+        _then(_files(meta={**_GOOD, "port": 1}), _swap_for_symlink("daemon.pid")),
+        [],
+        78,
+        "{state}/daemon.pid is a symlink",
+    ),
+    (
+        "pid file a directory",
+        lambda s: (s / "daemon.pid").mkdir(parents=True),
+        [],
+        78,
+        "{state}/daemon.pid is not a regular file",
+    ),
+    (
+        "pid file of another owner",
+        _then(_files(meta={**_GOOD, "port": 1}), _chown_away),
+        [],
+        78,
+        "{state}/daemon.pid is owned by uid 65534, not by this user",
+    ),
+    (
+        "pid file writable by others",
+        _then(_files(), lambda s: os.chmod(s / "daemon.pid", 0o666)),
+        [],
+        78,
+        "{state}/daemon.pid is writable by group or others (mode 0666)",
+    ),
+    (
+        "pid file too large",
+        _files(pid="1" * 70_000),
+        [],
+        78,
+        "{state}/daemon.pid is larger than 65536 bytes",
+    ),
+    ("pid file garbage", _files(pid="abc"), [], 78, "{state}/daemon.pid does not hold a pid"),
+    ("pid zero", _files(pid="0"), [], 78, "{state}/daemon.pid does not hold a pid"),
+    ("pid not ascii", _files(pid="١٢"), [], 78, "{state}/daemon.pid does not hold a pid"),
+    (
+        "stale pid file",
+        _files(pid=_DEAD, meta={"port": 1}),
+        [],
+        69,
+        f"{{state}}/daemon.pid is stale: process {_DEAD} is not running",
+    ),
+    (
+        "no meta file",
+        _files(),
+        [],
+        69,
+        "{state} has no daemon.meta.json, so the daemon's port is unknown",
+    ),
+    (
+        "meta a symlink",
+        _then(_files(meta={**_GOOD, "port": 1}), _swap_for_symlink("daemon.meta.json")),
+        [],
+        78,
+        "{state}/daemon.meta.json is a symlink",
+    ),
+    (
+        "meta garbage",
+        _files(raw_meta='{"port": 8'),
+        [],
+        78,
+        "{state}/daemon.meta.json is not a JSON object",
+    ),
+    ("meta a list", _files(meta=[1]), [], 78, "{state}/daemon.meta.json is not a JSON object"),
+    (
+        "meta deeply nested",
+        _files(raw_meta="[" * 60_000),
+        [],
+        78,
+        "{state}/daemon.meta.json is not a JSON object",
+    ),
+    (
+        "meta names another pid",
+        _files(meta={"pid": _ALIVE + 1, "port": 1}),
+        [],
+        69,
+        f"{{state}}/daemon.meta.json does not name process {_ALIVE} as daemon.pid does"
+        " (a daemon may be starting or stopping)",
+    ),
+    *[
+        (
+            f"meta port {port!r}",
+            _files(meta={**_GOOD, "port": port}) if port != "absent" else _files(meta=_GOOD),
+            [],
+            78,
+            "{state}/daemon.meta.json names no port from 1 to 65535",
+        )
+        for port in (0, 65536, -1, "8080", True, 80.0, None, "absent")
+    ],
+    (
+        "meta host a name",
+        _files(meta={**_GOOD, "port": 1, "host": "daemon.example"}),
+        [],
+        78,
+        "{state}/daemon.meta.json names a host that is not an IP address",
+    ),
+    (
+        "meta host not a string",
+        _files(meta={**_GOOD, "port": 1, "host": 127}),
+        [],
+        78,
+        "{state}/daemon.meta.json names a host that is not an IP address",
+    ),
+    (
+        "nothing listening",
+        _files(meta={**_GOOD, "port": _NO_LISTENER}),
+        ["--timeout", "0.5"],
+        69,
+        f"no healthy daemon on 127.0.0.1:{_NO_LISTENER}",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "flags", "code", "message"),
+    [pytest.param(*row[1:], id=row[0]) for row in HEALTH_FAILURES],
+)
+def test_health_refuses_what_the_state_dir_holds(
+    setup: Setup | None,
+    flags: list[str],
+    code: int,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    state = tmp_path / "state"
+    if setup is not None:
+        setup(state)
+    with pytest.raises(SystemExit) as caught:
+        main(["health", "--state-dir", str(state), *flags])
+    out, err = capsys.readouterr()
+    assert (caught.value.code, out) == (code, "")
+    assert err == f"local-daemon: {message.format(state=state)}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "health needs --port or --state-dir"),
+        (["--port", "0"], "--port must be 1 to 65535"),
+        (["--port", "65536"], "--port must be 1 to 65535"),
+        (["--port", "-5", "--state-dir", "x"], "--port must be 1 to 65535"),
+    ],
+)
+def test_health_usage_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["health", *args])
+    out, err = capsys.readouterr()
+    assert (caught.value.code, out, err) == (64, "", f"local-daemon: {message}\n")
 
 
 def test_port_in_use_is_69(tmp_path: Path) -> None:

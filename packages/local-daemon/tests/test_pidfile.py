@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from local_daemon._errors import DaemonStateError
 from local_daemon._health import probe_health
 from local_daemon._pidfile import (
+    DaemonAddress,
     daemon_paths,
+    read_daemon_address,
     read_meta_file,
     read_pid_file,
     remove_pid_file,
@@ -139,3 +142,33 @@ def test_meta_is_json(tmp_path: Path) -> None:
     paths = daemon_paths(tmp_path)
     write_pid_file(paths, meta={"version": "1"})
     assert json.loads(paths.meta_file.read_text())["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(
+    ("meta", "host"),
+    [
+        ({"port": 8765, "host": "127.0.0.1"}, "127.0.0.1"),
+        ({"port": 8765}, "127.0.0.1"),  # a metadata file written before `host` was recorded
+        ({"port": 8765, "host": "localhost"}, "localhost"),
+        ({"port": 8765, "host": "::1"}, "::1"),
+        ({"port": 8765, "host": "[::1]"}, "::1"),
+        ({"port": 8765, "host": "0.0.0.0"}, "127.0.0.1"),  # a wildcard answers on loopback
+        ({"port": 8765, "host": "::"}, "::1"),
+        ({"port": 8765, "host": "192.0.2.7", "extra": [1]}, "192.0.2.7"),
+    ],
+)
+def test_read_daemon_address(tmp_path: Path, meta: dict[str, object], host: str) -> None:
+    paths = daemon_paths(tmp_path / "state")
+    write_pid_file(paths, meta=meta)
+    assert read_daemon_address(paths) == DaemonAddress(pid=os.getpid(), host=host, port=8765)
+
+
+def test_read_daemon_address_of_a_started_daemon_file(tmp_path: Path) -> None:
+    paths = daemon_paths(tmp_path)
+    write_pid_file(paths, meta={"version": "1", "port": 1, "host": "127.0.0.1"})
+    assert oct(paths.pid_file.stat().st_mode & 0o777) == oct(0o600)
+    assert read_daemon_address(paths).port == 1
+    paths.pid_file.unlink()
+    with pytest.raises(DaemonStateError) as caught:
+        read_daemon_address(paths)
+    assert caught.value.problem == "missing"

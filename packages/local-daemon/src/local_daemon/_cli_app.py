@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +15,7 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from . import _cli_serve
-from ._cli_serve import EX_UNAVAILABLE, EX_USAGE, setup_logging
+from ._cli_serve import EX_USAGE, setup_logging
 from ._cli_token import token_app
 
 __all__ = ["app", "run_app"]
@@ -84,17 +83,22 @@ def serve(  # noqa: PLR0917 - typer maps each parameter to a flag
 
 @app.command()
 def health(
-    port: Annotated[int, typer.Option(help="The daemon's loopback port.")],
-    host: Annotated[str, typer.Option(help="The daemon's loopback address.")] = "127.0.0.1",
+    port: Annotated[
+        int | None, typer.Option(help="The daemon's port; read from --state-dir when omitted.")
+    ] = None,
+    state_dir: Annotated[
+        Path | None, typer.Option(help="The state dir `serve` was given; finds the port.")
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="The daemon's address; default: --state-dir's, else 127.0.0.1."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = 1.0,
 ) -> None:
-    """Print the daemon's health document; exit 69 unless it answers 200."""
-    from ._health import probe_health
+    """Print the daemon's health document; exit 69 unless it answers 200 (78: bad state file)."""
+    from ._cli_health import check_health
 
-    document = probe_health(port, host=host, timeout=timeout)
-    if document is None:
-        raise _cli_serve.fail(EX_UNAVAILABLE, f"no healthy daemon on {host}:{port}")
-    typer.echo(json.dumps(document, sort_keys=True))
+    typer.echo(check_health(port=port, state_dir=state_dir, host=host, timeout=timeout))
 
 
 @app.command("mcp-stdio")

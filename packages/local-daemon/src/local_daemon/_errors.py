@@ -4,6 +4,7 @@ DaemonError
 ├── CommandError            a command refuses (code 64, 65, 75 or 77)
 │   └── UnknownCommandError no command of that name (404)
 ├── DaemonPortInUseError    the loopback port is taken
+├── DaemonStateError        the pid or metadata file names no live daemon (`problem` says why)
 ├── RemoteBindError         the remote listener's address or options are refused
 ├── TlsFileError            a certificate or key file fails a check
 └── TokenFileError          the gate's token file fails a check (`problem` says which)
@@ -15,6 +16,7 @@ __all__ = [
     "CommandError",
     "DaemonError",
     "DaemonPortInUseError",
+    "DaemonStateError",
     "RemoteBindError",
     "TlsFileError",
     "TokenFileError",
@@ -54,6 +56,14 @@ class DaemonPortInUseError(DaemonError):
         super().__init__(f"port {port} on {host} is already in use")
         self.port = port
         self.host = host
+
+
+class DaemonStateError(DaemonError):
+    """The state dir's pid or metadata file names no daemon to reach; `problem` says why."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 class RemoteBindError(DaemonError):

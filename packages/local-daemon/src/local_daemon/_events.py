@@ -3,6 +3,10 @@
 Each stream client gets a bounded queue. A client that falls `MAX_PENDING_EVENTS` behind is
 dropped: its stream ends, and an `EventSource` reconnects and gets a fresh `ready`, the signal to
 re-read everything. One slow client can therefore neither wedge the others nor grow memory.
+
+A `change` event lists at most `MAX_CHANGE_PATHS` paths: a checkout of a big tree would
+otherwise send one huge frame to every client. Past the cap it lists the first ones and says
+`"truncated": true` with the whole `count`, which tells a client to re-read everything.
 """
 
 from __future__ import annotations
@@ -11,16 +15,18 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
 __all__ = [
+    "MAX_CHANGE_PATHS",
     "MAX_PENDING_EVENTS",
     "PING_INTERVAL",
     "EventHub",
     "Subscriber",
+    "change_event_data",
     "events_handler",
     "format_sse",
 ]
@@ -29,6 +35,7 @@ _log = logging.getLogger("local_daemon")
 
 PING_INTERVAL = 25.0
 MAX_PENDING_EVENTS = 256
+MAX_CHANGE_PATHS = 1000
 
 Subscriber = Callable[[str, Any], None]
 
@@ -37,6 +44,13 @@ def format_sse(event: str, data: Any) -> bytes:
     """Return one server-sent event frame with `data` as one line of JSON."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+def change_event_data(paths: Sequence[str], *, limit: int = MAX_CHANGE_PATHS) -> dict[str, Any]:
+    """Return a `change` event's data: `{"paths": [...]}`, cut to `limit` paths with a count."""
+    if len(paths) <= limit:
+        return {"paths": list(paths)}
+    return {"paths": list(paths[:limit]), "truncated": True, "count": len(paths)}
 
 
 class EventHub:

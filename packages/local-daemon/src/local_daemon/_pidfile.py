@@ -3,22 +3,34 @@
 The pid file is the daemon's readiness mark: it is written last, after the metadata file, and
 `remove_pid_file` unlinks it only while it still names the caller's pid, so a supervised restart
 never loses its successor's file.
+
+`read_daemon_address` finds a running daemon from these files for `local-daemon health`. It
+treats them as untrusted input: each must be a regular file of this user that nobody else can
+write, opened without following a symlink, and small; the pid must be alive and the metadata
+file must name the same pid, a port from 1 to 65535 and an IP literal host.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._errors import DaemonStateError
+
 __all__ = [
+    "MAX_STATE_FILE_BYTES",
+    "DaemonAddress",
     "DaemonPaths",
     "daemon_paths",
+    "read_daemon_address",
     "read_meta_file",
     "read_pid_file",
     "remove_pid_file",
@@ -27,6 +39,9 @@ __all__ = [
 
 PID_FILE_NAME = "daemon.pid"
 META_FILE_NAME = "daemon.meta.json"
+# The daemon writes a few hundred bytes; anything this large is not its file.
+MAX_STATE_FILE_BYTES = 64 * 1024
+_PORT_MAX = 65535
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,16 +86,21 @@ def write_pid_file(
     _write_atomic(paths.pid_file, f"{pid}\n")
 
 
-def read_pid_file(paths: DaemonPaths) -> int | None:
-    """Return the pid the pid file names, or None when it is missing or malformed."""
-    try:
-        text = paths.pid_file.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
+def _parse_pid(text: str) -> int | None:
+    text = text.strip()
     if not text.isdigit() or not text.isascii():
         return None
     pid = int(text)
     return pid if pid > 0 else None
+
+
+def read_pid_file(paths: DaemonPaths) -> int | None:
+    """Return the pid the pid file names, or None when it is missing or malformed."""
+    try:
+        text = paths.pid_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return _parse_pid(text)
 
 
 def read_meta_file(paths: DaemonPaths) -> dict[str, Any] | None:
@@ -105,3 +125,121 @@ def remove_pid_file(paths: DaemonPaths, pid: int) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonAddress:
+    """Where the daemon a state dir names listens: its `pid`, `host` and `port`."""
+
+    pid: int
+    host: str
+    port: int
+
+
+def _refuse(path: Path, what: str, problem: str) -> DaemonStateError:
+    return DaemonStateError(f"{path} {what}", problem=problem)
+
+
+def _check_stat(path: Path, st: os.stat_result) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "is a symlink", "symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, "is not a regular file", "not_regular")
+    if st.st_uid != os.geteuid():
+        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user", "owner")
+    # Whoever can write it could point `health` at a port of their choosing.
+    if st.st_mode & 0o022:
+        raise _refuse(
+            path, f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})", "mode"
+        )
+    if st.st_size > MAX_STATE_FILE_BYTES:
+        raise _refuse(path, f"is larger than {MAX_STATE_FILE_BYTES} bytes", "too_large")
+
+
+def _read_state_file(path: Path, *, missing: DaemonStateError) -> bytes:
+    try:
+        _check_stat(path, os.lstat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise missing from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a symlink after the lstat
+            raise _refuse(path, "is a symlink", "symlink") from None
+        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
+    try:
+        # Re-check what was opened: the name may have been swapped since the lstat.
+        _check_stat(path, os.fstat(fd))
+        raw = os.read(fd, MAX_STATE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_STATE_FILE_BYTES:
+        raise _refuse(path, f"is larger than {MAX_STATE_FILE_BYTES} bytes", "too_large")
+    return raw
+
+
+def _probe_host(value: object) -> str | None:
+    import ipaddress
+
+    if not isinstance(value, str):
+        return None
+    if value == "localhost":
+        return value
+    try:
+        address = ipaddress.ip_address(value.strip("[]"))
+    except ValueError:
+        return None
+    if address.is_unspecified:  # a wildcard socket (socket activation) answers on loopback
+        return "::1" if address.version == 6 else "127.0.0.1"
+    return str(address)
+
+
+def read_daemon_address(paths: DaemonPaths) -> DaemonAddress:
+    """Return where the live daemon the pid and metadata files name listens, checking both.
+
+    Raise `DaemonStateError` whose `problem` is `missing` (no pid file), `stale` (its process
+    is gone), `meta_missing`, `mismatch` (the metadata file names another pid: a daemon is
+    starting or stopping), `symlink`, `not_regular`, `owner`, `mode`, `too_large`, `unreadable`,
+    `malformed`, `port` or `host`.
+    """
+    from ._process import is_process_alive
+
+    raw = _read_state_file(
+        paths.pid_file,
+        missing=DaemonStateError(
+            f"no daemon is running for {paths.state_dir} (no {PID_FILE_NAME})", problem="missing"
+        ),
+    )
+    pid = _parse_pid(raw.decode("ascii", "replace"))
+    if pid is None:
+        raise _refuse(paths.pid_file, "does not hold a pid", "malformed")
+    if not is_process_alive(pid):
+        raise _refuse(paths.pid_file, f"is stale: process {pid} is not running", "stale")
+    raw = _read_state_file(
+        paths.meta_file,
+        missing=DaemonStateError(
+            f"{paths.state_dir} has no {META_FILE_NAME}, so the daemon's port is unknown",
+            problem="meta_missing",
+        ),
+    )
+    try:
+        meta = json.loads(raw)
+    except (ValueError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise _refuse(paths.meta_file, "is not a JSON object", "malformed")
+    if meta.get("pid") != pid or isinstance(meta.get("pid"), bool):
+        raise _refuse(
+            paths.meta_file,
+            f"does not name process {pid} as {PID_FILE_NAME} does (a daemon may be starting"
+            " or stopping)",
+            "mismatch",
+        )
+    port = meta.get("port")
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= _PORT_MAX:
+        raise _refuse(paths.meta_file, f"names no port from 1 to {_PORT_MAX}", "port")
+    host = _probe_host(meta.get("host", "127.0.0.1"))
+    if host is None:
+        raise _refuse(paths.meta_file, "names a host that is not an IP address", "host")
+    return DaemonAddress(pid=pid, host=host, port=port)
