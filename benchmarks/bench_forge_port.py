@@ -2,6 +2,9 @@
 
 The wire's own cost per call (argument building, `-i` parsing, validation, the rate budget) is the
 difference; the target is under 10% of a bare `gh api` call, which is mostly gh's own start-up.
+The wire runs gh with TCELL_MINIMIZE=1 (it spares gh a Unicode table `gh api` never uses), so the
+bare call is measured with that same environment: the difference is then the wire's work alone. A
+third row shows a bare call as a user runs it, without TCELL_MINIMIZE, for scale.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ def main() -> None:
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
         repo.branches["main"] = repo.add_commit("root")
-        env = {**os.environ, **server.env()}
+        plain_env = {**os.environ, **server.env()}
+        plain_env.pop("TCELL_MINIMIZE", None)
+        env = {**plain_env, "TCELL_MINIMIZE": "1"}
         port = forge_port(gh_cli_wire(server.exec()))
         bare_args = ["gh", "api", "-i", "--method", "GET", f"repos/{REPO}/git/ref/heads/main"]
         bare_times: list[float] = []
+        plain_times: list[float] = []
         port_times: list[float] = []
-        # Interleave rounds so drift on a shared machine hits both sides alike.
+        # Interleave rounds so drift on a shared machine hits every side alike.
         for _ in range(ROUNDS):
             start = time.perf_counter()
             for _ in range(PER_ROUND):
@@ -43,9 +49,14 @@ def main() -> None:
             bare_times.append((time.perf_counter() - start) / PER_ROUND)
             start = time.perf_counter()
             for _ in range(PER_ROUND):
+                subprocess.run(bare_args, env=plain_env, capture_output=True, check=True)
+            plain_times.append((time.perf_counter() - start) / PER_ROUND)
+            start = time.perf_counter()
+            for _ in range(PER_ROUND):
                 assert port.get_head_sha(REPO, "main") is not None
             port_times.append((time.perf_counter() - start) / PER_ROUND)
     bare = statistics.median(bare_times)
+    plain = statistics.median(plain_times)
     through_port = statistics.median(port_times)
     print(
         json.dumps(
@@ -53,7 +64,7 @@ def main() -> None:
                 "name": "forge port get_head_sha through gh (calls/s)",
                 "value": round(1 / through_port, 2),
                 "unit": "calls/s",
-                "baseline": "one bare `gh api -i` call",
+                "baseline": "one bare `gh api -i` call, same env (TCELL_MINIMIZE=1)",
                 "baseline_value": round(1 / bare, 2),
                 "ratio": round(through_port / bare, 3),
                 "target": "per-call time <= 1.10 x bare gh api",
@@ -66,10 +77,23 @@ def main() -> None:
                 "name": "forge wire overhead per call",
                 "value": round((through_port - bare) * 1000, 2),
                 "unit": "ms",
-                "baseline": "one bare `gh api -i` call (ms)",
+                "baseline": "one bare `gh api -i` call, same env (ms)",
                 "baseline_value": round(bare * 1000, 2),
                 "ratio": round((through_port - bare) / bare, 3),
                 "target": "< 0.10 of a bare call",
+            }
+        )
+    )
+    print(
+        json.dumps(
+            {
+                "name": "forge port call vs a bare `gh api -i` as a user runs it",
+                "value": round(through_port * 1000, 2),
+                "unit": "ms",
+                "baseline": "one bare `gh api -i` call, no TCELL_MINIMIZE (ms)",
+                "baseline_value": round(plain * 1000, 2),
+                "ratio": round(through_port / plain, 3),
+                "target": "information",
             }
         )
     )
