@@ -271,7 +271,14 @@ def test_an_early_child_answers_only_the_same_call_in_the_same_environment(
 
 
 def test_the_early_children_run_in_the_wires_gh_environment() -> None:
-    assert cli_module._GH_CHILD_DEFAULTS == _wire._GH_DEFAULTS
+    early = cli_module._EarlyGh()
+    try:
+        early.start(["--version"])
+        [started] = early._started.values()
+        # The environment the wire would give the same call, so its answer can be used.
+        assert started.env == _wire.gh_child_env()
+    finally:
+        early.close()
     assert _wire.gh_child_env()["TCELL_MINIMIZE"] == "1"
     assert _wire.gh_child_env({"TCELL_MINIMIZE": "0"})["TCELL_MINIMIZE"] == "0"
 

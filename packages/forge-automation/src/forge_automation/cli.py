@@ -16,6 +16,8 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
+from ._ghenv import gh_child_env
+
 # Not `typing.TYPE_CHECKING`: importing typing costs the fast path time it does not need; type
 # checkers treat any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
@@ -44,14 +46,7 @@ USAGE_EXIT = {
 }
 MAX_FAILED_JOBS = 5
 _FAILING = frozenset({"failure", "timed_out", "startup_failure"})
-# What run_gh puts under the caller's environment (`_wire._GH_DEFAULTS`) and the wire's default
-# timeout (`gh_cli_wire`); an early child started with any other environment is not used.
-_GH_CHILD_DEFAULTS = {
-    "GH_PROMPT_DISABLED": "1",
-    "GH_NO_UPDATE_NOTIFIER": "1",
-    "NO_COLOR": "1",
-    "TCELL_MINIMIZE": "1",
-}
+# The wire's default timeout (`gh_cli_wire`).
 _GH_TIMEOUT = 60.0
 _PR_REF = re.compile(r"\A([^#\s]+)#([0-9]{1,10})\Z")
 
@@ -377,7 +372,7 @@ class _EarlyGh:
 
         if tuple(args) in self._started:
             return
-        env = {**_GH_CHILD_DEFAULTS, **os.environ}
+        env = gh_child_env()
         try:
             child = subprocess.Popen(
                 ["gh", *args],
@@ -399,7 +394,7 @@ class _EarlyGh:
 
     def __call__(self, args: Sequence[str], options: "ExecOptions") -> "ExecResult":
         from ._exec import ExecResult
-        from ._wire import gh_child_env, run_gh
+        from ._wire import run_gh
 
         started = self._started.pop(tuple(args), None)
         if started is None:
