@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _procstat import cpu_seconds
+
 REQUESTS = 4000
 CONCURRENCY = 8
 ROUNDS = 5
@@ -109,8 +111,7 @@ class _Server:
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time the server process has used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.process.pid)
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():

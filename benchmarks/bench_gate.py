@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import ssl
 import statistics
 import subprocess
@@ -23,6 +22,8 @@ from typing import cast
 
 from aiohttp import ClientSession, TCPConnector, web
 from aiohttp.typedefs import Middleware
+
+from _procstat import cpu_seconds
 
 REQUESTS = 4000
 CONCURRENCY = 8
@@ -91,8 +92,7 @@ class _Server:
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time the server process has used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.proc.pid)
 
     def close(self) -> None:
         assert self.proc.stdin is not None
