@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
+import gzip
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -471,6 +472,13 @@ BODY_ROWS: list[tuple[str, Any, PollFailed | None]] = [
     ("utilization-bool", {"five_hour": {"utilization": True, "resets_at": None}}, None),
     ("resets-at-number", {"five_hour": {"utilization": 1, "resets_at": 1_893_456_000}}, None),
     ("resets-at-65-chars", {"five_hour": {"utilization": 1, "resets_at": LONG_RESET}}, None),
+    ("window-without-resets-at", {"five_hour": {"utilization": 1}}, None),
+    ("window-without-utilization", {"five_hour": {"resets_at": None}}, None),
+    (
+        "extra-usage-is-no-window",
+        {"extra_usage": {"is_enabled": True, "utilization": 5, "used_credits": 1}},
+        None,
+    ),
     (
         "one-bad-known-window-spoils-all",
         usage_body(seven_day_opus={"utilization": "x", "resets_at": None}),
@@ -537,6 +545,160 @@ async def test_a_label_that_redaction_would_change_is_left_out(
     assert "account" not in result.reading
 
 
+# --- any caller client: httpx's own MockTransport, respx and a real socket --------------------
+
+# The endpoint's answer once extra usage is on: `extra_usage` has a `utilization` but no
+# `resets_at`, so it is not a window (AMENDMENTS) and never reaches the reading.
+ENDPOINT_BODY: dict[str, Any] = {
+    "five_hour": {"utilization": 23.0, "resets_at": "2030-01-01T00:00:00Z"},
+    "seven_day": {"utilization": 41.5, "resets_at": None},
+    "seven_day_opus": None,
+    "extra_usage": {
+        "is_enabled": True,
+        "monthly_limit": 5000,
+        "used_credits": 1234.5,
+        "utilization": 24.69,
+    },
+}
+ENDPOINT_WINDOWS = {
+    "five_hour": {"used_percentage": 23, "resets_at": 1_893_456_000},
+    "seven_day": {"used_percentage": 41.5},
+}
+
+
+def mock_client(
+    answer: httpx.Response | Callable[[httpx.Request], httpx.Response],
+    seen: list[httpx.Request] | None = None,
+) -> httpx.AsyncClient:
+    """A client over `httpx.MockTransport` whose handler records each request and answers."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if seen is not None:
+            seen.append(request)
+        return answer if isinstance(answer, httpx.Response) else answer(request)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def test_mock_transport_with_an_already_read_response(work: tuple[Profile, str]) -> None:
+    profile, token = work
+    seen: list[httpx.Request] = []
+    answer = httpx.Response(200, json=ENDPOINT_BODY)
+    assert answer.is_stream_consumed  # httpx read it when it was built: no raw stream is left
+    async with mock_client(answer, seen) as client:
+        result = await poll_usage(profile, client=client, now=NOW, api_base=FAKE_BASE)
+    assert isinstance(result, PollOk)
+    assert result.reading["rate_limits"] == ENDPOINT_WINDOWS
+    assert [str(r.url) for r in seen] == [FAKE_URL]
+    assert seen[0].headers["authorization"] == f"Bearer {token}"
+    assert seen[0].headers["vendor-beta"] == "oauth-2025-04-20"
+    clean(result)
+
+
+async def test_mock_transport_with_a_streamed_response(work: tuple[Profile, str]) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        data = json.dumps(ENDPOINT_BODY).encode()
+        for start in range(0, len(data), 7):
+            yield data[start : start + 7]
+
+    async with mock_client(lambda _: httpx.Response(200, content=chunks())) as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=FAKE_BASE)
+    assert isinstance(result, PollOk)
+    assert result.reading["rate_limits"] == ENDPOINT_WINDOWS
+
+
+async def test_mock_transport_already_read_gzip_is_not_decoded_twice(
+    work: tuple[Profile, str],
+) -> None:
+    packed = gzip.compress(json.dumps(ENDPOINT_BODY).encode())
+    answer = httpx.Response(200, content=packed, headers={"content-encoding": "gzip"})
+    async with mock_client(answer) as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=FAKE_BASE)
+    assert isinstance(result, PollOk)
+    assert result.reading["rate_limits"] == ENDPOINT_WINDOWS
+
+
+@pytest.mark.parametrize(
+    ("size", "ok"), [(LIMIT, True), (LIMIT + 1, False)], ids=["64KiB", "64KiB+1"]
+)
+async def test_mock_transport_already_read_body_keeps_the_cap(
+    work: tuple[Profile, str], size: int, ok: bool
+) -> None:
+    body = json.dumps(ENDPOINT_BODY).encode()
+    answer = httpx.Response(200, content=body + b" " * (size - len(body)))
+    async with mock_client(answer) as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=FAKE_BASE)
+    assert isinstance(result, PollOk) if ok else result == PollFailed(failure="malformed")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (httpx.Response(500, json={"error": f"bad {CANARY}"}), "http-500"),
+        (httpx.Response(429), "http-429"),
+        (httpx.Response(302, headers={"location": f"{FAKE_BASE}/x"}), "http-302"),
+        (httpx.Response(200, text="<html>"), "malformed"),
+        (httpx.Response(200, json={"extra_usage": ENDPOINT_BODY["extra_usage"]}), "malformed"),
+        (httpx.Response(200, json={"five_hour": {"utilization": 5}}), "malformed"),
+    ],
+    ids=["500", "429", "302", "not-json", "only-extra-usage", "window-without-resets-at"],
+)
+async def test_mock_transport_failures(
+    work: tuple[Profile, str], answer: httpx.Response, expected: str
+) -> None:
+    async with mock_client(answer) as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=FAKE_BASE)
+    assert result == PollFailed(failure=expected)
+    clean(result)
+
+
+async def test_mock_transport_raising_is_network(work: tuple[Profile, str]) -> None:
+    profile, _ = work
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError(f"no route for {request.headers['authorization']}")
+
+    async with mock_client(refuse) as client:
+        result = await poll_usage(profile, client=client, now=NOW, api_base=FAKE_BASE)
+    assert result == PollFailed(failure="network")
+    clean(result)
+
+
+async def test_mock_transport_through_poll_all_writes_the_reading(
+    root: Path, work: tuple[Profile, str]
+) -> None:
+    async with mock_client(httpx.Response(200, json=ENDPOINT_BODY)) as client:
+        [entry] = await poll_all(client=client, profiles=[work[0]], now=NOW, api_base=FAKE_BASE)
+    assert isinstance(entry.result, PollOk)
+    assert entry.file is not None
+    written = json.loads(Path(entry.file).read_text())
+    assert written["rate_limits"] == ENDPOINT_WINDOWS
+
+
+async def test_respx_answers_the_endpoint_shape(
+    router: respx.MockRouter, work: tuple[Profile, str]
+) -> None:
+    route = router.get(FAKE_URL).respond(json=ENDPOINT_BODY)
+    async with httpx.AsyncClient() as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=FAKE_BASE)
+    assert isinstance(result, PollOk)
+    assert result.reading["rate_limits"] == ENDPOINT_WINDOWS
+    assert route.call_count == 1
+
+
+async def test_a_real_server_answers_the_endpoint_shape(
+    server: UsageServer, work: tuple[Profile, str]
+) -> None:
+    async def endpoint(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        return web.json_response(ENDPOINT_BODY)
+
+    server.handler = endpoint
+    async with httpx.AsyncClient() as client:
+        result = await poll_usage(work[0], client=client, now=NOW, api_base=server.url)
+    assert isinstance(result, PollOk)
+    assert result.reading["rate_limits"] == ENDPOINT_WINDOWS
+
+
 # --- argument refusals: ValueError before any request ----------------------------------------
 
 
@@ -556,6 +718,14 @@ async def test_a_label_that_redaction_would_change_is_left_out(
         "",
         "api.test.invalid",
         "https://api.test.invalid:99999",
+        "https://api.test.invalid/?",
+        "https://api.test.invalid/#",
+        "https://api.test.invalid/p?q",
+        "https://api.test.invalid\\@127.0.0.1",
+        "http://evil.test\\@127.0.0.1",
+        "http://127.0.0.1 @evil.test",
+        "https://api.test\n.invalid",
+        "https://api.test.invalid/\t",
     ],
 )
 async def test_refused_base_urls_raise_before_any_request(

@@ -225,6 +225,17 @@ class TestFromOAuth:
         [
             ("seven_day_opus", None),
             ("extra_usage", {"is_enabled": True, "monthly_limit": 50}),
+            # the endpoint's extra_usage once it is on: a `utilization`, no `resets_at`
+            (
+                "extra_usage",
+                {
+                    "is_enabled": True,
+                    "monthly_limit": 5000,
+                    "used_credits": 12.5,
+                    "utilization": 25,
+                },
+            ),
+            ("seven_day", {"utilization": 5}),  # a window holds both keys (AMENDMENTS)
             ("seven_day", {"utilization": "5", "resets_at": None}),
             ("seven_day", {"utilization": True, "resets_at": None}),
             ("seven_day", {"utilization": math.nan, "resets_at": None}),

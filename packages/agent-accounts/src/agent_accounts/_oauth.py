@@ -38,10 +38,14 @@ def _convert(body: object, written_at_raw: object, account_raw: object) -> Usage
         return None
     rate_limits: dict[str, RateWindow] = {}
     for name, raw in body.items():
+        # A window holds both keys (AMENDMENTS); `extra_usage` has a `utilization` and no
+        # `resets_at`, and is not a window.
         if not is_window_name(name) or not isinstance(raw, Mapping):
             continue
-        utilization = plain_number(raw.get("utilization"))
-        resets = raw.get("resets_at")
+        if "utilization" not in raw or "resets_at" not in raw:
+            continue
+        utilization = plain_number(raw["utilization"])
+        resets = raw["resets_at"]
         if utilization is None or not (resets is None or isinstance(resets, str)):
             continue
         # The endpoint can report a window past its limit; a reading caps it at the limit.

@@ -146,8 +146,11 @@ def _windows_of(body: object) -> dict[str, Any] | None:
             continue
         if not isinstance(window, Mapping):
             return None
-        utilization = window.get("utilization")
-        resets = window.get("resets_at")
+        # Both keys must be there (AMENDMENTS): a missing `resets_at` is another shape.
+        if "utilization" not in window or "resets_at" not in window:
+            return None
+        utilization = window["utilization"]
+        resets = window["resets_at"]
         if isinstance(utilization, bool) or not isinstance(utilization, int | float):
             return None
         if not (resets is None or (isinstance(resets, str) and len(resets) <= RESETS_AT_MAX)):
@@ -180,6 +183,14 @@ def _decode(raw: bytes, encoding: str) -> bytes:
 
 
 async def _read_capped(response: httpx.Response) -> bytes:
+    if response.is_stream_consumed:
+        # A transport that answered with a response it had already read (httpx.MockTransport
+        # with `httpx.Response(200, json=...)`): its stream is spent, its decoded content is all
+        # there is, and the body is already in memory, so only the cap is left to apply.
+        content = response.content
+        if len(content) > BODY_MAX_BYTES:
+            raise _Malformed
+        return content
     # Raw bytes, capped as they arrive: httpx's decoders would inflate a whole chunk at once.
     raw = bytearray()
     async for chunk in response.aiter_raw():

@@ -43,6 +43,7 @@ from agent_accounts.io._locks import (
     keep_fresh,
     pid_is_gone,
 )
+from agent_accounts.io._urls import check_base_url
 
 if TYPE_CHECKING:
     import httpx
@@ -249,34 +250,6 @@ def _check_arguments(now_ms: object, margin_ms: object, timeout: object) -> None
         not _is_number(timeout) or not math.isfinite(timeout) or timeout <= 0  # type: ignore[arg-type,operator]
     ):
         raise ValueError("timeout must be a positive number of seconds")
-
-
-def _check_auth_url(auth_url: object) -> str:
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    message = "auth_url must be https:// or http:// to a loopback address"
-    if not isinstance(auth_url, str):
-        raise ValueError(message)
-    try:
-        parts = urlsplit(auth_url)
-        host = parts.hostname
-        _ = parts.port
-    except ValueError:
-        raise ValueError(message) from None
-    if host is None or parts.username is not None or parts.password is not None:
-        raise ValueError(message)
-    if parts.scheme == "https":
-        return auth_url.rstrip("/")
-    if parts.scheme == "http":
-        if host == "localhost":
-            return auth_url.rstrip("/")
-        try:
-            if ipaddress.ip_address(host).is_loopback:
-                return auth_url.rstrip("/")
-        except ValueError:
-            pass
-    raise ValueError(message)
 
 
 def _zero(buffer: bytearray | None) -> None:
@@ -748,7 +721,7 @@ async def refresh_if_needed(
 ) -> RefreshResult:
     """Renew the profile's access token when due, under the agent client's locks."""
     _check_arguments(now_ms, margin_ms, timeout)
-    url = _check_auth_url(auth_url)
+    url = check_base_url(auth_url, name="auth_url")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     timeout_s = min(
         float(timeout) if timeout is not None else DEFAULT_REFRESH_TIMEOUT_S,
