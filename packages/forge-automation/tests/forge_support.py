@@ -764,7 +764,25 @@ class _Api:
                                     "hasNextPage": more,
                                     "endCursor": str(start + 100) if more else None,
                                 },
-                                "nodes": page,
+                                "nodes": [
+                                    {
+                                        **thread,
+                                        "comments": {
+                                            "nodes": [
+                                                {
+                                                    **{
+                                                        k: v
+                                                        for k, v in c.items()
+                                                        if k != "databaseId"
+                                                    },
+                                                    "fullDatabaseId": str(c["databaseId"]),
+                                                }
+                                                for c in thread["comments"]["nodes"]
+                                            ]
+                                        },
+                                    }
+                                    for thread in page
+                                ],
                             }
                         }
                     }
@@ -958,7 +976,15 @@ def _rollup_nodes(repo: RepoState, sha: str) -> list[dict[str, Any]]:
 
 
 def _review_nodes(pr: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(pr.get("_reviews", []))
+    # BigInt ids travel as decimal strings.
+    return [
+        {
+            k: v
+            for k, v in {**r, "fullDatabaseId": str(r["databaseId"])}.items()
+            if k != "databaseId"
+        }
+        for r in pr.get("_reviews", [])
+    ]
 
 
 def _backstop_answer(

@@ -52,47 +52,106 @@ MAIN_PAGE = 50
 CONTEXTS_PAGE = 100
 REVIEWS_PAGE = 100
 
-_CHECK_FIELDS = "databaseId name status conclusion completedAt"
-_CONTEXT_NODES = (
-    "nodes{__typename ... on CheckRun{" + _CHECK_FIELDS + "}"
-    " ... on StatusContext{context state createdAt}}"
-)
-_REVIEW_NODES = "nodes{databaseId author{login} state submittedAt commit{oid}}"
-_PAGE_INFO = "pageInfo{hasNextPage endCursor}"
+# The documents are written out whole (no brace-counting f-strings); the page sizes are spliced in
+# by name. tests/test_graphql_documents.py validates every document of the package against
+# GitHub's published schema.
+_PAGE_INFO = "pageInfo { hasNextPage endCursor }"
+_CONTEXT_NODES = """nodes {
+        __typename
+        ... on CheckRun { databaseId name status conclusion completedAt }
+        ... on StatusContext { context state createdAt }
+      }"""
+_REVIEW_NODES = "nodes { fullDatabaseId author { login } state submittedAt commit { oid } }"
 
-SNAPSHOT_QUERY = (
-    "query Backstop($owner:String!,$name:String!,$branch:String!,$since:GitTimestamp!,"
-    "$withOpen:Boolean!,$openAfter:String,$withDone:Boolean!,$doneAfter:String,"
-    "$withMain:Boolean!,$mainAfter:String){"
-    "rateLimit{cost remaining resetAt}"
-    "repository(owner:$owner,name:$name){"
-    f"open:pullRequests(states:[OPEN],first:{OPEN_PAGE},after:$openAfter,"
-    "orderBy:{field:CREATED_AT,direction:ASC})@include(if:$withOpen){"
-    f"{_PAGE_INFO} nodes{{number isDraft headRefName headRefOid baseRefName updatedAt "
-    f"reviews(first:{REVIEWS_PAGE}){{{_PAGE_INFO} {_REVIEW_NODES}}} "
-    "headRef{target{... on Commit{oid statusCheckRollup{"
-    f"contexts(first:{CONTEXTS_PAGE}){{{_PAGE_INFO} {_CONTEXT_NODES}}}}}}}}}}}}}"
-    f"done:pullRequests(states:[MERGED,CLOSED],first:{DONE_PAGE},after:$doneAfter,"
-    "orderBy:{field:UPDATED_AT,direction:DESC})@include(if:$withDone){"
-    f"{_PAGE_INFO} nodes{{number state merged mergedAt closedAt updatedAt headRefOid "
-    "mergeCommit{oid} mergedBy{login}}}"
-    "main:ref(qualifiedName:$branch)@include(if:$withMain){target{... on Commit{oid "
-    f"history(first:{MAIN_PAGE},after:$mainAfter,since:$since){{{_PAGE_INFO} "
-    "nodes{oid messageHeadline committedDate}}}}}}}}"
+
+def _document(text: str) -> str:
+    sizes = {
+        "OPEN_PAGE": OPEN_PAGE,
+        "DONE_PAGE": DONE_PAGE,
+        "MAIN_PAGE": MAIN_PAGE,
+        "CONTEXTS_PAGE": CONTEXTS_PAGE,
+        "REVIEWS_PAGE": REVIEWS_PAGE,
+    }
+    pieces = {
+        "PAGE_INFO": _PAGE_INFO,
+        "CONTEXT_NODES": _CONTEXT_NODES,
+        "REVIEW_NODES": _REVIEW_NODES,
+    }
+    for key, value in {**sizes, **pieces}.items():
+        text = text.replace(f"<{key}>", str(value))
+    return text
+
+
+SNAPSHOT_QUERY = _document(
+    """query Backstop($owner: String!, $name: String!, $branch: String!, $since: GitTimestamp!,
+  $withOpen: Boolean!, $openAfter: String, $withDone: Boolean!, $doneAfter: String,
+  $withMain: Boolean!, $mainAfter: String) {
+  rateLimit { cost remaining resetAt }
+  repository(owner: $owner, name: $name) {
+    open: pullRequests(states: [OPEN], first: <OPEN_PAGE>, after: $openAfter,
+        orderBy: {field: CREATED_AT, direction: ASC}) @include(if: $withOpen) {
+      <PAGE_INFO>
+      nodes {
+        number isDraft headRefName headRefOid baseRefName updatedAt
+        reviews(first: <REVIEWS_PAGE>) { <PAGE_INFO> <REVIEW_NODES> }
+        headRef {
+          target {
+            ... on Commit {
+              oid
+              statusCheckRollup { contexts(first: <CONTEXTS_PAGE>) { <PAGE_INFO> <CONTEXT_NODES> } }
+            }
+          }
+        }
+      }
+    }
+    done: pullRequests(states: [MERGED, CLOSED], first: <DONE_PAGE>, after: $doneAfter,
+        orderBy: {field: UPDATED_AT, direction: DESC}) @include(if: $withDone) {
+      <PAGE_INFO>
+      nodes {
+        number state merged mergedAt closedAt updatedAt headRefOid
+        mergeCommit { oid }
+        mergedBy { login }
+      }
+    }
+    main: ref(qualifiedName: $branch) @include(if: $withMain) {
+      target {
+        ... on Commit {
+          oid
+          history(first: <MAIN_PAGE>, after: $mainAfter, since: $since) {
+            <PAGE_INFO>
+            nodes { oid messageHeadline committedDate }
+          }
+        }
+      }
+    }
+  }
+}"""
 )
 
-CONTEXTS_QUERY = (
-    "query BackstopContexts($owner:String!,$name:String!,$oid:GitObjectID!,$after:String){"
-    "rateLimit{cost remaining resetAt}"
-    "repository(owner:$owner,name:$name){object(oid:$oid){... on Commit{statusCheckRollup{"
-    f"contexts(first:{CONTEXTS_PAGE},after:$after){{{_PAGE_INFO} {_CONTEXT_NODES}}}}}}}}}}}"
+CONTEXTS_QUERY = _document(
+    """query BackstopContexts($owner: String!, $name: String!, $oid: GitObjectID!, $after: String) {
+  rateLimit { cost remaining resetAt }
+  repository(owner: $owner, name: $name) {
+    object(oid: $oid) {
+      ... on Commit {
+        statusCheckRollup {
+          contexts(first: <CONTEXTS_PAGE>, after: $after) { <PAGE_INFO> <CONTEXT_NODES> }
+        }
+      }
+    }
+  }
+}"""
 )
 
-REVIEWS_QUERY = (
-    "query BackstopReviews($owner:String!,$name:String!,$number:Int!,$after:String){"
-    "rateLimit{cost remaining resetAt}"
-    "repository(owner:$owner,name:$name){pullRequest(number:$number){"
-    f"reviews(first:{REVIEWS_PAGE},after:$after){{{_PAGE_INFO} {_REVIEW_NODES}}}}}}}}}"
+REVIEWS_QUERY = _document(
+    """query BackstopReviews($owner: String!, $name: String!, $number: Int!, $after: String) {
+  rateLimit { cost remaining resetAt }
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviews(first: <REVIEWS_PAGE>, after: $after) { <PAGE_INFO> <REVIEW_NODES> }
+    }
+  }
+}"""
 )
 
 
@@ -333,9 +392,20 @@ def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
     return None
 
 
+def _big_int(value: object) -> int | None:
+    """Return a GraphQL BigInt (GitHub sends it as a decimal string) as an int, None if absent."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
+        return int(value)
+    raise ForgeCliError("GraphQL answered a malformed BigInt id")
+
+
 def _review(node: Mapping[str, Any]) -> BackstopReview:
     return BackstopReview(
-        database_id=node.get("databaseId"),
+        database_id=_big_int(node.get("fullDatabaseId")),
         author=(node.get("author") or {}).get("login"),
         state=str(node.get("state", "")),
         submitted_at=node.get("submittedAt"),

@@ -327,7 +327,7 @@ _REVIEW_QUERY = (
     "repository(owner:$owner,name:$name){pullRequest(number:$number){"
     "reviewThreads(first:100,after:$after){pageInfo{hasNextPage endCursor}"
     "nodes{isResolved comments(first:100){nodes{"
-    "databaseId author{login} authorAssociation path line body}}}}}}}"
+    "fullDatabaseId author{login} authorAssociation path line body}}}}}}}"
 )
 _FORCE_PUSH_QUERY = (
     "query($owner:String!,$name:String!,$number:Int!){"
@@ -549,7 +549,7 @@ class _GhCliWire:
             for c in thread["comments"]["nodes"]:
                 items.append(
                     ReviewComment(
-                        id=int(c["databaseId"]),
+                        id=int(c["fullDatabaseId"]),
                         author=(c.get("author") or {}).get("login"),
                         author_association=str(c.get("authorAssociation", "NONE")),
                         path=str(c.get("path", "")),
