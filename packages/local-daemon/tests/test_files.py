@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -205,3 +206,73 @@ async def test_missing_parent_is_404(tmp_path: Path) -> None:
         resp = await raw_request(bound, "GET", "/x")
     assert resp.status == 404
     assert str(tmp_path).encode() not in resp.body
+
+
+def _set_mtime(path: Path, seconds: int) -> None:
+    os.utime(path, ns=(seconds * 1_000_000_000, seconds * 1_000_000_000))
+
+
+async def test_validators_are_sent(port: int, files: Path) -> None:
+    _set_mtime(files / "ten.bin", 1_700_000_000)
+    resp = await get(port, "ten.bin")
+    assert resp.headers["ETag"] == f'"a-{1_700_000_000 * 1_000_000_000:x}"'
+    assert resp.headers["Last-Modified"] == "Tue, 14 Nov 2023 22:13:20 GMT"
+    ranged = await get(port, "ten.bin", "bytes=2-5")
+    assert ranged.headers["ETag"] == resp.headers["ETag"]
+
+
+async def test_if_range_matching_etag_or_date_serves_the_range(port: int, files: Path) -> None:
+    _set_mtime(files / "ten.bin", 1_700_000_000)
+    first = await get(port, "ten.bin")
+    for validator in (first.headers["ETag"], first.headers["Last-Modified"]):
+        resp = await raw_request(
+            port, "GET", "/f/ten.bin", headers={"Range": "bytes=2-5", "If-Range": validator}
+        )
+        assert (resp.status, resp.body) == (206, b"2345"), validator
+        assert resp.headers["Content-Range"] == "bytes 2-5/10"
+
+
+@pytest.mark.parametrize("rng", ["bytes=2-5", "bytes=50-", "bytes=-0"])
+async def test_if_range_not_matching_sends_the_whole_file(port: int, files: Path, rng: str) -> None:
+    _set_mtime(files / "ten.bin", 1_700_000_000)
+    etag = (await get(port, "ten.bin")).headers["ETag"]
+    stale = [
+        '"0-0"',  # another file's tag
+        "W/" + etag,  # a weak tag never matches in If-Range (strong comparison)
+        "Tue, 14 Nov 2023 22:13:21 GMT",  # a date one second off
+        "Tue, 14 Nov 2023 22:13:20",  # no zone: not an HTTP-date
+        "not a validator",
+    ]
+    for validator in stale:
+        resp = await raw_request(
+            port, "GET", "/f/ten.bin", headers={"Range": rng, "If-Range": validator}
+        )
+        assert (resp.status, resp.body) == (200, b"0123456789"), validator
+        assert "Content-Range" not in resp.headers
+        assert resp.headers["ETag"] == etag
+        assert_always(resp)
+
+
+async def test_if_range_after_the_file_changed_sends_the_whole_file(port: int, files: Path) -> None:
+    _set_mtime(files / "ten.bin", 1_700_000_000)
+    first = await get(port, "ten.bin")
+    (files / "ten.bin").write_bytes(b"abcdefghij")  # same size, new content
+    _set_mtime(files / "ten.bin", 1_700_000_001)
+    for validator in (first.headers["ETag"], first.headers["Last-Modified"]):
+        resp = await raw_request(
+            port, "GET", "/f/ten.bin", headers={"Range": "bytes=2-5", "If-Range": validator}
+        )
+        assert (resp.status, resp.body) == (200, b"abcdefghij"), validator
+
+
+async def test_if_range_date_of_a_file_modified_this_second_is_weak(port: int, files: Path) -> None:
+    # A second write within the same second would keep the same Last-Modified, so a date naming
+    # the current second does not prove the client holds these bytes (RFC 9110 8.8.2.2).
+    (files / "ten.bin").write_bytes(b"0123456789")
+    future = int(time.time()) + 3600
+    _set_mtime(files / "ten.bin", future)
+    last_modified = (await get(port, "ten.bin")).headers["Last-Modified"]
+    resp = await raw_request(
+        port, "GET", "/f/ten.bin", headers={"Range": "bytes=2-5", "If-Range": last_modified}
+    )
+    assert resp.status == 200

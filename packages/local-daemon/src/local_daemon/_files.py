@@ -12,8 +12,10 @@ import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Literal, TypeAlias
 
 from aiohttp import hdrs, web
@@ -142,6 +144,37 @@ def parse_single_range(request: web.Request, size: int) -> tuple[int, int] | Ran
     return start, end
 
 
+def strong_etag(opened: OpenFile) -> str:
+    """Return the strong entity tag of an open file: its size and modification time (ns)."""
+    return f'"{opened.size:x}-{opened.mtime_ns:x}"'
+
+
+def if_range_holds(request: web.Request, etag: str, mtime_ns: int) -> bool:
+    """Return whether a `Range` may be honoured under `If-Range` (RFC 9110 13.1.5).
+
+    No `If-Range` holds. An entity tag holds only when strongly equal to `etag` (a weak tag never
+    does). A date holds only when it is exactly the `Last-Modified` this file would send, and that
+    time is a strong validator: a whole second or more before now, so a second write within the
+    same second cannot hide behind it.
+    """
+    values = request.headers.getall(hdrs.IF_RANGE, [])
+    if not values:
+        return True
+    if len(values) != 1:
+        return False
+    value = values[0].strip()
+    if value.startswith(('"', "W/")):
+        return value == etag
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return False
+    if when.tzinfo is None:
+        return False
+    modified = mtime_ns // 1_000_000_000
+    return int(when.timestamp()) == modified and modified + 1 <= time.time()
+
+
 async def file_response(
     request: web.Request,
     file: str | os.PathLike[str],
@@ -149,7 +182,11 @@ async def file_response(
     content_type: str,
     cache_control: str | None = None,
 ) -> web.StreamResponse:
-    """Answer `request` with one file, honouring a single byte range (206/416) and HEAD."""
+    """Answer `request` with one file, honouring a single byte range (206/416), If-Range and HEAD.
+
+    A `Range` whose `If-Range` does not match the file's `ETag` or `Last-Modified` is ignored,
+    so the answer is 200 with the whole file.
+    """
     always = {"Accept-Ranges": "bytes"}
     try:
         opened = open_regular_file(file)
@@ -158,7 +195,10 @@ async def file_response(
         return plain_response(refused.status, text, always)
     try:
         size = opened.size
-        wanted = parse_single_range(request, size)
+        etag = strong_etag(opened)
+        wanted: tuple[int, int] | RangeVerdict = "whole"
+        if if_range_holds(request, etag, opened.mtime_ns):
+            wanted = parse_single_range(request, size)
         if wanted == "unsatisfiable":
             return plain_response(
                 416, _NOT_SATISFIABLE, {**always, "Content-Range": f"bytes */{size}"}
@@ -167,6 +207,10 @@ async def file_response(
         response.headers[hdrs.CONTENT_TYPE] = content_type
         response.headers[hdrs.ACCEPT_RANGES] = "bytes"
         response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
+        # Validators a client can echo in If-Range to resume only the same file.
+        response.headers[hdrs.ETAG] = etag
+        modified = opened.mtime_ns // 1_000_000_000
+        response.headers[hdrs.LAST_MODIFIED] = formatdate(modified, usegmt=True)
         if cache_control is not None:
             response.headers[hdrs.CACHE_CONTROL] = cache_control
         if isinstance(wanted, tuple):

@@ -1,21 +1,26 @@
 """Static front-end serving: a built single-page app under `<base>/`, refusing every traversal.
 
 The request path is judged in its raw, still-encoded form (aiohttp has already decoded and
-dot-normalised `request.path`), one segment at a time, each decoded exactly once.
+dot-normalised `request.path`), one segment at a time, each decoded exactly once. The segments
+are then resolved and opened in one step beneath the root's fd (`_beneath.open_beneath`), which
+follows no symlink, so no swap between a check and the open can lead outside the root.
 """
 
 from __future__ import annotations
 
+import errno
 import mimetypes
 import os
 import re
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import hdrs, web
 
-from ._files import OpenFile, OpenRefused, open_regular_file, plain_response, send_file_body
+from ._beneath import open_beneath
+from ._files import OpenFile, plain_response, send_file_body
 
 __all__ = ["mount_static_app"]
 
@@ -111,39 +116,88 @@ def decode_segments(raw_tail: str) -> list[str]:
     return decoded
 
 
-def _inside(real: str, root_real: str) -> bool:
-    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Target:
-    path: str
+    opened: OpenFile
+    name: str
     cache_control: str
 
 
-def resolve_target(root: str, segments: list[str], immutable_dir: str) -> _Target | None:
-    """Map decoded segments to a file under `root`; None when the front end is not built."""
-    if os.path.isfile(root):
-        last = segments[-1] if segments else ""
-        if os.path.splitext(last)[1]:
+# O_NONBLOCK keeps open() of a FIFO from waiting for a writer; the fstat check then refuses it.
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _regular(fd: int) -> OpenFile:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            # A directory or special file named with an extension is simply not a servable file.
             raise _Refused(404)
-        return _Target(path=os.path.realpath(root), cache_control=REVALIDATE_CACHE)
-    if not os.path.isfile(os.path.join(root, "index.html")):
+    except BaseException:
+        os.close(fd)
+        raise
+    return OpenFile(fd=fd, size=st.st_size, mtime_ns=st.st_mtime_ns)
+
+
+def open_target(root: str, segments: list[str], immutable_dir: str) -> _Target | None:
+    """Open the file decoded segments name under `root`; None when the front end is not built.
+
+    Resolution and open are one step relative to the root's fd that follows no symlink below the
+    root (`open_beneath`), so nothing swapped in while a request is served can lead outside it.
+    """
+    try:
+        root_fd = os.open(root, _ROOT_FLAGS)
+    except NotADirectoryError:
+        return _single_file(root, segments)
+    except OSError:
         return None
-    root_real = os.path.realpath(root)
+    try:
+        try:
+            index = os.stat("index.html", dir_fd=root_fd)
+        except OSError:
+            return None
+        if not stat.S_ISREG(index.st_mode):
+            return None
+        last = segments[-1] if segments else ""
+        if not os.path.splitext(last)[1]:
+            # No extension: a client route of the single-page app.
+            segments = ["index.html"]
+        try:
+            fd = open_beneath(root_fd, segments, _FILE_FLAGS)
+        except OSError as exc:
+            raise _Refused(_REFUSED_ERRNO.get(exc.errno or 0, 404)) from None
+    finally:
+        os.close(root_fd)
+    immutable = bool(immutable_dir) and segments[0] == immutable_dir and len(segments) > 1
+    return _Target(
+        opened=_regular(fd),
+        name=segments[-1],
+        cache_control=IMMUTABLE_CACHE if immutable else REVALIDATE_CACHE,
+    )
+
+
+# A symlink below the root (ELOOP), an escape (EXDEV) or a refused permission is a 403, as a
+# traversal is; a missing name (ENOENT, or ENOTDIR for a file used as a directory) is a 404.
+_REFUSED_ERRNO = {
+    errno.ELOOP: 403,
+    errno.EXDEV: 403,
+    errno.EACCES: 403,
+    errno.EPERM: 403,
+    errno.ENXIO: 403,
+}
+
+
+def _single_file(root: str, segments: list[str]) -> _Target | None:
     last = segments[-1] if segments else ""
-    if not os.path.splitext(last)[1]:
-        # No extension: a client route of the single-page app.
-        segments = ["index.html"]
-    real = os.path.realpath(os.path.join(root_real, *segments))
-    if not _inside(real, root_real):
-        raise _Refused(403)
-    relative = os.path.relpath(real, root_real).split(os.sep)
-    if any(part.startswith(".") for part in relative):
-        # A symlink inside the root that lands on a dotfile is still a dotfile.
-        raise _Refused(403)
-    immutable = bool(immutable_dir) and relative[0] == immutable_dir and len(relative) > 1
-    return _Target(path=real, cache_control=IMMUTABLE_CACHE if immutable else REVALIDATE_CACHE)
+    if os.path.splitext(last)[1]:
+        raise _Refused(404)
+    # The root itself is the operator's configuration, so a symlink naming it is followed.
+    try:
+        fd = os.open(root, _FILE_FLAGS)
+    except OSError:
+        return None
+    return _Target(opened=_regular(fd), name=root, cache_control=REVALIDATE_CACHE)
 
 
 def _owned_elsewhere(
@@ -189,18 +243,13 @@ def mount_static_app(
             return plain_response(403, _FORBIDDEN)
         try:
             segments = decode_segments(raw_path[len(raw_prefix) :])
-            target = resolve_target(root_path, segments, immutable_dir)
+            target = open_target(root_path, segments, immutable_dir)
         except _Refused as refused:
             text = _FORBIDDEN if refused.status == 403 else _NOT_FOUND
             return plain_response(refused.status, text)
         if target is None:
             return plain_response(503, _NOT_BUILT)
-        try:
-            opened = open_regular_file(target.path)
-        except OpenRefused:
-            # A directory or special file named with an extension is simply not a servable file.
-            return plain_response(404, _NOT_FOUND)
-        return await _send_whole(request, opened, target)
+        return await _send_whole(request, target)
 
     resource = app.router.add_resource(base + r"/{tail:[\s\S]*}")
     resource.add_route(hdrs.METH_GET, serve)
@@ -234,9 +283,8 @@ def _matches(if_none_match: str, etag: str) -> bool:
     )
 
 
-async def _send_whole(
-    request: web.Request, opened: OpenFile, target: _Target
-) -> web.StreamResponse:
+async def _send_whole(request: web.Request, target: _Target) -> web.StreamResponse:
+    opened = target.opened
     try:
         etag = _etag(opened)
         if _matches(request.headers.get(hdrs.IF_NONE_MATCH, ""), etag):
@@ -251,7 +299,7 @@ async def _send_whole(
             )
         response = web.StreamResponse(status=200)
         response.headers[hdrs.ETAG] = etag
-        response.headers[hdrs.CONTENT_TYPE] = content_type_for(target.path)
+        response.headers[hdrs.CONTENT_TYPE] = content_type_for(target.name)
         response.headers[hdrs.X_CONTENT_TYPE_OPTIONS] = "nosniff"
         response.headers[hdrs.CACHE_CONTROL] = target.cache_control
         # Whole file always: no Accept-Ranges, and a Range header is ignored (spec rule 6).
