@@ -434,33 +434,89 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 # --- usage errors -------------------------------------------------------------------------------
 
 
-USAGE_ERRORS = [
-    [],
-    ["nope"],
-    ["Poll"],
-    ["poll", "--nope"],
-    ["poll", "extra"],
-    ["poll", "--write", "--write"],
-    ["poll", "--refresh"],
-    ["poll", "--refresh", "--refresh", "--write"],
-    ["status", "--write"],
-    ["status", "--json", "--json"],
-    ["status", "--json", "--statusline"],
-    ["status", "--statusline", "--json"],
-    ["status", "--statusline", "--statusline"],
-    ["status", "--statusline=1"],
-    ["--write", "poll"],
+# Every bad invocation: its exact first stderr line (the problem, named) and its exit code; the
+# second line is always the usage of the command in question.
+POLL_USAGE = "usage: account-cli poll [-h] [--write] [--refresh]"
+STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
+TOP_USAGE = "usage: account-cli [-h] {poll,status} ..."
+BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
+    ([], "missing command (poll or status)", TOP_USAGE),
+    (["nope"], "unknown command 'nope' (poll or status)", TOP_USAGE),
+    (["Poll"], "unknown command 'Poll' (poll or status)", TOP_USAGE),
+    (["poll", "--nope"], "unrecognized arguments: --nope", POLL_USAGE),
+    (["poll", "--wri"], "unrecognized arguments: --wri", POLL_USAGE),  # no abbreviations
+    (["poll", "extra"], "unrecognized arguments: extra", POLL_USAGE),
+    (["poll", "--write", "--write"], "argument --write: given twice", POLL_USAGE),
+    (["poll", "--refresh"], "--refresh needs --write", POLL_USAGE),
+    (["poll", "--refresh", "--refresh", "--write"], "argument --refresh: given twice", POLL_USAGE),
+    (["poll", "--write=yes"], "argument --write: ignored explicit argument 'yes'", POLL_USAGE),
+    (["status", "--write"], "unrecognized arguments: --write", STATUS_USAGE),
+    (["status", "--json", "--json"], "argument --json: given twice", STATUS_USAGE),
+    (
+        ["status", "--json", "--statusline"],
+        "argument --statusline: not allowed with argument --json",
+        STATUS_USAGE,
+    ),
+    (
+        ["status", "--statusline", "--json"],
+        "argument --json: not allowed with argument --statusline",
+        STATUS_USAGE,
+    ),
+    (
+        ["status", "--statusline", "--statusline"],
+        "argument --statusline: given twice",
+        STATUS_USAGE,
+    ),
+    (
+        ["status", "--statusline=1"],
+        "argument --statusline: ignored explicit argument '1'",
+        STATUS_USAGE,
+    ),
+    (["--write", "poll"], "unrecognized arguments: --write", POLL_USAGE),
+    # A pasted token is named only redacted.
+    (
+        ["poll", "--token=sk-ant-oat01-" + "A" * 40],
+        "unrecognized arguments: --token=[REDACTED]",
+        POLL_USAGE,
+    ),
 ]
 
 
-async def test_every_usage_error_exits_64_never_2(home: Home, server: UsageServer) -> None:
+@pytest.mark.parametrize(
+    ("args", "problem", "usage"),
+    BAD_INVOCATIONS,
+    ids=[" ".join(a) or "(none)" for a, _, _ in BAD_INVOCATIONS],
+)
+async def test_a_bad_invocation_names_its_problem_and_exits_64(
+    home: Home, server: UsageServer, args: list[str], problem: str, usage: str
+) -> None:
     home.add("work")
-    runs = await asyncio.gather(*(home.run(*args) for args in USAGE_ERRORS))
-    for args, run in zip(USAGE_ERRORS, runs, strict=True):
-        assert run.code == 64, (args, run)
-        assert run.out == "", args
-        assert run.err.startswith("usage: account-cli"), (args, run.err)
+    run = await home.run(*args)
+    assert (run.code, run.out, run.err) == (64, "", f"account-cli: {problem}\n{usage}\n")
     assert server.requests == []
+
+
+@pytest.mark.parametrize("args", [["-h"], ["--help"], ["poll", "-h"], ["status", "--help"]])
+async def test_h_and_help_print_the_help_and_exit_0(home: Home, args: list[str]) -> None:
+    run = await home.run(*args)
+    assert (run.code, run.err) == (0, "")
+    assert run.out.startswith("usage: account-cli")
+    assert "--help" in run.out
+
+
+async def test_status_and_poll_without_profiles_say_where_they_looked(home: Home) -> None:
+    for command in ("status", "poll"):
+        run = await home.run(command)
+        assert (run.code, run.err) == (0, "")
+        assert run.out == (
+            f"no profiles found (searched {home.path}/.agent and {home.path}/.agent-profiles/*)\n"
+        )
+    run = await home.run("status", env=home.env(AGENT_PROFILE_ROOT=str(home.path / "elsewhere")))
+    assert run.out == (
+        f"no profiles found (searched {home.path}/.agent and {home.path}/elsewhere/*)\n"
+    )
+    run = await home.run("status", "--json")
+    assert (run.code, json.loads(run.out)) == (0, {"profiles": []})
 
 
 async def test_help_exits_0(home: Home) -> None:

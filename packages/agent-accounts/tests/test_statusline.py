@@ -356,7 +356,17 @@ PROBE = textwrap.dedent(
 )
 
 # Heavy modules the status line used to load, and the library's own modules off its path.
-HEAVY_TOP_LEVEL = {"httpx", "httpcore", "anyio", "typer", "click", "rich", "aiohttp", "asyncio"}
+HEAVY_TOP_LEVEL = {
+    "httpx",
+    "httpcore",
+    "anyio",
+    "typer",
+    "click",
+    "rich",
+    "aiohttp",
+    "asyncio",
+    "argparse",
+}
 HEAVY = {
     "typing",
     "dataclasses",

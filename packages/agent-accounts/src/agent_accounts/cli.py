@@ -1,9 +1,11 @@
 """`account-cli`: poll usage and report login state for every local agent account.
 
-`status --statusline` runs on every prompt of an agent client, so it is dispatched by hand before
-anything heavy is imported (no typer, no httpx), always exits 0 and never writes stderr. Every
-other path goes through one boundary that maps failures to the spec's fixed stderr templates and
-exit codes (64 for any usage error); no traceback, argument, file content or token is ever printed.
+`status --statusline` runs on every prompt of an agent client, so that exact line is dispatched
+before anything else is imported (no argparse, no httpx), always exits 0 and never writes stderr.
+Every other line goes through one argparse parser (`_parse`) and one boundary (`_run`) that maps
+each outcome to the spec's exit codes (0, 1, 2; 64 for any usage error, 130 on Ctrl-C). A usage
+error is one `UsageError`: `account-cli: <problem>` naming what was wrong (any echoed argument
+redacted), then the command's usage line. No traceback, file content or token is ever printed.
 """
 
 from __future__ import annotations
@@ -29,20 +31,13 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_LOGIN: Final = 2
 EXIT_USAGE: Final = 64
+EXIT_INTERRUPTED: Final = 130
 REFRESH_MARGIN_MS: Final = 10 * 60 * 1000
 API_BASE_ENV: Final = "AGENT_API_BASE_URL"
 AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
 CONFIG_DIR_ENV: Final = "AGENT_CONFIG_DIR"
 _STATUSLINE_UNKNOWN: Final = "unknown|unknown|||||||"
 _BOTH: Final = ("five_hour", "seven_day")
-
-USAGE: Final = f"""usage: {PROG} poll [--write [--refresh]]
-       {PROG} status [--json | --statusline]
-"""
-
-
-class UsageError(Exception):
-    """A command line the tool does not accept."""
 
 
 def _shown(text: str) -> str:
@@ -136,6 +131,14 @@ def _run_statusline() -> int:
 # ---- status and poll ---------------------------------------------------------------------------
 
 
+def _say_none_found() -> None:
+    """Tell a user with no profile where discovery looked (on stdout: an answer, not a fault)."""
+    from agent_accounts.io._discovery import searched_dirs
+
+    where = " and ".join(_shown(d) for d in searched_dirs())
+    sys.stdout.write(f"no profiles found (searched {where})\n")
+
+
 def _login_line(label: str, login: Any) -> str:
     detail = login.status
     if login.status == "refused":
@@ -150,7 +153,10 @@ def _status(as_json: bool) -> int:
 
     code = EXIT_OK
     rows: list[dict[str, Any]] = []
-    for profile in discover_profiles():
+    profiles = discover_profiles()
+    if not profiles and not as_json:
+        _say_none_found()
+    for profile in profiles:
         label = _shown(profile.label)
         try:
             login: Any = read_login_state(profile.config_dir)
@@ -270,6 +276,8 @@ async def _poll(write: bool, refresh: bool) -> int:
 
     api_base = os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE
     profiles = discover_profiles()
+    if not profiles:
+        _say_none_found()
     code = EXIT_OK
     if refresh:
         code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
@@ -288,110 +296,117 @@ async def _poll(write: bool, refresh: bool) -> int:
     return max([code, *codes])
 
 
-# ---- argument parsing --------------------------------------------------------------------------
+# ---- the command line: one parser, one usage-error type, one boundary --------------------------
 
-_FLAGS: Final = {"poll": ("--write", "--refresh"), "status": ("--json", "--statusline")}
-_HELP: Final = ("--help", "-h")
-
-
-def _precheck(argv: Sequence[str]) -> None:
-    """Refuse what click would accept or report with its own exit code 2.
-
-    Click takes a repeated flag silently and cannot express `--refresh` needing `--write` or
-    `--json` excluding `--statusline`; the spec makes each of them a usage error (64).
-    """
-    if not argv:
-        raise UsageError
-    if list(argv) in ([h] for h in _HELP):
-        return
-    command, *rest = argv
-    allowed = _FLAGS.get(command)
-    if allowed is None:
-        raise UsageError
-    flags: set[str] = set()
-    for arg in rest:
-        if arg in _HELP:
-            continue
-        if arg not in allowed or arg in flags:
-            raise UsageError  # unknown or repeated flag
-        flags.add(arg)
-    if "--refresh" in flags and "--write" not in flags:
-        raise UsageError
-    if {"--json", "--statusline"} <= flags:
-        raise UsageError
+COMMANDS: Final = ("poll", "status")
 
 
-def _typer_app() -> Any:
-    """Build the typer app that runs `poll` and `status` (the status line never gets here)."""
-    import typer
+class UsageError(Exception):
+    """A command line refused: `account-cli: <problem>`, then the usage line; exit 64."""
 
-    app = typer.Typer(
-        add_completion=False,
-        help="Local agent-account usage and login state.",
-        context_settings={"help_option_names": list(_HELP)},
-        pretty_exceptions_enable=False,
-        rich_markup_mode=None,
+    def __init__(self, problem: str, usage: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.usage = usage
+
+
+def _parser() -> tuple[Any, dict[str, Any]]:
+    """Build the argparse parser (stdlib: cheap to import) and its two subcommand parsers."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(message, self.format_usage())
+
+    class Once(argparse.Action):
+        """A boolean flag given at most once (the spec makes a repeated flag a usage error)."""
+
+        def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=False, help=help)
+
+        def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+            if getattr(namespace, self.dest):
+                raise argparse.ArgumentError(self, "given twice")
+            setattr(namespace, self.dest, True)
+
+    top = Parser(
+        prog=PROG,
+        description="Local agent-account usage and login state (every profile discover_profiles "
+        "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
+        allow_abbrev=False,
     )
+    commands = top.add_subparsers(dest="command", required=True, metavar="{poll,status}")
+    poll = commands.add_parser(
+        "poll", help="poll the usage endpoint for every profile", allow_abbrev=False
+    )
+    poll.add_argument("--write", action=Once, help="store each reading as usage-poll.json")
+    poll.add_argument(
+        "--refresh", action=Once, help="refresh tokens due within 10 minutes first (needs --write)"
+    )
+    status = commands.add_parser(
+        "status",
+        help="report login state and the newest reading of every profile (no request)",
+        allow_abbrev=False,
+    )
+    shape = status.add_mutually_exclusive_group()
+    shape.add_argument("--json", action=Once, help="print JSON")
+    shape.add_argument("--statusline", action=Once, help="print status-line rows (always exit 0)")
+    return top, {"poll": poll, "status": status}
 
-    @app.command()
-    def poll(
-        write: bool = typer.Option(False, "--write", help="Store each reading as usage-poll.json."),
-        refresh: bool = typer.Option(
-            False, "--refresh", help="Refresh tokens due within 10 minutes first (needs --write)."
-        ),
-    ) -> int:
-        """Poll the usage endpoint for every profile."""
+
+def _parse(args: list[str]) -> Any:
+    """Return the parsed namespace; raise `UsageError` naming the problem."""
+    top, subparsers = _parser()
+    if not args:
+        raise UsageError("missing command (poll or status)", top.format_usage())
+    if args and not args[0].startswith("-") and args[0] not in COMMANDS:
+        raise UsageError(f"unknown command {args[0]!r} (poll or status)", top.format_usage())
+    ns, extra = top.parse_known_args(args)
+    usage = subparsers[ns.command].format_usage()
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}", usage)
+    if ns.command == "poll" and ns.refresh and not ns.write:
+        raise UsageError("--refresh needs --write", usage)
+    return ns
+
+
+def _dispatch(args: list[str]) -> int:
+    ns = _parse(args)
+    if ns.command == "poll":
         import asyncio
 
-        if refresh and not write:
-            raise UsageError
-        return asyncio.run(_poll(write, refresh))
-
-    @app.command()
-    def status(
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        statusline: bool = typer.Option(
-            False, "--statusline", help="Print status-line rows (always exits 0)."
-        ),
-    ) -> int:
-        """Report login state and the newest reading of every profile (no request)."""
-        if as_json and statusline:
-            raise UsageError
-        if statusline:
-            return _run_statusline()
-        return _status(as_json)
-
-    return app
+        return asyncio.run(_poll(ns.write, ns.refresh))
+    if ns.statusline:
+        return _run_statusline()
+    return _status(ns.json)
 
 
 def _run(args: list[str]) -> int:
-    """Run the typer app and map every outcome to the spec's exit codes: the one boundary."""
-    # typer vendors its own click (typer._click) and no longer installs click: never import click.
-    import typer
-    from typer.exceptions import TyperException
-
+    """Run one command line and map every outcome to the spec's exit codes: the one boundary."""
     try:
-        _precheck(args)
-        code = _typer_app()(args=args, prog_name=PROG, standalone_mode=False)
-    except (UsageError, TyperException):  # typer's usage errors would exit 2; the spec says 64
-        sys.stderr.write(USAGE)
+        return _dispatch(args)
+    except UsageError as exc:
+        # An argument is echoed only redacted: a pasted token must never reach stderr.
+        _err(_shown(exc.problem))
+        sys.stderr.write(exc.usage)
         return EXIT_USAGE
-    except (KeyboardInterrupt, typer.Abort):
-        return 130
+    except SystemExit as exc:  # argparse's -h/--help, after printing the help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     except ValueError:  # a refused base URL: the URL itself is never printed
         _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
         return EXIT_USAGE
     except Exception as exc:  # a fixed line, never a traceback or a message
         _err(f"unexpected {type(exc).__name__}")
         return EXIT_FAILED
-    return code if isinstance(code, int) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run `account-cli`; exits with the spec's code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["status", "--statusline"]:
-        # The hot path: dispatched before typer (or httpx) is imported.
+        # The hot path, on every prompt: straight to the status line, before argparse loads.
         raise SystemExit(_run_statusline())
     raise SystemExit(_run(args))
 

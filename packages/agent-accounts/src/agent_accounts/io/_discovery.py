@@ -23,6 +23,7 @@ __all__ = [
     "PROFILE_ROOT_ENV",
     "default_config_dir",
     "profile_dirs",
+    "searched_dirs",
 ]
 
 PROFILE_ROOT_ENV: Final = "AGENT_PROFILE_ROOT"
@@ -74,3 +75,16 @@ def profile_dirs(
         if _is_real_dir(path):
             found.append((account_label(path, home=home_dir), path))
     return found
+
+
+def searched_dirs(
+    *, home: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """List where `profile_dirs` looks, in its order, for telling a user who has no profile."""
+    environ = os.environ if env is None else env
+    home_dir = _home(home)
+    listed = environ.get(CONFIG_DIRS_ENV, "")
+    if listed:
+        return [f"{CONFIG_DIRS_ENV}={listed}"]
+    root = environ.get(PROFILE_ROOT_ENV, "") or os.path.join(home_dir, PROFILES_DIR_NAME)
+    return [default_config_dir(home=home_dir), os.path.join(root, "*")]
