@@ -38,8 +38,9 @@ def _app(gated: bool, token_file: Path) -> web.Application:
     middlewares: list[Middleware] = []
     if gated:
         from local_daemon._auth import create_daemon_auth
+        from local_daemon._gate import gate_middleware
 
-        middlewares.append(cast(Middleware, create_daemon_auth(token_file).middleware))
+        middlewares.append(cast(Middleware, gate_middleware(create_daemon_auth(token_file))))
     app = web.Application(middlewares=middlewares)
     app.router.add_get("/health", health)
     return app

@@ -178,7 +178,9 @@ def build_test_app(
     # The seam's Middleware alias is a plain Callable; aiohttp wants its own protocol.
     middlewares = [tiny_guard(hosts, origins)]
     if gate is not None:
-        middlewares.append(cast(AiohttpMiddleware, gate.middleware))
+        from local_daemon._gate import gate_middleware
+
+        middlewares.append(cast(AiohttpMiddleware, gate_middleware(gate)))
     app = web.Application(middlewares=middlewares)
     app.router.add_get("/", index)
     app.router.add_get("/whoami", whoami)

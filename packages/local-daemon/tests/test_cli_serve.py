@@ -62,6 +62,7 @@ PLAIN_LINES = [
     ["--state-dir", "s", "mod:reg"],
     ["mod:reg", "--state-dir", "./a//b/", "--version", " 1 ", "--host", "::1"],
     ["mod:reg", "--state-dir=s", "--version=a=b", "--port=0080", "--max-body-bytes", "0"],
+    ["mod:reg", "--insecure-unauthenticated-host", "--host", "192.0.2.1", "--state-dir", "s"],
     [
         "pkg.mod:factory.attr",
         "--port",
@@ -138,6 +139,8 @@ def test_fast_parser_reads_what_typer_reads(
         ["mod:reg", "--state-dir", "s", "--port", "5", "--port", "6"],
         ["mod:reg", "--state-dir", "s", "--state-dir", "t"],
         ["mod:reg", "--state-dir", "s", "--max-body-bytes", "1.5"],
+        ["mod:reg", "--state-dir", "s", "--insecure-unauthenticated-host=1"],
+        ["mod:reg", "--state-dir", "s"] + ["--insecure-unauthenticated-host"] * 2,
     ],
 )
 def test_fast_parser_leaves_everything_else_to_typer(argv: list[str]) -> None:

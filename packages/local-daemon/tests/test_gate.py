@@ -16,6 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from gate_support import build_test_app
 from local_daemon._auth import DaemonAuth, create_daemon_auth, mint_login_code
+from local_daemon._gate import gate_middleware
 from local_daemon._peer import IPAddress, is_local_peer, local_interface_addresses
 from local_daemon._tokenfile import ensure_token_file, rotate_token_file
 from local_daemon._types import AUTH_RECORD_KEY, AuthRecord
@@ -330,7 +331,7 @@ class TestPeerLocal:
             seen.append(req[AUTH_RECORD_KEY])
             return web.Response()
 
-        await auth.middleware(request, handler)
+        await gate_middleware(auth)(request, handler)
         assert seen == [
             AuthRecord(
                 credential="bearer", issued_at=int(token_file.stat().st_mtime), peer_local=True
@@ -359,9 +360,6 @@ class TestPeerLocal:
         assert any(a.is_loopback for a in addresses)
         for address in addresses:
             assert is_local_peer(str(address))
-
-    def test_middleware_is_stable(self, auth: DaemonAuth) -> None:
-        assert auth.middleware is auth.middleware
 
     def test_interface_addresses_are_read_on_every_call(
         self, monkeypatch: pytest.MonkeyPatch
@@ -444,5 +442,20 @@ async def test_without_gate_the_app_is_open() -> None:
 def test_create_gate_is_the_auth_itself(auth: DaemonAuth) -> None:
     from local_daemon._gate import create_gate
 
-    gate = create_gate(auth)
-    assert gate.middleware is auth.middleware
+    assert create_gate(auth) is auth
+
+
+def test_auth_never_imports_the_gate() -> None:
+    # The cycle is gone: `_auth` loads alone, and the app installs the gate around a DaemonAuth.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, local_daemon._auth; "
+        "print(sorted(m for m in sys.modules if m == 'local_daemon._gate'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
+    assert not hasattr(DaemonAuth, "middleware")

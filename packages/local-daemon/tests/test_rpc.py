@@ -111,43 +111,38 @@ async def test_never_ending_chunked_body_gets_413_and_the_socket_closes(port: in
 
 
 async def test_gate_record_reaches_create_context(tmp_path: Path) -> None:
-    from aiohttp import web
-
     from daemon_raw_http import serve_app
     from daemon_support import demo_registry
     from local_daemon._app import build_http_app
-    from local_daemon._types import AUTH_RECORD_KEY
+    from local_daemon._auth import create_daemon_auth
+    from local_daemon._tokenfile import ensure_token_file
 
-    class Gate:
-        @property
-        def middleware(self) -> Any:
-            @web.middleware
-            async def gate(request: web.Request, handler: Any) -> web.StreamResponse:
-                if request.headers.get("authorization") != "Bearer ok":
-                    return web.json_response({"ok": False}, status=401)
-                request[AUTH_RECORD_KEY] = AuthRecord(
-                    credential="bearer", issued_at=1, peer_local=True
-                )
-                response: web.StreamResponse = await handler(request)
-                return response
-
-            return gate
-
+    token_file = ensure_token_file(tmp_path / "token")
+    secret = Path(token_file).read_text().strip()
     seen: list[tuple[Surface, AuthRecord | None]] = []
 
     def create_context(surface: Surface, auth: AuthRecord | None) -> str:
         seen.append((surface, auth))
         return "ctx"
 
+    # The app takes a DaemonAuth and installs the gate middleware around it itself.
     app = build_http_app(
-        registry=demo_registry(), version="1", gate=Gate(), create_context=create_context
+        registry=demo_registry(),
+        version="1",
+        gate=create_daemon_auth(token_file),
+        create_context=create_context,
     )
     async with serve_app(app) as gated_port:
         status, _ = await rpc(gated_port, "whoami", {}, headers={"authorization": "Bearer no"})
         assert status == 401
-        status, body = await rpc(gated_port, "whoami", {}, headers={"authorization": "Bearer ok"})
+        status, body = await rpc(
+            gated_port, "whoami", {}, headers={"authorization": f"Bearer {secret}"}
+        )
     assert (status, body) == (200, {"ok": True, "data": "ctx"})
-    assert seen == [("http", AuthRecord(credential="bearer", issued_at=1, peer_local=True))]
+    assert [(surface, auth and auth.credential) for surface, auth in seen] == [("http", "bearer")]
+    record = seen[0][1]
+    assert record is not None
+    assert record.peer_local is True
 
 
 async def test_format_error_on_http(tmp_path: Path) -> None:

@@ -116,7 +116,10 @@ def build_http_app(
             origins = frozenset(allowed_origins)
         middlewares = list(guard_middlewares(hosts, origins))  # type: ignore[arg-type]
     if gate is not None:
-        middlewares.append(gate.middleware)  # type: ignore[arg-type]
+        # Imported here: only a gated app (the remote listener's) pays for the gate's module.
+        from ._gate import gate_middleware
+
+        middlewares.append(gate_middleware(gate))  # type: ignore[arg-type]
     # The discard window travels with the app, so every runner (the remote listener's too)
     # closes an over-cap body's connection after at most LINGERING_TIME, not aiohttp's 10 s.
     app = web.Application(

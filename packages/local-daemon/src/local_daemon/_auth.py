@@ -17,12 +17,9 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from local_daemon._tokenfile import TokenFileReader, TokenSecret, read_token_file
-
-if TYPE_CHECKING:
-    from local_daemon._types import Middleware
 
 __all__ = [
     "CODE_LIFETIME_SECONDS",
@@ -125,14 +122,14 @@ class Verified:
 class DaemonAuth:
     """The gate's state for one daemon process: token file reader, keys and the spent codes.
 
-    Pass it as `gate=` to `build_http_app`; the remote listener makes its own.
+    Pass it as `gate=` to `build_http_app`, which installs the gate middleware (`_gate`) around
+    it; the remote listener makes its own. This module never imports `_gate`.
     """
 
     __slots__ = (
         "_clock",
         "_keys",
         "_keys_for_secret",
-        "_middleware",
         "_reader",
         "_spent",
         "sign_in_hint",
@@ -156,7 +153,6 @@ class DaemonAuth:
         self._spent: dict[str, int] = {}
         self._keys: _Keys | None = None
         self._keys_for_secret: TokenSecret | None = None
-        self._middleware: Middleware | None = None
 
     def __repr__(self) -> str:
         return f"DaemonAuth(token_file={str(self._reader.path)!r})"
@@ -165,15 +161,6 @@ class DaemonAuth:
     def token_file(self) -> str:
         """Return the token file's path."""
         return str(self._reader.path)
-
-    @property
-    def middleware(self) -> Middleware:
-        """Return the gate middleware that `build_http_app` runs right after the guards."""
-        if self._middleware is None:
-            from local_daemon._gate import gate_middleware
-
-            self._middleware = gate_middleware(self)
-        return self._middleware
 
     def now(self) -> float:
         """Return the current time in epoch seconds from this auth's clock."""

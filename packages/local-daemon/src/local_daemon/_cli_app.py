@@ -35,7 +35,9 @@ def serve(  # noqa: PLR0917 - typer maps each parameter to a flag
     target: Annotated[str, typer.Argument(help="MODULE:ATTR naming a registry or a factory.")],
     state_dir: Annotated[Path, typer.Option(help="Holds daemon.pid and daemon.meta.json.")],
     port: Annotated[int, typer.Option(help="Loopback port; 0 binds an ephemeral one.")] = 0,
-    host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Loopback address to bind (others are refused).")
+    ] = "127.0.0.1",
     version: Annotated[str, typer.Option(help="Reported by /health and /version.")] = "0.0.0",
     tool_prefix: Annotated[str | None, typer.Option(help="Serve /mcp with this prefix.")] = None,
     watch_root: Annotated[Path | None, typer.Option(help="Broadcast changes here.")] = None,
@@ -55,6 +57,14 @@ def serve(  # noqa: PLR0917 - typer maps each parameter to a flag
     tls_cert: Annotated[Path | None, typer.Option(help="Remote PEM certificate chain.")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="Remote PEM private key.")] = None,
     log_level: Annotated[str, typer.Option(help="Logging level.")] = "info",
+    insecure_unauthenticated_host: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-unauthenticated-host",
+            help="Let --host be a non-loopback address with NO credential: anyone who can "
+            "reach it runs every command. Use --remote-host to serve other devices.",
+        ),
+    ] = False,
 ) -> None:
     """Serve MODULE:ATTR until SIGTERM or SIGINT (on the inherited socket under systemd)."""
     # Looked up on the module at call time, so a test can stand in for the serve body.
@@ -77,6 +87,7 @@ def serve(  # noqa: PLR0917 - typer maps each parameter to a flag
             tls_cert=tls_cert,
             tls_key=tls_key,
             log_level=log_level,
+            insecure_unauthenticated_host=insecure_unauthenticated_host,
         )
     )
 

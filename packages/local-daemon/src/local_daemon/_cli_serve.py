@@ -134,9 +134,10 @@ class ServeArgs:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     log_level: str = "info"
+    insecure_unauthenticated_host: bool = False
 
 
-_Kind = Literal["str", "path", "int", "list"]
+_Kind = Literal["str", "path", "int", "list", "flag"]
 # Every flag of the typer `serve` command (`_cli_app.serve`), by the `ServeArgs` field it sets.
 SERVE_FLAGS: Final[dict[str, tuple[str, _Kind]]] = {
     "--state-dir": ("state_dir", "path"),
@@ -155,6 +156,7 @@ SERVE_FLAGS: Final[dict[str, tuple[str, _Kind]]] = {
     "--tls-cert": ("tls_cert", "path"),
     "--tls-key": ("tls_key", "path"),
     "--log-level": ("log_level", "str"),
+    "--insecure-unauthenticated-host": ("insecure_unauthenticated_host", "flag"),
 }
 
 
@@ -174,6 +176,11 @@ def parse_serve_args(argv: Sequence[str]) -> ServeArgs | None:
         flag = SERVE_FLAGS.get(name)
         if flag is None:
             return None
+        if flag[1] == "flag":
+            if equals or flag[0] in single:
+                return None
+            single[flag[0]] = True
+            continue
         if not equals:
             value = next(tokens, "")
         if not value or value.startswith("-"):
@@ -250,6 +257,7 @@ def serve(args: ServeArgs) -> None:
         else RpcBodyLimit(max_bytes=args.max_body_bytes),
         "remote": remote,
         "listen_fd": listen_fd,
+        "insecure_unauthenticated_host": args.insecure_unauthenticated_host,
     }
     try:
         asyncio.run(run_daemon_until_signal(**options))

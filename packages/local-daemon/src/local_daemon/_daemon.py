@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -26,10 +26,15 @@ from ._app import Lifecycle, build_http_app
 from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
+from ._listen import check_loopback_listener, is_loopback_host
 from ._pidfile import DaemonPaths, daemon_paths, remove_pid_file, write_pid_file
 from ._rpc import LINGERING_TIME, RpcBodyLimit
-from ._types import CommandRegistry, ContextFactory, ErrorFormatter, Gate, HealthFn, MountRoutes
+from ._types import CommandRegistry, ContextFactory, ErrorFormatter, HealthFn, MountRoutes
 from ._watch import TreeWatch, watch_tree
+
+if TYPE_CHECKING:
+    from ._auth import DaemonAuth
+    from ._remote import RemoteListener, RemoteOptions
 
 __all__ = ["DaemonHandle", "run_daemon_until_signal", "start_daemon"]
 
@@ -51,7 +56,7 @@ class DaemonHandle:
         runner: web.AppRunner,
         hub: EventHub,
         watcher: TreeWatch | None,
-        remote: Any,
+        remote: RemoteListener | None,
         pid: int,
     ) -> None:
         self.port = port
@@ -116,19 +121,39 @@ async def start_daemon(
     mount_routes: MountRoutes | None = None,
     guards: Guards | None = None,
     rpc_body_limit: RpcBodyLimit | None = None,
-    remote: Any = None,
+    remote: RemoteOptions | None = None,
     listen_fd: int | None = None,
     format_error: ErrorFormatter | None = None,
     logger: logging.Logger | None = None,
+    insecure_unauthenticated_host: bool = False,
 ) -> DaemonHandle:
-    """Bind, serve, start the watcher, then write the pid file; return the running daemon."""
+    """Bind, serve, start the watcher, then write the pid file; return the running daemon.
+
+    The loopback listener has no credential: a non-loopback `host` (or inherited socket) is
+    refused with `RemoteBindError` unless `insecure_unauthenticated_host=True`; `remote` is the
+    way to serve other devices.
+    """
     log = logger or _log
+    if listen_fd is None:
+        check_loopback_listener(
+            host, None, insecure_unauthenticated_host=insecure_unauthenticated_host
+        )
     if remote is not None:
         from ._remote import check_remote_options
 
         check_remote_options(remote, loopback_host=host)
     paths = daemon_paths(state_dir)
-    sock = _inherited(listen_fd) if listen_fd is not None else _bind(host, port)
+    if listen_fd is not None:
+        sock = _inherited(listen_fd)
+        try:
+            check_loopback_listener(
+                host, sock, insecure_unauthenticated_host=insecure_unauthenticated_host
+            )
+        except BaseException:
+            sock.close()
+            raise
+    else:
+        sock = _bind(host, port)
     sockname = sock.getsockname()
     bound_port = int(sockname[1])
     bound_host = host if listen_fd is None else str(sockname[0])
@@ -159,7 +184,7 @@ async def start_daemon(
         shutdown_timeout=SHUTDOWN_TIMEOUT,
         lingering_time=LINGERING_TIME,
     )
-    remote_listener: Any = None
+    remote_listener: RemoteListener | None = None
     watcher: TreeWatch | None = None
     # An inherited socket is served only once the pid file exists: until then connections
     # wait in the kernel backlog, so none of them sees the 503 `starting` answer.
@@ -177,7 +202,7 @@ async def start_daemon(
             from ._remote import open_remote_listener
 
             def build_remote_app(
-                gate: Gate, allowed_hosts: frozenset[str], allowed_origins: frozenset[str]
+                gate: DaemonAuth, allowed_hosts: frozenset[str], allowed_origins: frozenset[str]
             ) -> web.Application:
                 # `/mcp` exists on loopback only; the remote app shares everything else.
                 return build_http_app(
@@ -226,6 +251,13 @@ async def start_daemon(
         remove_pid_file(paths, os.getpid())
         raise
     lifecycle.ready = True
+    if insecure_unauthenticated_host and not is_loopback_host(bound_host):
+        log.warning(
+            "daemon serves %s:%d WITHOUT any credential (insecure_unauthenticated_host): anyone "
+            "who can reach it can run every command",
+            bound_host,
+            bound_port,
+        )
     log.info("daemon ready on %s:%d", bound_host, bound_port)
     return DaemonHandle(
         port=bound_port,

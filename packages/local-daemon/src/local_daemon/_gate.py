@@ -25,7 +25,7 @@ from local_daemon._auth import (
 )
 from local_daemon._errors import TokenFileError
 from local_daemon._peer import is_local_peer
-from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Gate, Middleware
+from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Middleware
 
 __all__ = [
     "LOGIN_PATH",
@@ -328,8 +328,8 @@ class _Gate:
         return await handler(request)
 
 
-def create_gate(auth: DaemonAuth) -> Gate:
-    """Return the gate for `auth`: the auth object itself, whose `.middleware` is the gate."""
+def create_gate(auth: DaemonAuth) -> DaemonAuth:
+    """Return the gate for `auth`: the auth itself, as `build_http_app(gate=...)` takes it."""
     return auth
 
 

@@ -23,7 +23,6 @@ from aiohttp import web
 
 from local_daemon._auth import DaemonAuth, create_daemon_auth
 from local_daemon._errors import RemoteBindError, TlsFileError
-from local_daemon._types import Gate
 
 if TYPE_CHECKING:
     from local_daemon._tls import CheckedPair
@@ -270,7 +269,7 @@ async def open_remote_listener(
     *,
     remote: RemoteOptions,
     port: int,
-    build_app: Callable[[Gate, frozenset[str], frozenset[str]], web.Application],
+    build_app: Callable[[DaemonAuth, frozenset[str], frozenset[str]], web.Application],
     logger: logging.Logger | None = None,
 ) -> RemoteListener:
     """Check the token and TLS files, bind `remote.host:port` with TLS and serve the gated app."""

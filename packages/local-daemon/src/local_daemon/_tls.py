@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from local_daemon._errors import TlsFileError
 
 __all__ = [
+    "TLS12_CIPHERS",
     "CheckedPair",
     "PairSignature",
     "check_tls_pair",
@@ -31,6 +32,22 @@ __all__ = [
 ]
 
 _MAX_PEM_BYTES = 1024 * 1024
+# TLS 1.2 suites of Mozilla's "intermediate" profile (v5.7): forward secret and AEAD only, so no
+# CBC suite (Lucky13-style padding oracles) is ever negotiated. TLS 1.3 suites are all AEAD and
+# are not governed by this list.
+TLS12_CIPHERS = ":".join(
+    (
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-CHACHA20-POLY1305",
+    )
+)
 
 PairSignature = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
 
@@ -233,9 +250,10 @@ def load_pair_into(context: ssl.SSLContext, pair: CheckedPair) -> None:
 
 
 def new_server_context(pair: CheckedPair) -> ssl.SSLContext:
-    """Return a server-side TLS context (TLS 1.2 or later) serving `pair`."""
+    """Return a server-side TLS context (TLS 1.2 or later, AEAD suites only) serving `pair`."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
     context.set_alpn_protocols(["http/1.1"])
     load_pair_into(context, pair)
     return context

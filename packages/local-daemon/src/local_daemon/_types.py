@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from ._auth import DaemonAuth
 
 __all__ = [
     "AUTH_RECORD_KEY",
@@ -79,13 +82,8 @@ Middleware: TypeAlias = Callable[
     Awaitable[web.StreamResponse],
 ]
 
-
-class Gate(Protocol):
-    """The remote gate as the HTTP app sees it: one middleware run right after the guards.
-
-    The middleware answers `/auth/login` and `/auth/logout` itself, refuses everything else
-    without a credential (401, or 503 while the token file is bad) and sets `AUTH_RECORD_KEY`.
-    """
-
-    @property
-    def middleware(self) -> Middleware: ...
+# The gate as `build_http_app(gate=...)` takes it: a `DaemonAuth`, around which the app installs
+# the gate middleware right after the guards. That middleware answers `/auth/login` and
+# `/auth/logout` itself, refuses everything else without a credential (401, or 503 while the token
+# file is bad) and sets `AUTH_RECORD_KEY`.
+Gate: TypeAlias = "DaemonAuth"
