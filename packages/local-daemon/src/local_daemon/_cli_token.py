@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from local_daemon._errors import DaemonError
+
 __all__ = ["EXIT_TOKEN_FILE", "token_app"]
 
 # sysexits EX_CONFIG: the token file is configuration the operator must fix.
@@ -31,28 +33,39 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_TOKEN_FILE)
 
 
+def _refused(exc: Exception, path: Path) -> typer.Exit:
+    """The one fixed line for a token command that failed: the check and its problem."""
+    from local_daemon._errors import TokenFileError
+
+    if isinstance(exc, TokenFileError):
+        return _fail(f"{exc} (problem: {exc.problem})")
+    # Not expected (the library converts OS errors), but never a traceback either.
+    strerror = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+    return _fail(f"token file {path} cannot be used ({strerror}) (problem: unusable)")
+
+
 @token_app.command("ensure")
 def ensure(path: PathArg) -> None:
     """Create the token file with a fresh secret unless it exists; check it either way."""
-    from local_daemon._errors import TokenFileError
     from local_daemon._tokenfile import ensure_token_file
 
     try:
-        typer.echo(str(ensure_token_file(path)))
-    except TokenFileError as exc:
-        raise _fail(f"{exc} (problem: {exc.problem})") from None
+        created = ensure_token_file(path)
+    except (DaemonError, OSError) as exc:
+        raise _refused(exc, path) from None
+    typer.echo(str(created))
 
 
 @token_app.command("rotate")
 def rotate(path: PathArg) -> None:
     """Replace the secret: every session, every login code and the old bearer stop working."""
-    from local_daemon._errors import TokenFileError
     from local_daemon._tokenfile import rotate_token_file
 
     try:
-        typer.echo(str(rotate_token_file(path)))
-    except (TokenFileError, OSError) as exc:
-        raise _fail(str(exc)) from None
+        rotated = rotate_token_file(path)
+    except (DaemonError, OSError) as exc:
+        raise _refused(exc, path) from None
+    typer.echo(str(rotated))
 
 
 @token_app.command("login-code")
@@ -65,13 +78,12 @@ def login_code(
 ) -> None:
     """Print a one-time login code (valid 10 minutes), or with --url the sign-in link."""
     from local_daemon._auth import mint_login_code
-    from local_daemon._errors import TokenFileError
 
     if url is not None and not url.startswith("https://"):
         typer.echo("local-daemon: --url must start with https://", err=True)
         raise typer.Exit(64)
     try:
         code = mint_login_code(path)
-    except TokenFileError as exc:
-        raise _fail(f"{exc} (problem: {exc.problem})") from None
+    except (DaemonError, OSError) as exc:
+        raise _refused(exc, path) from None
     typer.echo(code if url is None else f"{url.rstrip('/')}/auth/login?code={code}")

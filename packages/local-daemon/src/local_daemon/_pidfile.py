@@ -13,10 +13,8 @@ file must name the same pid, a port from 1 to 65535 and an IP literal host.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import DaemonStateError
+from ._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
 
 __all__ = [
     "MAX_STATE_FILE_BYTES",
@@ -94,20 +93,27 @@ def _parse_pid(text: str) -> int | None:
     return pid if pid > 0 else None
 
 
-def read_pid_file(paths: DaemonPaths) -> int | None:
-    """Return the pid the pid file names, or None when it is missing or malformed."""
+def _read_lenient(path: Path) -> bytes | None:
     try:
-        text = paths.pid_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022).data
+    except UnsafeFileError:
         return None
-    return _parse_pid(text)
+
+
+def read_pid_file(paths: DaemonPaths) -> int | None:
+    """Return the pid the pid file names, or None when it is missing, unsafe or malformed."""
+    raw = _read_lenient(paths.pid_file)
+    return None if raw is None else _parse_pid(raw.decode("ascii", "replace"))
 
 
 def read_meta_file(paths: DaemonPaths) -> dict[str, Any] | None:
-    """Return the metadata document, or None when it is missing or not a JSON object."""
+    """Return the metadata document, or None when it is missing, unsafe or not a JSON object."""
+    raw = _read_lenient(paths.meta_file)
+    if raw is None:
+        return None
     try:
-        data = json.loads(paths.meta_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -140,43 +146,29 @@ def _refuse(path: Path, what: str, problem: str) -> DaemonStateError:
     return DaemonStateError(f"{path} {what}", problem=problem)
 
 
-def _check_stat(path: Path, st: os.stat_result) -> None:
-    if stat.S_ISLNK(st.st_mode):
-        raise _refuse(path, "is a symlink", "symlink")
-    if not stat.S_ISREG(st.st_mode):
-        raise _refuse(path, "is not a regular file", "not_regular")
-    if st.st_uid != os.geteuid():
-        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user", "owner")
-    # Whoever can write it could point `health` at a port of their choosing.
-    if st.st_mode & 0o022:
-        raise _refuse(
-            path, f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})", "mode"
-        )
-    if st.st_size > MAX_STATE_FILE_BYTES:
-        raise _refuse(path, f"is larger than {MAX_STATE_FILE_BYTES} bytes", "too_large")
-
-
 def _read_state_file(path: Path, *, missing: DaemonStateError) -> bytes:
+    failed: UnsafeFileError | None = None
     try:
-        _check_stat(path, os.lstat(path))
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        raise missing from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # swapped for a symlink after the lstat
-            raise _refuse(path, "is a symlink", "symlink") from None
-        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
-    try:
-        # Re-check what was opened: the name may have been swapped since the lstat.
-        _check_stat(path, os.fstat(fd))
-        raw = os.read(fd, MAX_STATE_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_STATE_FILE_BYTES:
-        raise _refuse(path, f"is larger than {MAX_STATE_FILE_BYTES} bytes", "too_large")
-    return raw
+        # Whoever can write it could point `health` at a port of their choosing.
+        return read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022).data
+    except UnsafeFileError as exc:
+        failed = exc
+    if failed.problem == "missing":
+        raise missing
+    if failed.problem == "owner":
+        raise _refuse(path, f"is owned by uid {failed.uid}, not by this user", "owner")
+    if failed.problem == "mode":
+        raise _refuse(path, f"is writable by group or others (mode {failed.mode:04o})", "mode")
+    if failed.problem == "unreadable":
+        raise _refuse(path, f"cannot be read ({failed.strerror})", "unreadable")
+    raise _refuse(path, _PROBLEM_TEXT[failed.problem], failed.problem)
+
+
+_PROBLEM_TEXT: dict[SafeFileProblem, str] = {
+    "symlink": "is a symlink",
+    "not_regular": "is not a regular file",
+    "too_large": f"is larger than {MAX_STATE_FILE_BYTES} bytes",
+}
 
 
 def _probe_host(value: object) -> str | None:

@@ -10,7 +10,6 @@ import datetime as dt
 import ipaddress
 import os
 import ssl
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from local_daemon._errors import TlsFileError
+from local_daemon._safefile import UnsafeFileError, read_safe_file
 
 __all__ = [
     "TLS12_CIPHERS",
@@ -95,50 +95,35 @@ def pair_signature(
 
 
 def _read(path: Path, what: str, *, private: bool) -> bytes:
+    failed: UnsafeFileError | None = None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise TlsFileError(f"TLS {what} file {path} does not exist", problem="missing") from None
-    except OSError as exc:
+        # Symlinks are followed on purpose: certbot's live/ names are symlinks into archive/.
+        return read_safe_file(
+            path,
+            max_bytes=_MAX_PEM_BYTES,
+            follow_symlinks=True,
+            owner=private,
+            forbidden_mode=0o077 if private else 0,
+        ).data
+    except UnsafeFileError as exc:
+        failed = exc
+    name = f"TLS {what} file {path}"
+    if failed.problem == "missing":
+        raise TlsFileError(f"{name} does not exist", problem="missing")
+    if failed.problem == "not_regular":
+        raise TlsFileError(f"{name} is not a regular file", problem="not_regular")
+    if failed.problem == "owner":
         raise TlsFileError(
-            f"TLS {what} file {path} cannot be read ({exc.strerror})", problem="unreadable"
-        ) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise TlsFileError(
-                f"TLS {what} file {path} is not a regular file", problem="not_regular"
-            )
-        if private and st.st_uid != os.geteuid():
-            raise TlsFileError(
-                f"TLS key file {path} is owned by uid {st.st_uid}, not by this user",
-                problem="key_owner",
-            )
-        if private and st.st_mode & 0o077:
-            mode = stat.S_IMODE(st.st_mode)
-            raise TlsFileError(
-                f"TLS key file {path} is open to group or others (mode {mode:04o}); chmod 600 it",
-                problem="key_mode",
-            )
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > _MAX_PEM_BYTES:
-                raise TlsFileError(
-                    f"TLS {what} file {path} is larger than 1 MiB", problem="invalid"
-                )
-            chunks.append(chunk)
-    except OSError as exc:
+            f"{name} is owned by uid {failed.uid}, not by this user", problem="key_owner"
+        )
+    if failed.problem == "mode":
         raise TlsFileError(
-            f"TLS {what} file {path} cannot be read ({exc.strerror})", problem="unreadable"
-        ) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+            f"{name} is open to group or others (mode {failed.mode:04o}); chmod 600 it",
+            problem="key_mode",
+        )
+    if failed.problem == "too_large":
+        raise TlsFileError(f"{name} is larger than 1 MiB", problem="invalid")
+    raise TlsFileError(f"{name} cannot be read ({failed.strerror})", problem="unreadable")
 
 
 def _name_matches(pattern: str, name: str) -> bool:

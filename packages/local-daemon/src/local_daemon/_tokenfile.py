@@ -9,14 +9,16 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
 import os
 import re
 import secrets
-import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from local_daemon._errors import TokenFileError
+from local_daemon._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
 
 __all__ = [
     "MAX_TOKEN_FILE_BYTES",
@@ -66,23 +68,6 @@ def _refuse(path: Path, what: str, problem: str) -> TokenFileError:
     return TokenFileError(f"token file {path} {what}", problem=problem)
 
 
-def _check_stat(path: Path, st: os.stat_result) -> None:
-    if stat.S_ISLNK(st.st_mode):
-        raise _refuse(path, "is a symlink; point the daemon at the file itself", "symlink")
-    if not stat.S_ISREG(st.st_mode):
-        raise _refuse(path, "is not a regular file", "not_regular")
-    if st.st_uid != os.geteuid():
-        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user", "owner")
-    # Group or other write access would let someone else plant a secret they know.
-    if st.st_mode & 0o077:
-        mode = stat.S_IMODE(st.st_mode)
-        raise _refuse(path, f"is open to group or others (mode {mode:04o}); chmod 600 it", "mode")
-    if st.st_size == 0:
-        raise _refuse(path, "is empty", "empty")
-    if st.st_size > MAX_TOKEN_FILE_BYTES:
-        raise _refuse(path, f"is larger than {MAX_TOKEN_FILE_BYTES} bytes", "too_large")
-
-
 def _parse_secret(path: Path, raw: bytes, written_at: int) -> TokenSecret:
     # A trailing newline is what `echo` and editors add; everything else must be base64url.
     text_bytes = raw.rstrip(b"\r\n")
@@ -107,38 +92,37 @@ def _parse_secret(path: Path, raw: bytes, written_at: int) -> TokenSecret:
     return TokenSecret(text=text, key_material=key_material, written_at=written_at)
 
 
+_PROBLEM_TEXT: dict[SafeFileProblem, str] = {
+    "missing": "does not exist; create it with `local-daemon token ensure`",
+    "symlink": "is a symlink; point the daemon at the file itself",
+    "not_regular": "is not a regular file",
+    "too_large": f"is larger than {MAX_TOKEN_FILE_BYTES} bytes",
+}
+
+
+def _unsafe(path: Path, failed: UnsafeFileError) -> TokenFileError:
+    if failed.problem == "owner":
+        return _refuse(path, f"is owned by uid {failed.uid}, not by this user", "owner")
+    if failed.problem == "mode":
+        # Group or other access would let someone else read the secret or plant one they know.
+        what = f"is open to group or others (mode {failed.mode:04o}); chmod 600 it"
+        return _refuse(path, what, "mode")
+    if failed.problem == "unreadable":
+        return _refuse(path, f"cannot be read ({failed.strerror})", "unreadable")
+    return _refuse(path, _PROBLEM_TEXT[failed.problem], failed.problem)
+
+
 def _read_checked(path: Path) -> tuple[TokenSecret, FileSignature]:
+    failed: UnsafeFileError | None = None
     try:
-        before = os.lstat(path)
-    except FileNotFoundError:
-        raise _refuse(
-            path, "does not exist; create it with `local-daemon token ensure`", "missing"
-        ) from None
-    except OSError as exc:
-        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
-    _check_stat(path, before)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP: swapped for a symlink after the lstat
-            raise _refuse(
-                path, "is a symlink; point the daemon at the file itself", "symlink"
-            ) from None
-        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
-    try:
-        st = os.fstat(fd)
-        # Re-check what we opened: the name may have been swapped since the lstat.
-        _check_stat(path, st)
-        raw = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _refuse(path, f"cannot be read ({exc.strerror})", "unreadable") from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_TOKEN_FILE_BYTES:
-        raise _refuse(path, f"is larger than {MAX_TOKEN_FILE_BYTES} bytes", "too_large")
-    if not raw:
+        read = read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
+    except UnsafeFileError as exc:
+        failed = exc
+    if failed is not None:
+        raise _unsafe(path, failed)
+    if not read.data:
         raise _refuse(path, "is empty", "empty")
-    return _parse_secret(path, raw, int(st.st_mtime)), _signature(st)
+    return _parse_secret(path, read.data, int(read.stat.st_mtime)), _signature(read.stat)
 
 
 def read_token_file(path: str | os.PathLike[str]) -> TokenSecret:
@@ -155,49 +139,88 @@ def _ensure_parent(path: Path) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def ensure_token_file(path: str | os.PathLike[str]) -> Path:
-    """Create the token file with a fresh secret unless it exists; check it and return its path."""
-    target = Path(path)
-    _ensure_parent(target)
+def _write_or_refuse(path: Path, write: Callable[[Path], None]) -> None:
+    """Run `write`; a failure (full disk, read-only mount, no permission) is one fixed refusal."""
+    failed: OSError | None = None
     try:
-        fd = os.open(
-            target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-    except FileExistsError:
-        read_token_file(target)
-        return target
+        write(path)
+    except OSError as exc:
+        failed = exc
+    if failed is not None:
+        # Raised outside the handler, so the OSError is not chained as __context__.
+        raise _refuse(path, f"cannot be written ({failed.strerror})", "unwritable")
+
+
+def _write_temp(target: Path) -> Path:
+    """Write a fresh secret to a 0600 temp file beside `target`, synced; nothing left on failure."""
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, (_new_secret_text() + "\n").encode("ascii"))
-        os.fsync(fd)
+        try:
+            data = (_new_secret_text() + "\n").encode("ascii")
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _sync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
     finally:
-        os.close(fd)
+        os.close(dir_fd)
+
+
+def ensure_token_file(path: str | os.PathLike[str]) -> Path:
+    """Create the token file with a fresh secret unless it exists; check it and return its path.
+
+    The secret is written whole to a temp file first and then hard-linked into place, which never
+    replaces an existing file: a full disk or a crash leaves no file or a complete one, never a
+    partial one.
+    """
+    target = Path(path)
+    _write_or_refuse(target, _create_unless_present)
     read_token_file(target)
     return target
+
+
+def _create_unless_present(target: Path) -> None:
+    _ensure_parent(target)
+    if os.path.lexists(target):
+        return
+    tmp = _write_temp(target)
+    try:
+        # link() fails with EEXIST rather than replace: a file made meanwhile wins.
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _sync_dir(target.parent)
 
 
 def rotate_token_file(path: str | os.PathLike[str]) -> Path:
     """Replace the secret atomically (0600 temp file, then rename); voids every session and code."""
     target = Path(path)
+    _write_or_refuse(target, _replace)
+    read_token_file(target)
+    return target
+
+
+def _replace(target: Path) -> None:
     _ensure_parent(target)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    tmp = _write_temp(target)
     try:
-        try:
-            os.write(fd, (_new_secret_text() + "\n").encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    read_token_file(target)
-    return target
+    _sync_dir(target.parent)
 
 
 class TokenFileReader:
