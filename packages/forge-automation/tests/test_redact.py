@@ -107,3 +107,27 @@ def test_hostile_input_is_handled_in_linear_time(hostile: str) -> None:
     # pytest session's patience; the output shape is what is checked.
     out = redact_forge_secrets(hostile, extra=["0123456789abcdef"])
     assert len(out) <= len(hostile) + len(REDACTED)
+
+
+@pytest.mark.parametrize("before", ["_", "-", "x", "Z", "7", "\\n", "\\\\n", "token=", "Bearer%20"])
+def test_a_jwt_is_cut_whatever_precedes_it(before: str) -> None:
+    out = redact_forge_secrets(f"{before}{JWT} tail")
+    assert JWT not in out
+    assert "eyJpc3MiOiIxMjMifQ" not in out
+    assert out == f"{before}{REDACTED} tail"
+
+
+def test_a_jwt_inside_json_with_an_escaped_newline_is_cut() -> None:
+    text = '{"message": "bad key:\\neyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjMifQ.c2ln"}'
+    assert "eyJpc3MiOiIxMjMifQ" not in redact_forge_secrets(text)
+
+
+@pytest.mark.parametrize("before", ["_", "-", "x", "\\n"])
+@pytest.mark.parametrize("cut", [2, 12, 30])
+def test_a_jwt_after_a_word_character_split_across_streams(before: str, cut: int) -> None:
+    token = before + JWT
+    out, err = redact_split(f"a {token[:cut]}", f"{token[cut:]} b")
+    assert "eyJpc3MiOiIxMjMifQ" not in out + err
+    err2, out2 = redact_split(f"{token[cut:]} b", f"a {token[:cut]}")
+    assert "eyJpc3MiOiIxMjMifQ" not in out2 + err2
+    assert (out2, err2) == (out, err)

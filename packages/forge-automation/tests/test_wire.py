@@ -12,8 +12,9 @@ from forge_automation._budget import RateBudget
 from forge_automation._errors import ForgeCliError
 from forge_automation._exec import ExecOptions, ExecResult, GhExec
 from forge_automation._port import forge_port
+from forge_automation._redact import redact_split
 from forge_automation._types import CheckRunRequest, NotModified, Page
-from forge_automation._wire import GhResponse, gh_cli_wire, parse_gh_response, redact_pair, run_gh
+from forge_automation._wire import GhResponse, gh_cli_wire, parse_gh_response, run_gh
 from forge_support import USER_TOKEN, ForgeServer
 
 REPO = "acme/widgets"
@@ -210,9 +211,9 @@ def test_token_split_across_stdout_and_stderr_is_cut_from_both() -> None:
     assert "trailing" in message
 
 
-def test_redact_pair_cuts_shapes_spanning_the_boundary() -> None:
+def test_redact_split_cuts_shapes_spanning_the_boundary() -> None:
     token = "ghp_" + "Z" * 36
-    out, err = redact_pair(f"a {token[:10]}", f"{token[10:]} b")
+    out, err = redact_split(f"a {token[:10]}", f"{token[10:]} b")
     assert out == "a [redacted]"
     assert err == "[redacted] b"
 

@@ -22,9 +22,10 @@ from typing import Any, Literal, TypeAlias
 
 from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
 from ._errors import BackstopTruncated, ForgeCliError
-from ._exec import ExecOptions, GhExec
+from ._exec import GhExec
+from ._gh import DEFAULT_TIMEOUT, gh_call, graphql_args, run_gh
+from ._redact import redact_forge_secrets
 from ._validate import validate_branch, validate_repo, validate_sha, validate_since
-from ._wire import parse_gh_response, redact_text, run_gh
 
 __all__ = [
     "BackstopCheck",
@@ -275,26 +276,21 @@ def graphql_points(requests: int) -> int:
     return max(1, (requests + 50) // 100)
 
 
-def gh_graphql_api(exec: GhExec | None = None, *, timeout: float | None = 60.0) -> GraphqlApi:
+def gh_graphql_api(
+    exec: GhExec | None = None, *, timeout: float | None = DEFAULT_TIMEOUT
+) -> GraphqlApi:
     """Return a GraphqlApi that posts each document through `gh api graphql --input -`."""
     runner = exec or run_gh
 
     def call(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
         body = json.dumps({"query": query, "variables": dict(variables)}).encode()
-        args = ["api", "graphql", "-i", "--input", "-"]
-        result = runner(args, ExecOptions(input=body, timeout=timeout))
-        response = parse_gh_response(result.stdout)
-        if response is None:
-            detail = redact_text(result.stderr.decode("utf-8", "replace").strip())[:500]
-            raise ForgeCliError(f"gh exited {result.returncode}: {detail or 'no output'}")
-        if not 200 <= response.status < 300:
-            raise ForgeCliError(
-                f"GraphQL answered HTTP {response.status}", status=response.status
-            ) from None
-        # gh exits 1 when the answer holds `errors`; the body still says what they were.
+        # gh exits 1 when the answer holds `errors`, yet prints HTTP 200: the body says what.
+        response = gh_call(runner, graphql_args(), input=body, read=True, timeout=timeout)
         data = response.json()
         if not isinstance(data, Mapping):
-            raise ForgeCliError("GraphQL answered no object", status=response.status)
+            raise ForgeCliError(
+                "GraphQL answered no object", status=response.status, kind="malformed"
+            )
         return data
 
     return call
@@ -338,7 +334,7 @@ class _Reader:
         if errors:
             first = errors[0] if isinstance(errors, list) else errors
             message = first.get("message") if isinstance(first, Mapping) else str(first)
-            raise ForgeCliError(redact_text(f"GraphQL error: {str(message)[:300]}"))
+            raise ForgeCliError(redact_forge_secrets(f"GraphQL error: {str(message)[:300]}"))
         data = answer.get("data")
         if not isinstance(data, Mapping):
             raise ForgeCliError("GraphQL answered no data")

@@ -1,4 +1,11 @@
-"""ci_wait: the package's one polling loop, bounded by a timeout and paced by the rate budget."""
+"""ci_wait: the package's one polling loop, bounded by a timeout and paced by the rate budget.
+
+The timeout bounds the children too: a wire that takes a deadline (`gh_cli_wire`'s does) gets
+the wait's deadline plus DEADLINE_GRACE, so a hung gh ends the wait then, not after gh's own
+timeout. A poll that fails transiently (no answer, timeout, 5xx, rate limit) is made again at the
+next interval until the deadline; the wait then ends as `timeout` with the failure as its reason.
+Any other failed read raises: it is never a verdict.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +16,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._budget import RateBudget, shared_rate_budget
-from ._errors import ForgeInputError
-from ._port import ForgePort
+from ._errors import ForgeCliError, ForgeInputError
+from ._port import ForgePort, forge_port
 from ._types import RequiredContext
 from ._validate import validate_repo, validate_sha
 from ._verdict import ci_verdict
 
-__all__ = ["CiWaitResult", "ci_wait"]
+__all__ = ["DEADLINE_GRACE", "CiWaitResult", "ci_wait"]
+
+# Seconds past the wait's deadline that a poll started just before it may still take.
+DEADLINE_GRACE = 3.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,17 +58,30 @@ def ci_wait(
         raise ForgeInputError("interval", "must be a finite number of seconds > 0")
     pacer = budget or shared_rate_budget()
     deadline = clock() + timeout
+    bounded = getattr(port.wire, "with_deadline", None)
+    if callable(bounded):
+        # The wire's clock is the real monotonic one, whatever `clock` the caller injected.
+        port = forge_port(bounded(time.monotonic() + timeout + DEADLINE_GRACE))
     # One poll per interval plus the first, whatever the clock does.
     max_polls = int(timeout / interval) + 2
     reasons: tuple[str, ...] = ()
     for poll in range(1, max_polls + 1):
         pacer.pace()
-        runs = port.check_runs(repo, sha)
-        statuses = port.commit_statuses(repo, sha)
-        verdict = ci_verdict(rules=rules, runs=runs, statuses=statuses)
-        reasons = tuple(verdict.reasons)
-        if verdict.verdict in ("green", "red"):
-            return CiWaitResult(verdict=verdict.verdict, reasons=reasons, polls=poll)
+        failure = None
+        try:
+            runs = port.check_runs(repo, sha)
+            statuses = port.commit_statuses(repo, sha)
+        except ForgeCliError as exc:
+            if not exc.transient:
+                raise
+            failure = str(exc)
+        if failure is not None:
+            reasons = (f"last poll failed: {failure[:300]}",)
+        else:
+            verdict = ci_verdict(rules=rules, runs=runs, statuses=statuses)
+            reasons = tuple(verdict.reasons)
+            if verdict.verdict in ("green", "red"):
+                return CiWaitResult(verdict=verdict.verdict, reasons=reasons, polls=poll)
         left = deadline - clock()
         if left <= 0:
             return CiWaitResult(verdict="timeout", reasons=reasons, polls=poll)

@@ -3,7 +3,8 @@
 ForgeError
 ├── ForgeInputError          a bad argument, named by `field`, refused before any CLI call
 ├── ForgeConflictError       a write whose precondition changed under it
-├── ForgeCliError            a failed `gh` call; `status` is the HTTP status when gh reported one
+├── ForgeCliError            a failed `gh` call or an answer the wire cannot map; `status` is the
+│                            HTTP status when gh reported one, `kind` says which failure it was
 ├── FileListTruncatedError   list_pr_files came back short (`expected`, `received`)
 ├── ForcePushesTruncated     more than FORCE_PUSHES_CAP force-pushes exist
 ├── BackstopTruncated        a backstop range needs a page past its cap (`range`, `cap`)
@@ -12,16 +13,42 @@ ForgeError
 
 from __future__ import annotations
 
+from typing import Literal, TypeAlias
+
 __all__ = [
+    "TRANSIENT_FAILURES",
     "BackstopTruncated",
     "FileListTruncatedError",
     "ForcePushesTruncated",
     "ForgeCliError",
     "ForgeConflictError",
     "ForgeError",
+    "ForgeFailure",
     "ForgeInputError",
     "LsRemoteError",
 ]
+
+
+# What went wrong with one forge read or write. `free-plan`: a 403 that says the plan lacks the
+# feature (branch rules, protection); `rate-limited`: a primary or secondary rate limit (403/429);
+# `forbidden`: any other 403 (permission); `server`: a 5xx; `http`: any other status; `malformed`:
+# a 2xx whose body the wire cannot map; `timeout`: gh ran past its deadline; `no-answer`: gh
+# exited or could not start without printing an HTTP status.
+ForgeFailure: TypeAlias = Literal[
+    "free-plan",
+    "rate-limited",
+    "forbidden",
+    "not-found",
+    "server",
+    "http",
+    "malformed",
+    "timeout",
+    "no-answer",
+]
+# Failures that may pass if the same read is made again later.
+TRANSIENT_FAILURES: frozenset[ForgeFailure] = frozenset(
+    {"rate-limited", "server", "timeout", "no-answer"}
+)
 
 
 class ForgeError(Exception):
@@ -41,11 +68,43 @@ class ForgeConflictError(ForgeError):
 
 
 class ForgeCliError(ForgeError):
-    """A `gh` call failed; `status` is the HTTP status when gh reported one."""
+    """A `gh` call failed; `status` is the HTTP status when gh reported one, `kind` what failed.
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    `retry_after` is the wait in seconds the forge asked for (Retry-After, or the rate-limit
+    reset), when it asked for one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        kind: ForgeFailure | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.kind: ForgeFailure = kind or _kind_of_status(status)
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """Return whether the same call may pass when made again later."""
+        return self.kind in TRANSIENT_FAILURES
+
+
+def _kind_of_status(status: int | None) -> ForgeFailure:
+    if status is None:
+        return "no-answer"
+    if status == 404:
+        return "not-found"
+    if status == 403:
+        return "forbidden"
+    if status == 429:
+        return "rate-limited"
+    if status >= 500:
+        return "server"
+    return "http"
 
 
 class FileListTruncatedError(ForgeError):

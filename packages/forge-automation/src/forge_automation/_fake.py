@@ -527,6 +527,13 @@ class _FakeWire:
         with self._f._lock:
             state = self._call("get_classic_required_checks")
             rules = state.classic.get((repo, branch), 404)
+            if rules == 403:  # the forge's free-plan answer, as the wire classifies it
+                raise ForgeCliError(
+                    "gh api failed with HTTP 403: Upgrade to GitHub Pro or make this repository "
+                    "public to enable this feature.",
+                    status=403,
+                    kind="free-plan",
+                )
             if isinstance(rules, int):
                 raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
             return rules

@@ -385,12 +385,15 @@ def forge_port(wire: ForgeWire) -> ForgePort:
 def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredChecks:
     """Return the branch's required checks: rulesets first, else classic protection.
 
-    A 403 (a plan without these features) or 404 (nothing configured) from either reads as none.
+    Only the free-plan 403 (a plan without rulesets or protection) and classic protection's 404
+    (the branch is not protected) read as "nothing required". Any other failed or malformed read,
+    a rate-limit or permission 403 included, raises ForgeCliError: it can never pass for "no
+    required checks".
     """
     try:
         rules = port.required_checks(repo, branch)
     except ForgeCliError as exc:
-        if exc.status not in (403, 404):
+        if exc.kind != "free-plan":
             raise
         rules = RequiredChecks()
     if rules.contexts:
@@ -398,7 +401,7 @@ def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredC
     try:
         classic = port.classic_required_checks(repo, branch)
     except ForgeCliError as exc:
-        if exc.status not in (403, 404):
+        if exc.kind not in ("free-plan", "not-found"):
             raise
         return rules
     return classic if classic.contexts else rules

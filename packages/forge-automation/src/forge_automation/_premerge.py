@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from ._errors import ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._port import ForgePort, load_required_contexts
+from ._redact import redact_forge_secrets
 from ._types import PullRequest, RequiredChecks
 from ._validate import validate_number, validate_repo
 from ._verdict import ci_verdict
 from ._walk import approved_head_walk
-from ._wire import redact_text
 
 __all__ = ["UNKNOWN_REREAD_DELAYS", "PremergeResult", "premerge"]
 
@@ -105,7 +105,11 @@ def premerge(
         reasons.append(f"cannot read CI: {_say(exc)}")
     else:
         verdict = ci_verdict(rules=rules, runs=runs, statuses=statuses)
-        if verdict.verdict != "green":
+        if not rules.contexts:
+            # As merge_readiness: with nothing required, nothing proves this head is the one CI
+            # was meant to pass.
+            reasons.append(f"no-required-checks: {pr.base_ref} requires no check")
+        elif verdict.verdict != "green":
             reasons.append(f"CI is {verdict.verdict}: {', '.join(verdict.reasons)}")
     reasons.extend(_state_reasons(pr, head_sha))
     if rules.strict and pr.behind:
@@ -158,7 +162,7 @@ def _failed(repo: str, number: int, reasons: list[str]) -> PremergeResult:
 
 
 def _say(exc: BaseException) -> str:
-    return redact_text(str(exc))[:300] or type(exc).__name__
+    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
 
 
 def _state_reasons(pr: PullRequest, head_sha: str) -> list[str]:

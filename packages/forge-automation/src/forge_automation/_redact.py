@@ -19,20 +19,39 @@ REDACTED = "[redacted]"
 FRAGMENT = 8
 
 # Every alternative starts with a literal, and each repeated class is followed by nothing that can
-# fail, so a failed attempt scans only a bounded prefix. The JWT alternative may only start where
-# no token character precedes it: "eyJeyJeyJ..." is then tried once, not at every "eyJ".
+# fail, so a failed attempt scans only a bounded prefix.
 _SHAPES = re.compile(
     r"gh[suopr]_[A-Za-z0-9_]{8,}"
     r"|github_pat_[A-Za-z0-9_]{8,}"
-    r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*"
     r"|-----BEGIN [A-Z0-9 ]{1,64}-----.*?(?:-----END [A-Z0-9 ]{1,64}-----|\Z)",
     re.S,
 )
+# A JWT starts at any `eyJ` (the base64url of `{"`), whatever precedes it: a letter, `_`, `-`, or
+# the `n` of an escaped newline. Possessive classes never backtrack; `_jwt_spans` skips the rest
+# of a part whose first `eyJ` failed, since every later `eyJ` in it is followed by the same text.
+_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]*+\.[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
+_PART = re.compile(r"[A-Za-z0-9_\-]*+")
+
+
+def _jwt_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    start = text.find("eyJ")
+    while start >= 0:
+        found = _JWT.match(text, start)
+        if found is not None:
+            spans.append(found.span())
+            after = found.end()
+        else:
+            part = _PART.match(text, start)
+            after = part.end() if part is not None else start + 3
+        start = text.find("eyJ", max(after, start + 3))
+    return spans
 
 
 def secret_spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
     """Return sorted, merged (start, end) spans of `text` that hold a secret or its shape."""
     spans = [m.span() for m in _SHAPES.finditer(text)]
+    spans.extend(_jwt_spans(text))
     for secret in _secrets(extra):
         spans.extend(_literal_spans(text, secret))
     return _merge(spans)

@@ -6,18 +6,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from ._budget import RateBudget, shared_rate_budget
 from ._errors import ForgeCliError
-from ._exec import ExecOptions, ExecResult, GhExec, run_child
-from ._ghenv import gh_child_env
+from ._exec import GhExec
+from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
+from ._ghenv import gh_child_env, rest_args
+from ._redact import redact_forge_secrets
 from ._types import (
     Ancestry,
     CheckRun,
@@ -43,107 +43,13 @@ __all__ = [
     "gh_child_env",
     "gh_cli_wire",
     "parse_gh_response",
-    "redact_pair",
-    "redact_text",
     "run_gh",
 ]
 
 AppTokenProvider = Callable[[], str]
+T = TypeVar("T")
 
 PER_PAGE = 100
-_STATUS_LINE = re.compile(rb"\AHTTP/[0-9.]+ (\d{3})[^\r\n]*\r?\n")
-_LINK_NEXT = re.compile(r'<[^>]*>\s*;\s*rel="next"')
-# Until the package-wide redactor lands this cuts the same shapes: forge tokens, JWTs, PEMs.
-_SECRET_SHAPES = re.compile(
-    r"(?:gh[suopr]_[A-Za-z0-9_]{8,}|github_pat_[A-Za-z0-9_]{8,}"
-    r"|eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"
-    r"|-----BEGIN [A-Z ]+-----.*?(?:-----END [A-Z ]+-----|\Z))",
-    re.S,
-)
-
-
-def redact_text(text: str, secrets: Sequence[str] = ()) -> str:
-    """Return `text` with the given secret values and token-shaped strings replaced."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return _SECRET_SHAPES.sub("[redacted]", text)
-
-
-def redact_pair(first: str, second: str, secrets: Sequence[str] = ()) -> tuple[str, str]:
-    """Redact two adjacent outputs, cutting a token split across them from both halves."""
-    joined = first + second
-    spans = [m.span() for m in _SECRET_SHAPES.finditer(joined)]
-    for secret in secrets:
-        start = joined.find(secret) if secret else -1
-        while start >= 0:
-            spans.append((start, start + len(secret)))
-            start = joined.find(secret, start + 1)
-    cut = len(first)
-
-    def apply(lo: int, hi: int) -> str:
-        pieces, pos = [], lo
-        for span_start, span_end in sorted(spans):
-            a, b = max(span_start, lo), min(span_end, hi)
-            if a >= b or b <= pos:
-                continue
-            pieces.append(joined[pos : max(a, pos)])
-            pieces.append("[redacted]")
-            pos = b
-        pieces.append(joined[pos:hi])
-        return redact_text("".join(pieces), secrets)
-
-    return apply(0, cut), apply(cut, len(joined))
-
-
-def run_gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
-    """Run `gh` with `args`; `options.env` is added to this child's environment only."""
-    return run_child("gh", args, options, env=gh_child_env(options.env), error=ForgeCliError)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GhResponse:
-    """One parsed `gh api -i` answer: HTTP status, lower-cased headers, raw body."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        """Decode the body as JSON, or raise ForgeCliError."""
-        if not self.body.strip():
-            return None
-        decoded: Any = _NOT_JSON
-        # Raised outside the handler: a JSONDecodeError holds the whole body in `doc`.
-        with contextlib.suppress(ValueError):
-            decoded = json.loads(self.body)
-        if decoded is _NOT_JSON:
-            raise ForgeCliError("forge answered a body that is not JSON", status=self.status)
-        return decoded
-
-    @property
-    def has_next(self) -> bool:
-        """Return whether the Link header names a next page."""
-        return bool(_LINK_NEXT.search(self.headers.get("link", "")))
-
-
-def parse_gh_response(stdout: bytes) -> GhResponse | None:
-    """Parse `gh api -i` stdout into status, headers and body; None when no status line came."""
-    match = _STATUS_LINE.match(stdout)
-    if match is None:
-        return None
-    rest = stdout[match.end() :]
-    head, sep, body = rest.partition(b"\r\n\r\n")
-    if not sep:
-        head, sep, body = rest.partition(b"\n\n")
-    if not sep and rest.strip() and b":" not in rest.splitlines()[0]:
-        head, body = b"", rest
-    headers: dict[str, str] = {}
-    for line in head.splitlines():
-        name, colon, value = line.decode("latin-1").partition(":")
-        if colon:
-            headers[name.strip().lower()] = value.strip()
-    return GhResponse(status=int(match.group(1)), headers=headers, body=body)
 
 
 class ForgeWire(Protocol):
@@ -249,9 +155,6 @@ class ForgeWire(Protocol):
         ...
 
 
-_NOT_JSON = object()
-
-
 def _seg(value: str) -> str:
     # Quote every path piece so `#`, `?`, braces (gh placeholders) and non-ASCII cannot escape it.
     return quote(value, safe="/")
@@ -261,58 +164,185 @@ def _repo(repo: str) -> str:
     return "repos/" + _seg(repo)
 
 
-def _pr_from_json(data: Mapping[str, Any]) -> PullRequest:
-    head = data.get("head") or {}
-    base = data.get("base") or {}
+# -- mapping answers: anything of another shape is "cannot read", never another exception -------
+
+
+class _Unmappable(Exception):
+    """A field is missing or of the wrong JSON type (caught by `_mapped`)."""
+
+
+_SHAPE_ERRORS = (_Unmappable, LookupError, TypeError, ValueError, AttributeError)
+
+
+def _mapped(what: str, response: GhResponse, parse: Callable[[Any], T]) -> T:
+    """Return `parse(body)`, or raise ForgeCliError(kind="malformed") naming `what`."""
+    data = response.json()
+    failed = False
+    try:
+        return parse(data)
+    except _SHAPE_ERRORS:
+        failed = True
+    # Raised outside the handler: the original error may quote a value from the body.
+    assert failed
+    raise ForgeCliError(
+        f"forge answered {what} the wire cannot read (HTTP {response.status})",
+        status=response.status,
+        kind="malformed",
+    )
+
+
+def _obj(value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _Unmappable
+    return value
+
+
+def _opt_obj(value: object) -> Mapping[str, Any]:
+    return {} if value is None else _obj(value)
+
+
+def _list(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Unmappable
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise _Unmappable
+    return value
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Unmappable
+    return value
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Unmappable
+    return value
+
+
+def _pr_from_json(value: object) -> PullRequest:
+    data = _obj(value)
+    head = _obj(data["head"])
+    base = _obj(data["base"])
     head_repo = head.get("repo")
-    user = data.get("user") or {}
-    merged_at = data.get("merged_at")
+    user = _opt_obj(data.get("user"))
+    merged_at = _opt_str(data.get("merged_at"))
+    merged = data.get("merged")
     return PullRequest(
-        number=int(data["number"]),
-        state=str(data.get("state", "open")),
-        head_sha=str(head.get("sha", "")),
-        head_ref=str(head.get("ref", "")),
-        head_repo=str(head_repo["full_name"]) if isinstance(head_repo, Mapping) else None,
-        base_ref=str(base.get("ref", "")),
-        base_sha=base.get("sha"),
-        mergeable_state=str(data.get("mergeable_state") or "unknown"),
-        merged=bool(data.get("merged", merged_at is not None)),
-        merge_sha=data.get("merge_commit_sha"),
+        number=_int(data["number"]),
+        state=_str(data["state"]),
+        head_sha=_str(head["sha"]),
+        head_ref=_str(head["ref"]),
+        head_repo=_str(head_repo["full_name"]) if isinstance(head_repo, Mapping) else None,
+        base_ref=_str(base["ref"]),
+        base_sha=_opt_str(base.get("sha")),
+        mergeable_state=_opt_str(data.get("mergeable_state")) or "unknown",
+        merged=merged_at is not None if merged is None else _bool(merged),
+        merge_sha=_opt_str(data.get("merge_commit_sha")),
         merged_at=merged_at,
         behind=False,
-        draft=bool(data.get("draft", False)),
-        title=str(data.get("title") or ""),
-        body=str(data.get("body") or ""),
-        changed_files=data.get("changed_files"),
-        author=user.get("login"),
-        updated_at=data.get("updated_at"),
+        draft=bool(data.get("draft") or False),
+        title=_opt_str(data.get("title")) or "",
+        body=_opt_str(data.get("body")) or "",
+        changed_files=_opt_int(data.get("changed_files")),
+        author=_opt_str(user.get("login")),
+        updated_at=_opt_str(data.get("updated_at")),
     )
 
 
-def _file_from_json(data: Mapping[str, Any]) -> FileEntry:
+def _file_from_json(value: object) -> FileEntry:
+    data = _obj(value)
     return FileEntry(
-        path=str(data["filename"]),
-        previous_path=data.get("previous_filename"),
-        status=str(data.get("status", "modified")),
-        additions=int(data.get("additions", 0)),
-        deletions=int(data.get("deletions", 0)),
+        path=_str(data["filename"]),
+        previous_path=_opt_str(data.get("previous_filename")),
+        status=_opt_str(data.get("status")) or "modified",
+        additions=_opt_int(data.get("additions")) or 0,
+        deletions=_opt_int(data.get("deletions")) or 0,
     )
 
 
-def _run_from_json(data: Mapping[str, Any]) -> CheckRun:
-    app = data.get("app") or {}
+def _run_from_json(value: object) -> CheckRun:
+    data = _obj(value)
+    app = _opt_obj(data.get("app"))
     return CheckRun(
-        id=int(data["id"]),
-        name=str(data["name"]),
-        status=str(data.get("status", "queued")),
-        conclusion=data.get("conclusion"),
-        app_id=app.get("id"),
-        head_sha=str(data.get("head_sha", "")),
-        completed_at=data.get("completed_at"),
-        started_at=data.get("started_at"),
-        details_url=data.get("details_url"),
-        external_id=data.get("external_id") or None,
+        id=_int(data["id"]),
+        name=_str(data["name"]),
+        status=_str(data["status"]),
+        conclusion=_opt_str(data.get("conclusion")),
+        app_id=_opt_int(app.get("id")),
+        head_sha=_str(data["head_sha"]),
+        completed_at=_opt_str(data.get("completed_at")),
+        started_at=_opt_str(data.get("started_at")),
+        details_url=_opt_str(data.get("details_url")),
+        external_id=_opt_str(data.get("external_id")) or None,
     )
+
+
+def _status_from_json(value: object) -> CommitStatus:
+    data = _obj(value)
+    return CommitStatus(
+        context=_str(data["context"]),
+        state=_str(data["state"]),
+        created_at=_opt_str(data.get("created_at")),
+        target_url=_opt_str(data.get("target_url")),
+    )
+
+
+def _ancestry_from_json(value: object) -> Ancestry:
+    data = _obj(value)
+    merge_base = _opt_obj(data.get("merge_base_commit"))
+    return Ancestry(
+        status=_str(data["status"]),
+        ahead_by=_int(data["ahead_by"]),
+        behind_by=_int(data["behind_by"]),
+        merge_base_sha=_opt_str(merge_base.get("sha")),
+    )
+
+
+def _rules_from_json(value: object) -> tuple[RequiredChecks, ...]:
+    items = []
+    for entry in _list(value):
+        rule = _obj(entry)
+        if _str(rule["type"]) != "required_status_checks":
+            continue
+        params = _obj(rule["parameters"])
+        contexts = tuple(
+            RequiredContext(
+                context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("integration_id"))
+            )
+            for c in _list(params["required_status_checks"])
+        )
+        strict = _bool(params.get("strict_required_status_checks_policy", False))
+        items.append(RequiredChecks(contexts=contexts, strict=strict))
+    return tuple(items)
+
+
+def _classic_from_json(value: object) -> RequiredChecks:
+    data = _obj(value)
+    checks = data.get("checks")
+    if checks:
+        contexts = tuple(
+            RequiredContext(context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("app_id")))
+            for c in _list(checks)
+        )
+    else:
+        contexts = tuple(
+            RequiredContext(context=_str(c)) for c in _list(data.get("contexts") or [])
+        )
+    return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
 
 
 def _app_id(value: object) -> int | None:
@@ -347,60 +377,19 @@ class _GhCliWire:
         app_token: str | AppTokenProvider | None,
         budget: RateBudget,
         timeout: float | None,
+        deadline: float | None = None,
     ) -> None:
         self._exec = exec
         self._app_token = app_token
         self._budget = budget
         self._timeout = timeout
+        self._deadline = deadline
+
+    def with_deadline(self, deadline: float) -> _GhCliWire:
+        """Return this wire with every call, retries included, ending by `deadline` (monotonic)."""
+        return _GhCliWire(self._exec, self._app_token, self._budget, self._timeout, deadline)
 
     # -- one call -----------------------------------------------------------------------------
-
-    def _call(
-        self,
-        args: list[str],
-        *,
-        body: object = None,
-        env: Mapping[str, str] | None = None,
-        ok: frozenset[int] = frozenset(),
-        secrets: Sequence[str] = (),
-    ) -> GhResponse:
-        data = None if body is None else json.dumps(body).encode()
-        if data is not None:
-            args = [*args, "--input", "-"]
-        options = ExecOptions(input=data, env=env, timeout=self._timeout)
-        result = self._exec(args, options)
-        response = parse_gh_response(result.stdout)
-        if response is not None:
-            self._budget.observe(response.headers)
-        if response is not None and (200 <= response.status < 300 or response.status in ok):
-            return response
-        raise self._failure(result, response, secrets) from None
-
-    def _failure(
-        self, result: ExecResult, response: GhResponse | None, secrets: Sequence[str]
-    ) -> ForgeCliError:
-        if response is not None:
-            message = ""
-            try:
-                decoded = json.loads(response.body)
-                if isinstance(decoded, Mapping):
-                    message = str(decoded.get("message", ""))
-                    errors = decoded.get("errors")
-                    if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
-                        detail = errors[0].get("message") or errors[0].get("code")
-                        if detail:
-                            message = f"{message}: {detail}" if message else str(detail)
-            except ValueError:
-                message = response.body[:500].decode("utf-8", "replace")
-            text = f"gh api failed with HTTP {response.status}: {message or 'no message'}"
-            return ForgeCliError(redact_text(text, secrets), status=response.status)
-        out, err = redact_pair(
-            result.stdout.decode("utf-8", "replace"),
-            result.stderr.decode("utf-8", "replace"),
-            secrets,
-        )
-        joined = f"{out.strip()}\n{err.strip()}".strip()[:2000]
-        return ForgeCliError(f"gh exited {result.returncode}: {joined or 'no output'}", status=None)
 
     def _rest(
         self,
@@ -416,28 +405,53 @@ class _GhCliWire:
     ) -> GhResponse:
         if query:
             path = f"{path}?{urlencode(query)}"
-        args = ["api", "-i", "--method", method, path]
-        args += ["-H", "Accept: application/vnd.github+json"]
-        for name, value in (headers or {}).items():
-            args += ["-H", f"{name}: {value}"]
-        return self._call(args, body=body, env=env, ok=ok, secrets=secrets)
+        args = rest_args(method, path, headers=headers)
+        data = None if body is None else json.dumps(body).encode()
+        if data is not None:
+            args += ["--input", "-"]
+        return gh_call(
+            self._exec,
+            args,
+            input=data,
+            env=env,
+            read=method == "GET",
+            deadline=self._deadline,
+            timeout=self._timeout,
+            ok=ok,
+            secrets=secrets,
+            observe=self._budget.observe,
+            clock=time.monotonic,
+        )
 
-    def _graphql(self, query: str, variables: Mapping[str, str | int | None]) -> Any:
-        args = ["api", "graphql", "-i", "-f", f"query={query}"]
-        for name, value in variables.items():
-            if value is None:
-                continue
-            args += ["-F" if isinstance(value, int) else "-f", f"{name}={value}"]
-        response = self._call(args)
+    def _graphql(self, what: str, query: str, variables: Mapping[str, object]) -> Any:
+        document = {
+            "query": query,
+            "variables": {k: v for k, v in variables.items() if v is not None},
+        }
+        response = gh_call(
+            self._exec,
+            graphql_args(),
+            input=json.dumps(document).encode(),
+            read=True,
+            deadline=self._deadline,
+            timeout=self._timeout,
+            observe=self._budget.observe,
+        )
         data = response.json()
         if not isinstance(data, Mapping):
-            raise ForgeCliError("GraphQL answered no object", status=response.status)
+            raise ForgeCliError(
+                "GraphQL answered no object", status=response.status, kind="malformed"
+            )
         errors = data.get("errors")
         if errors:
             first = errors[0] if isinstance(errors, list) and errors else errors
             message = first.get("message") if isinstance(first, Mapping) else str(first)
-            raise ForgeCliError(redact_text(f"GraphQL error: {message}"), status=response.status)
-        return data.get("data")
+            raise ForgeCliError(
+                redact_forge_secrets(f"GraphQL error: {str(message)[:300]}"),
+                status=response.status,
+                kind="http",
+            )
+        return _mapped_data(what, data, lambda d: _obj(d["data"]))
 
     @staticmethod
     def _page(response: GhResponse, page: int) -> int | None:
@@ -446,137 +460,169 @@ class _GhCliWire:
     # -- methods --------------------------------------------------------------------------------
 
     def get_authenticated_user(self) -> str:
-        return str(self._rest("GET", "user").json()["login"])
+        response = self._rest("GET", "user")
+        return _mapped("a user", response, lambda d: _str(_obj(d)["login"]))
 
     def get_ref_sha(self, repo: str, ref: str) -> str | None:
         response = self._rest("GET", f"{_repo(repo)}/git/ref/{_seg(ref)}", ok=frozenset({404}))
         if response.status == 404:
             return None
-        data = response.json()
-        if isinstance(data, list):  # the forge answers a prefix match as a list: not this ref
-            return None
-        return str(data["object"]["sha"])
+
+        def parse(data: object) -> str | None:
+            if isinstance(data, list):  # the forge answers a prefix match as a list: not this ref
+                return None
+            return _str(_obj(_obj(data)["object"])["sha"])
+
+        return _mapped("a ref", response, parse)
 
     def get_default_branch(self, repo: str) -> str:
-        return str(self._rest("GET", _repo(repo)).json()["default_branch"])
+        response = self._rest("GET", _repo(repo))
+        return _mapped("a repository", response, lambda d: _str(_obj(d)["default_branch"]))
 
     def create_ref(self, repo: str, branch: str, sha: str) -> str:
         body = {"ref": f"refs/heads/{branch}", "sha": sha}
-        return str(self._rest("POST", f"{_repo(repo)}/git/refs", body=body).json()["object"]["sha"])
+        response = self._rest("POST", f"{_repo(repo)}/git/refs", body=body)
+        return _mapped("a ref", response, lambda d: _str(_obj(_obj(d)["object"])["sha"]))
 
     def delete_ref(self, repo: str, branch: str) -> None:
         self._rest("DELETE", f"{_repo(repo)}/git/refs/heads/{_seg(branch)}")
 
     def find_open_pr(self, repo: str, head: str, base: str) -> PullRequest | None:
         query = {"state": "open", "head": head, "base": base, "per_page": 1}
-        rows = self._rest("GET", f"{_repo(repo)}/pulls", query=query).json()
-        return _pr_from_json(rows[0]) if rows else None
+        response = self._rest("GET", f"{_repo(repo)}/pulls", query=query)
+
+        def parse(data: object) -> PullRequest | None:
+            rows = _list(data)
+            return _pr_from_json(rows[0]) if rows else None
+
+        return _mapped("a pull request list", response, parse)
 
     def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
         payload = {"head": head, "base": base, "title": title, "body": body}
-        return _pr_from_json(self._rest("POST", f"{_repo(repo)}/pulls", body=payload).json())
+        response = self._rest("POST", f"{_repo(repo)}/pulls", body=payload)
+        return _mapped("a pull request", response, _pr_from_json)
 
     def get_pr(self, repo: str, number: int) -> PullRequest:
-        return _pr_from_json(self._rest("GET", f"{_repo(repo)}/pulls/{number}").json())
+        response = self._rest("GET", f"{_repo(repo)}/pulls/{number}")
+        return _mapped("a pull request", response, _pr_from_json)
 
     def compare_ancestry(self, repo: str, base: str, head: str) -> Ancestry | None:
         path = f"{_repo(repo)}/compare/{_seg(base)}...{_seg(head)}"
         response = self._rest("GET", path, query={"per_page": 1}, ok=frozenset({404}))
         if response.status == 404:
             return None
-        data = response.json()
-        merge_base = (data.get("merge_base_commit") or {}).get("sha")
-        return Ancestry(
-            status=str(data.get("status")),
-            ahead_by=int(data.get("ahead_by", 0)),
-            behind_by=int(data.get("behind_by", 0)),
-            merge_base_sha=merge_base,
-        )
+        return _mapped("a comparison", response, _ancestry_from_json)
 
     def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
-        path = f"{_repo(repo)}/compare/{_seg(base)}...{_seg(head)}"
-        data = self._rest("GET", path).json()
-        files = tuple(_file_from_json(f) for f in data.get("files") or ())
-        commits = data.get("commits") or ()
         from ._constants import COMPARE_FILES_CAP
 
-        truncated = len(files) >= COMPARE_FILES_CAP or len(commits) < int(
-            data.get("total_commits", len(commits))
-        )
-        return CompareFiles(
-            merge_base_sha=str((data.get("merge_base_commit") or {}).get("sha", "")),
-            files=files,
-            truncated=truncated,
-        )
+        path = f"{_repo(repo)}/compare/{_seg(base)}...{_seg(head)}"
+        response = self._rest("GET", path)
+
+        def parse(value: object) -> CompareFiles:
+            data = _obj(value)
+            files = tuple(_file_from_json(f) for f in _list(data.get("files") or []))
+            commits = _list(data.get("commits") or [])
+            total = _int(data.get("total_commits", len(commits)))
+            truncated = len(files) >= COMPARE_FILES_CAP or len(commits) < total
+            merge_base = _opt_obj(data.get("merge_base_commit"))
+            return CompareFiles(
+                merge_base_sha=_opt_str(merge_base.get("sha")) or "",
+                files=files,
+                truncated=truncated,
+            )
+
+        return _mapped("a comparison", response, parse)
 
     def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/pulls/{number}/files", query=query)
-        items = tuple(_file_from_json(f) for f in response.json())
+        items = _mapped(
+            "a file list", response, lambda d: tuple(_file_from_json(f) for f in _list(d))
+        )
         return Page(items=items, next_page=self._page(response, page))
 
     def list_pr_commits(self, repo: str, number: int, page: int) -> Page[str]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/pulls/{number}/commits", query=query)
-        items = tuple(str(c["sha"]) for c in response.json())
+        items = _mapped(
+            "a commit list", response, lambda d: tuple(_str(_obj(c)["sha"]) for c in _list(d))
+        )
         return Page(items=items, next_page=self._page(response, page))
 
     def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/issues/{number}/comments", query=query)
-        items = tuple(
-            IssueComment(
-                id=int(c["id"]), author=(c.get("user") or {}).get("login"), body=c.get("body") or ""
+
+        def parse(data: object) -> tuple[IssueComment, ...]:
+            return tuple(
+                IssueComment(
+                    id=_int(_obj(c)["id"]),
+                    author=_opt_str(_opt_obj(_obj(c).get("user")).get("login")),
+                    body=_opt_str(_obj(c).get("body")) or "",
+                )
+                for c in _list(data)
             )
-            for c in response.json()
+
+        return Page(
+            items=_mapped("a comment list", response, parse),
+            next_page=self._page(response, page),
         )
-        return Page(items=items, next_page=self._page(response, page))
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         path = f"{_repo(repo)}/issues/{number}/comments"
-        return int(self._rest("POST", path, body={"body": body}).json()["id"])
+        response = self._rest("POST", path, body={"body": body})
+        return _mapped("a comment", response, lambda d: _int(_obj(d)["id"]))
 
     def list_review_comments(
         self, repo: str, number: int, after: str | None
     ) -> Page[ReviewComment]:
         owner, name = repo.split("/", 1)
-        data = self._graphql(
-            _REVIEW_QUERY, {"owner": owner, "name": name, "number": number, "after": after}
-        )
-        threads = data["repository"]["pullRequest"]["reviewThreads"]
-        items: list[ReviewComment] = []
-        for thread in threads["nodes"]:
-            for c in thread["comments"]["nodes"]:
-                items.append(
-                    ReviewComment(
-                        id=int(c["fullDatabaseId"]),
-                        author=(c.get("author") or {}).get("login"),
-                        author_association=str(c.get("authorAssociation", "NONE")),
-                        path=str(c.get("path", "")),
-                        line=c.get("line"),
-                        body=str(c.get("body", "")),
-                        resolved=bool(thread.get("isResolved")),
+        variables = {"owner": owner, "name": name, "number": number, "after": after}
+        data = self._graphql("review threads", _REVIEW_QUERY, variables)
+
+        def parse(data: Any) -> Page[ReviewComment]:
+            threads = data["repository"]["pullRequest"]["reviewThreads"]
+            items: list[ReviewComment] = []
+            for thread in threads["nodes"]:
+                for c in thread["comments"]["nodes"]:
+                    items.append(
+                        ReviewComment(
+                            id=int(c["fullDatabaseId"]),
+                            author=(c.get("author") or {}).get("login"),
+                            author_association=str(c.get("authorAssociation", "NONE")),
+                            path=str(c.get("path", "")),
+                            line=c.get("line"),
+                            body=str(c.get("body", "")),
+                            resolved=bool(thread.get("isResolved")),
+                        )
                     )
-                )
-        info = threads["pageInfo"]
-        cursor = info.get("endCursor") if info.get("hasNextPage") else None
-        return Page(items=tuple(items), next_cursor=cursor)
+            info = threads["pageInfo"]
+            cursor = info.get("endCursor") if info.get("hasNextPage") else None
+            return Page(items=tuple(items), next_cursor=cursor)
+
+        return _mapped_data("review threads", data, parse)
 
     def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
         owner, name = repo.split("/", 1)
-        data = self._graphql(_FORCE_PUSH_QUERY, {"owner": owner, "name": name, "number": number})
-        timeline = data["repository"]["pullRequest"]["timelineItems"]
-        items = tuple(
-            ForcePush(
-                before=(n.get("beforeCommit") or {}).get("oid"),
-                after=str(n["afterCommit"]["oid"]),
+        variables = {"owner": owner, "name": name, "number": number}
+        data = self._graphql("force pushes", _FORCE_PUSH_QUERY, variables)
+
+        def parse(data: Any) -> Page[ForcePush]:
+            timeline = data["repository"]["pullRequest"]["timelineItems"]
+            items = tuple(
+                ForcePush(
+                    before=(n.get("beforeCommit") or {}).get("oid"),
+                    after=str(n["afterCommit"]["oid"]),
+                )
+                for n in timeline["nodes"]
+                if n and n.get("afterCommit")
             )
-            for n in timeline["nodes"]
-            if n and n.get("afterCommit")
-        )
-        info = timeline["pageInfo"]
-        cursor = (info.get("endCursor") or "more") if info.get("hasNextPage") else None
-        return Page(items=items, next_cursor=cursor)
+            info = timeline["pageInfo"]
+            cursor = (info.get("endCursor") or "more") if info.get("hasNextPage") else None
+            return Page(items=items, next_cursor=cursor)
+
+        return _mapped_data("force pushes", data, parse)
 
     def list_open_prs(
         self, repo: str, page: int, etag: str | None
@@ -588,7 +634,9 @@ class _GhCliWire:
         )
         if response.status == 304:
             return NotModified()
-        items = tuple(_pr_from_json(p) for p in response.json())
+        items = _mapped(
+            "a pull request list", response, lambda d: tuple(_pr_from_json(p) for p in _list(d))
+        )
         return Page(
             items=items, next_page=self._page(response, page), etag=response.headers.get("etag")
         )
@@ -596,11 +644,20 @@ class _GhCliWire:
     def list_commits(self, repo: str, since: str, page: int) -> Page[Commit]:
         query = {"since": since, "per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/commits", query=query)
-        items = tuple(
-            Commit(sha=str(c["sha"]), message=str((c.get("commit") or {}).get("message", "")))
-            for c in response.json()
+
+        def parse(data: object) -> tuple[Commit, ...]:
+            return tuple(
+                Commit(
+                    sha=_str(_obj(c)["sha"]),
+                    message=_opt_str(_opt_obj(_obj(c).get("commit")).get("message")) or "",
+                )
+                for c in _list(data)
+            )
+
+        return Page(
+            items=_mapped("a commit list", response, parse),
+            next_page=self._page(response, page),
         )
-        return Page(items=items, next_page=self._page(response, page))
 
     def create_check_run(self, repo: str, request: CheckRunRequest) -> CheckRun:
         if self._app_token is None:
@@ -620,7 +677,7 @@ class _GhCliWire:
         response = self._rest(
             "POST", f"{_repo(repo)}/check-runs", body=body, env=env, secrets=(token,)
         )
-        return _run_from_json(response.json())
+        return _mapped("a check run", response, _run_from_json)
 
     def _token(self) -> str:
         provider = self._app_token
@@ -634,7 +691,9 @@ class _GhCliWire:
         except Exception as exc:
             # The provider's own error may quote the token, JWT or key it was handling: only
             # redacted text leaves this block, so nothing is chained as __context__ either.
-            failure = redact_text(f"app token provider failed: {type(exc).__name__}: {exc}")
+            failure = redact_forge_secrets(
+                f"app token provider failed: {type(exc).__name__}: {exc}"
+            )
         if failure:
             raise ForgeCliError(failure)
         if not token:
@@ -644,51 +703,43 @@ class _GhCliWire:
     def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
         query = {"filter": "latest" if latest else "all", "per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/commits/{_seg(sha)}/check-runs", query=query)
-        items = tuple(_run_from_json(r) for r in response.json().get("check_runs") or ())
+        items = _mapped(
+            "a check run list",
+            response,
+            lambda d: tuple(_run_from_json(r) for r in _list(_obj(d)["check_runs"])),
+        )
         return Page(items=items, next_page=self._page(response, page))
 
     def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/commits/{_seg(sha)}/status", query=query)
-        items = tuple(
-            CommitStatus(
-                context=str(s["context"]),
-                state=str(s["state"]),
-                created_at=s.get("created_at"),
-                target_url=s.get("target_url"),
-            )
-            for s in response.json().get("statuses") or ()
+        items = _mapped(
+            "a combined status",
+            response,
+            lambda d: tuple(_status_from_json(s) for s in _list(_obj(d)["statuses"])),
         )
         return Page(items=items, next_page=self._page(response, page))
 
     def get_branch_rules(self, repo: str, branch: str, page: int) -> Page[RequiredChecks]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/rules/branches/{_seg(branch)}", query=query)
-        items = []
-        for rule in response.json() or ():
-            if rule.get("type") != "required_status_checks":
-                continue
-            params = rule.get("parameters") or {}
-            contexts = tuple(
-                RequiredContext(context=str(c["context"]), app_id=_app_id(c.get("integration_id")))
-                for c in params.get("required_status_checks") or ()
-            )
-            strict = bool(params.get("strict_required_status_checks_policy", False))
-            items.append(RequiredChecks(contexts=contexts, strict=strict))
-        return Page(items=tuple(items), next_page=self._page(response, page))
+        items = _mapped("branch rules", response, _rules_from_json)
+        return Page(items=items, next_page=self._page(response, page))
 
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         path = f"{_repo(repo)}/branches/{_seg(branch)}/protection/required_status_checks"
-        data = self._rest("GET", path).json()
-        checks = data.get("checks")
-        if checks:
-            contexts = tuple(
-                RequiredContext(context=str(c["context"]), app_id=_app_id(c.get("app_id")))
-                for c in checks
-            )
-        else:
-            contexts = tuple(RequiredContext(context=str(c)) for c in data.get("contexts") or ())
-        return RequiredChecks(contexts=contexts, strict=bool(data.get("strict", False)))
+        return _mapped("branch protection", self._rest("GET", path), _classic_from_json)
+
+
+def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:
+    """Return `parse(data)` for a GraphQL `data` object, or raise ForgeCliError (malformed)."""
+    failed = False
+    try:
+        return parse(data)
+    except _SHAPE_ERRORS:
+        failed = True
+    assert failed
+    raise ForgeCliError(f"forge answered {what} the wire cannot read", kind="malformed")
 
 
 def gh_cli_wire(
@@ -696,7 +747,12 @@ def gh_cli_wire(
     *,
     app_token: str | AppTokenProvider | None = None,
     budget: RateBudget | None = None,
-    timeout: float | None = 60.0,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    deadline: float | None = None,
 ) -> ForgeWire:
-    """Return a ForgeWire that runs `gh api` once per method through `exec` (default: real gh)."""
-    return _GhCliWire(exec or run_gh, app_token, budget or shared_rate_budget(), timeout)
+    """Return a ForgeWire that runs `gh api` once per method through `exec` (default: real gh).
+
+    Each call, a read's retries included, ends within `timeout` seconds, or by `deadline` (a
+    `time.monotonic()` value) when one is given.
+    """
+    return _GhCliWire(exec or run_gh, app_token, budget or shared_rate_budget(), timeout, deadline)

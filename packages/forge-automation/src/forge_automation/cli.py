@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
-from ._ghenv import gh_child_env
+from ._ghenv import gh_child_env, rest_args
 
 # Not `typing.TYPE_CHECKING`: importing typing costs the fast path time it does not need; type
 # checkers treat any name TYPE_CHECKING as true.
@@ -35,6 +35,7 @@ __all__ = ["build_app", "fast_parse", "main"]
 
 EX_USAGE = 64
 EX_BAD_ARGS = 2
+EX_UNAVAILABLE = 69
 EX_SOFTWARE = 70
 # The exit code of a usage error per command; an unknown command is a bad verb: 64.
 USAGE_EXIT = {
@@ -117,7 +118,7 @@ def _short(sha: str | None) -> str:
 
 
 def ci_wait_command(repo: str, sha: str, timeout: float = 1800.0, interval: float = 15.0) -> None:
-    """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2)."""
+    """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2); no verdict exits 69."""
     from ._ci_wait import ci_wait
     from ._errors import ForgeCliError, ForgeInputError
 
@@ -129,7 +130,10 @@ def ci_wait_command(repo: str, sha: str, timeout: float = 1800.0, interval: floa
     except ForgeCliError as exc:
         if exc.status in (404, 422):
             raise CliExit(EX_USAGE, f"unknown sha {sha} in {repo}") from None
-        raise
+        # Never RED's code without a RED line: a read that failed for good is no verdict.
+        raise CliExit(
+            EX_UNAVAILABLE, f"ci-wait: no verdict for {sha}: {_redact(str(exc))}"
+        ) from None
     reasons = ", ".join(result.reasons) or "-"
     word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[result.verdict]
     _out(f"{word} {repo} {sha} {reasons}")
@@ -301,7 +305,7 @@ def _runs_at_pull_head(
 
 
 def _get_args(path: str) -> list[str]:
-    return ["api", "-i", "--method", "GET", path, "-H", "Accept: application/vnd.github+json"]
+    return rest_args("GET", path)
 
 
 def _pull_head(number: int) -> str:
@@ -496,15 +500,24 @@ def pr_context_command(ref: str) -> None:
 
 def _gh_get(path: str, *, accept: str = "application/vnd.github+json") -> tuple[int, bytes]:
     from ._errors import ForgeCliError
-    from ._exec import ExecOptions
-    from ._wire import parse_gh_response, redact_text, run_gh
+    from ._gh import gh_call, run_gh
 
-    result = run_gh(["api", "-i", "-H", f"Accept: {accept}", path], ExecOptions(timeout=120.0))
-    response = parse_gh_response(result.stdout)
-    if response is None:
-        detail = redact_text(result.stderr.decode("utf-8", "replace").strip())[:300]
-        raise ForgeCliError(f"gh exited {result.returncode}: {detail or 'no output'}")
+    # Rate limits and 5xx are retried by gh_call; any other status is the caller's to read.
+    status: int | None = None
+    try:
+        response = gh_call(
+            run_gh, rest_args("GET", path, accept=accept), read=True, timeout=120.0, ok=_ANSWERS
+        )
+    except ForgeCliError as exc:
+        if exc.kind != "forbidden" or exc.status is None:
+            raise
+        status = exc.status
+    if status is not None:
+        return status, b""
     return response.status, response.body
+
+
+_ANSWERS = frozenset(range(200, 500)) - {403, 429}
 
 
 def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
@@ -562,9 +575,11 @@ def ci_failures_command(
             raise CliExit(1, f"no check run {job} in {repo}")
         if status != 200:
             raise CliExit(1, f"cannot read check run {job}: HTTP {status}")
-        import json
+        from ._gh import GhResponse
+        from ._wire import _mapped
 
-        failing = [_run_from_json(json.loads(body))]
+        answer = GhResponse(status=status, headers={}, body=body)
+        failing = [_mapped("a check run", answer, _run_from_json)]
         head_sha = failing[0].head_sha
     else:
         repo, number = _pr_ref(target)
@@ -815,9 +830,9 @@ def _run_typer(args: list[str]) -> None:
 
 def _redact(text: str) -> str:
     # Imported here, not with main: the wire module is most of what pr-status starts beside gh.
-    from ._wire import redact_text
+    from ._redact import redact_forge_secrets
 
-    return redact_text(text)
+    return redact_forge_secrets(text)
 
 
 def _fail(code: int, message: str) -> "NoReturn":

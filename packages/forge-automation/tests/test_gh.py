@@ -1,0 +1,155 @@
+"""gh_call: failure kinds, read retries within the deadline, Retry-After, writes never retried."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from forge_automation._errors import ForgeCliError
+from forge_automation._exec import ExecOptions, ExecResult
+from forge_automation._gh import API_VERSION, failure_of, gh_call, graphql_args, parse_gh_response
+from forge_automation._ghenv import rest_args
+from forge_support import ForgeServer
+
+OK = b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}"
+FREE = (
+    b"HTTP/2.0 403 Forbidden\r\n\r\n"
+    b'{"message": "Upgrade to GitHub Pro or make this repository public to enable this feature."}'
+)
+SECONDARY = (
+    b"HTTP/2.0 403 Forbidden\r\nRetry-After: 7\r\n\r\n"
+    b'{"message": "You have exceeded a secondary rate limit."}'
+)
+PRIMARY = (
+    b"HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 1\r\n\r\n"
+    b'{"message": "API rate limit exceeded for user."}'
+)
+PERMISSION = b'HTTP/2.0 403 Forbidden\r\n\r\n{"message": "Resource not accessible by integration"}'
+BAD_GATEWAY = b'HTTP/2.0 502 Bad Gateway\r\n\r\n{"message": "Server Error"}'
+
+
+class Script:
+    """A GhExec answering from a list of stdouts, recording each child's timeout."""
+
+    def __init__(self, *answers: bytes) -> None:
+        self.answers = list(answers)
+        self.timeouts: list[float | None] = []
+
+    def __call__(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
+        self.timeouts.append(options.timeout)
+        out = self.answers.pop(0)
+        return ExecResult(
+            returncode=0 if out.startswith(b"HTTP/2.0 2") else 1, stdout=out, stderr=b""
+        )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def call(script: Script, clock: Clock, *, read: bool = True, deadline: float | None = None) -> int:
+    response = gh_call(
+        script,
+        rest_args("GET", "repos/a/b"),
+        read=read,
+        deadline=deadline,
+        timeout=60.0,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    return response.status
+
+
+@pytest.mark.parametrize(
+    ("stdout", "kind"),
+    [
+        (FREE, "free-plan"),
+        (SECONDARY, "rate-limited"),
+        (PRIMARY, "rate-limited"),
+        (PERMISSION, "forbidden"),
+        (BAD_GATEWAY, "server"),
+        (b'HTTP/2.0 404 Not Found\r\n\r\n{"message": "Not Found"}', "not-found"),
+        (b'HTTP/2.0 422 Unprocessable\r\n\r\n{"message": "x"}', "http"),
+        (b"", "no-answer"),
+    ],
+)
+def test_each_failure_has_its_kind(stdout: bytes, kind: str) -> None:
+    result = ExecResult(returncode=1, stdout=stdout, stderr=b"error connecting")
+    error = failure_of(result, parse_gh_response(stdout))
+    assert error.kind == kind
+    assert error.transient == (kind in ("rate-limited", "server", "no-answer"))
+
+
+def test_a_secondary_rate_limit_is_retried_after_retry_after() -> None:
+    script, clock = Script(SECONDARY, OK), Clock()
+    assert call(script, clock) == 200
+    assert clock.sleeps == [7.0]
+
+
+def test_a_5xx_is_retried_with_backoff_then_fails() -> None:
+    script, clock = Script(BAD_GATEWAY, BAD_GATEWAY, BAD_GATEWAY), Clock()
+    with pytest.raises(ForgeCliError) as caught:
+        call(script, clock)
+    assert (caught.value.status, caught.value.kind) == (502, "server")
+    assert clock.sleeps == [1.0, 2.0]
+    assert caught.value.__suppress_context__
+
+
+def test_a_wait_past_the_deadline_fails_now() -> None:
+    script, clock = Script(SECONDARY), Clock()
+    with pytest.raises(ForgeCliError) as caught:
+        call(script, clock, deadline=clock.now + 5)
+    assert caught.value.retry_after == 7.0
+    assert clock.sleeps == []
+
+
+def test_each_child_gets_what_is_left_of_the_deadline() -> None:
+    script, clock = Script(BAD_GATEWAY, OK), Clock()
+    assert call(script, clock, deadline=clock.now + 10) == 200
+    assert script.timeouts == [10.0, 9.0]
+
+
+def test_a_write_is_never_retried() -> None:
+    script, clock = Script(BAD_GATEWAY, OK), Clock()
+    with pytest.raises(ForgeCliError):
+        call(script, clock, read=False)
+    assert clock.sleeps == []
+    assert len(script.answers) == 1
+
+
+def test_a_passed_deadline_starts_no_child() -> None:
+    script, clock = Script(OK), Clock()
+    with pytest.raises(ForgeCliError) as caught:
+        call(script, clock, deadline=clock.now - 1)
+    assert caught.value.kind == "timeout"
+    assert script.timeouts == []
+
+
+def test_every_call_pins_the_api_version() -> None:
+    assert f"X-GitHub-Api-Version: {API_VERSION}" in rest_args("GET", "user")
+    assert f"X-GitHub-Api-Version: {API_VERSION}" in graphql_args()
+
+
+def test_the_server_sees_the_pinned_version_on_every_call(forge_server: ForgeServer) -> None:
+    from forge_automation._wire import gh_cli_wire
+
+    wire = gh_cli_wire(forge_server.exec())
+    assert wire.get_authenticated_user() == "forge-bot"
+    with pytest.raises(ForgeCliError):
+        wire.get_pr("acme/missing", 1)
+    seen = forge_server.requests()
+    assert len(seen) == 2
+    assert all(
+        {k.lower(): v for k, v in r.headers.items()}.get("x-github-api-version") == API_VERSION
+        for r in seen
+    )
