@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,19 @@ _TIMEOUT = 10.0
 class Batches:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[list[str]] = asyncio.Queue()
+        self.every: list[list[str]] = []
 
     def __call__(self, paths: list[str]) -> None:
+        self.every.append(paths)
         self.queue.put_nowait(paths)
+
+    async def until_exactly(self, path: Path, *, limit: float = _TIMEOUT) -> list[str]:
+        """Return the first batch naming exactly `path` (bounded by time)."""
+        async with asyncio.timeout(limit):
+            while True:
+                batch = await self.queue.get()
+                if str(path) in batch:
+                    return batch
 
     async def until(self, needle: str, *, limit: float = _TIMEOUT) -> list[str]:
         """Return the first batch naming `needle` (bounded by time)."""
@@ -143,5 +154,69 @@ async def test_when_watching_a_tree_made_at_once(tmp_path: Path) -> None:
             await watch.when_watching(deep, timeout=_TIMEOUT)
             assert watch.is_watching(deep)
             assert watch.is_watching(deep.parent)
+    finally:
+        await watch.close()
+
+
+async def test_root_deleted_and_recreated_is_watched_again(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    batches = Batches()
+    watch = watch_tree(root, batches)
+    try:
+        await watch.when_watching(root / "sub")
+        await batches.until_written(root / "sub" / "before.txt", "x")
+        shutil.rmtree(root)
+        # The root itself is reported: everything under it is gone.
+        assert await batches.until_exactly(root) == [str(root)]
+        assert not watch.is_watching(root)
+        (root / "sub").mkdir(parents=True)
+        await watch.when_watching(root / "sub")
+        assert watch.is_watching(root)
+        batch = await batches.until_written(root / "sub" / "after.txt", "y")
+        assert str(root / "sub" / "after.txt") in batch
+    finally:
+        await watch.close()
+
+
+async def test_root_renamed_reports_the_root_not_the_old_tree(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    batches = Batches()
+    watch = watch_tree(root, batches)
+    try:
+        await watch.when_watching(root / "sub")
+        old = tmp_path / "old"
+        root.rename(old)
+        assert await batches.until_exactly(root) == [str(root)]
+        # The old tree is no longer the root: a change there is not reported under the root.
+        (old / "sub" / "stale.txt").write_text("x")
+        root.mkdir()
+        await watch.when_watching(root)
+        await batches.until_written(root / "fresh.txt", "y")
+        reported = [path for batch in batches.every for path in batch]
+        assert not [path for path in reported if "stale.txt" in path]
+        assert all(path == str(root) or path.startswith(f"{root}/") for path in reported)
+    finally:
+        await watch.close()
+
+
+async def test_root_replaced_by_another_directory_is_re_armed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    batches = Batches()
+    watch = watch_tree(root, batches)
+    try:
+        await watch.when_watching(root)
+        # A deploy that swaps in a new build by rename: the name now leads to another inode.
+        root.rename(tmp_path / "previous")
+        staged.rename(root)
+        await batches.until_exactly(root)
+        await watch.when_watching(root)
+        (tmp_path / "previous" / "old.txt").write_text("x")
+        await batches.until_written(root / "new.txt", "y")
+        assert not [p for batch in batches.every for p in batch if "old.txt" in p]
     finally:
         await watch.close()

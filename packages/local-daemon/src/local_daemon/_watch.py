@@ -3,6 +3,13 @@
 On Linux `watchfiles` (the `notify` crate) walks the tree and adds one inotify watch per
 directory, and adds one for every directory created later before it reports that creation; on
 macOS and Windows it holds one native recursive handle. Either way one handle covers the root.
+
+Those handles follow the root's inode, not its name: once the root is deleted nothing more is
+ever reported, and once it is renamed, changes in the old tree come back under the root's name.
+So the watch checks the root's identity (device and inode) on every batch and a few times a
+second; when the name no longer leads to the tree being watched it reports the root itself as
+changed (`[root]`, "everything under it may differ"), drops that watch, waits for the name to
+lead to a directory again, re-arms on it and reports the root once more.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 import inspect
 import logging
 import os
+import stat
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
@@ -28,6 +36,18 @@ ErrorCallback = Callable[[BaseException], "Awaitable[None] | None"]
 _MAX_SEEN = 4096
 # A run of changes that never pauses is still reported at least this often.
 _MAX_BATCH_MS = 1600
+# How often the root's identity is checked between batches, and its return awaited.
+_ROOT_POLL = 0.25
+
+_Identity = tuple[int, int]
+
+
+def _identity(root: Path) -> _Identity | None:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 async def _call(callback: Callable[..., object], *args: object) -> None:
@@ -52,48 +72,113 @@ class TreeWatch:
         self._on_error = on_error
         self._debounce_ms = max(1, int(debounce * 1000))
         self._stop = asyncio.Event()
+        self._arm_stop = asyncio.Event()
         self._started = asyncio.Event()
+        self._armed = False
         self._batch = asyncio.Event()
         # Path -> True when it is a directory whose creation was reported (see is_watching).
         self._seen: OrderedDict[str, bool] = OrderedDict()
         self._start_ns = time.time_ns()
-        self._failed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        from watchfiles import Change, awatch
-
-        loop = asyncio.get_running_loop()
-        # `awatch` builds its native watcher (walking the tree) synchronously before its first
-        # await, so a callback scheduled now runs only once every existing directory is watched.
-        loop.call_soon(self._started.set)
         try:
-            async for changes in awatch(
-                self.root,
-                # watchfiles yields once `step` ms pass without a change (the quiet window
-                # that ends a burst) or once `debounce` ms pass in all; that cap only bounds
-                # how late a never-ending run of changes is reported, so it must not cut a
-                # burst whose changes keep coming within the quiet window.
-                debounce=max(_MAX_BATCH_MS, 10 * self._debounce_ms),
-                step=self._debounce_ms,
-                stop_event=self._stop,
-                recursive=True,
-            ):
-                self._record((change == Change.added, path) for change, path in changes)
-                self._notify_batch()
-                paths = sorted({path for _, path in changes})
-                try:
-                    await _call(self._on_change, paths)
-                except Exception as exc:
-                    await self._report(exc)
+            identity = _identity(self.root)
+            while True:
+                await self._watch_once(identity)
+                if self._stop.is_set():
+                    return
+                # The root went away or was replaced: say so, then wait for it to come back.
+                _log.warning("watch_tree: the watch root is gone or replaced; re-arming")
+                await self._deliver([str(self.root)])
+                identity = await self._wait_for_root()
+                if identity is None:
+                    return
+                await self._deliver([str(self.root)])
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._failed = True
             await self._report(exc)
         finally:
+            self._armed = False
             self._started.set()
             self._notify_batch()
+
+    async def _watch_once(self, identity: _Identity | None) -> None:
+        """Watch the tree at the root until stopped or until the root is no longer `identity`."""
+        loop = asyncio.get_running_loop()
+        self._arm_stop = arm_stop = asyncio.Event()
+        if self._stop.is_set():
+            arm_stop.set()
+        self._seen.clear()
+        self._start_ns = time.time_ns()
+
+        def armed() -> None:
+            self._armed = True
+            self._started.set()
+            self._notify_batch()
+
+        # `awatch` builds its native watcher (walking the tree) synchronously before its first
+        # await, so a callback scheduled now runs only once every existing directory is watched.
+        loop.call_soon(armed)
+        guard = loop.create_task(self._guard_root(identity, arm_stop))
+        try:
+            await self._watch_changes(identity, arm_stop)
+        except Exception:
+            # A watcher that fails because its root went away is re-armed like one that stopped.
+            if identity is None or _identity(self.root) == identity:
+                raise
+        finally:
+            self._armed = False
+            self._notify_batch()
+            guard.cancel()
+            await asyncio.gather(guard, return_exceptions=True)
+
+    async def _watch_changes(self, identity: _Identity | None, arm_stop: asyncio.Event) -> None:
+        from watchfiles import Change, awatch
+
+        async for changes in awatch(
+            self.root,
+            # watchfiles yields once `step` ms pass without a change (the quiet window
+            # that ends a burst) or once `debounce` ms pass in all; that cap only bounds
+            # how late a never-ending run of changes is reported, so it must not cut a
+            # burst whose changes keep coming within the quiet window.
+            debounce=max(_MAX_BATCH_MS, 10 * self._debounce_ms),
+            step=self._debounce_ms,
+            stop_event=arm_stop,
+            recursive=True,
+        ):
+            if identity is None or _identity(self.root) != identity:
+                # These paths may name the old tree under its old name: not reported.
+                arm_stop.set()
+                break
+            self._record((change == Change.added, path) for change, path in changes)
+            self._notify_batch()
+            await self._deliver(sorted({path for _, path in changes}))
+
+    async def _guard_root(self, identity: _Identity | None, arm_stop: asyncio.Event) -> None:
+        # Between batches too: a deleted root may never produce another one.
+        while not arm_stop.is_set():
+            if _identity(self.root) != identity:
+                arm_stop.set()
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arm_stop.wait(), _ROOT_POLL)
+
+    async def _wait_for_root(self) -> _Identity | None:
+        while not self._stop.is_set():
+            identity = _identity(self.root)
+            if identity is not None:
+                return identity
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), _ROOT_POLL)
+        return None
+
+    async def _deliver(self, paths: list[str]) -> None:
+        try:
+            await _call(self._on_change, paths)
+        except Exception as exc:
+            await self._report(exc)
 
     async def _report(self, exc: Exception) -> None:
         if self._on_error is None:
@@ -129,7 +214,7 @@ class TreeWatch:
 
     def is_watching(self, path: str | os.PathLike[str]) -> bool:
         """Return True when `path` exists under the root and its directories are watched."""
-        if not self._started.is_set() or self._task.done():
+        if not self._armed or self._task.done():
             return False
         target = Path(os.path.abspath(path))
         root = Path(os.path.abspath(self.root))
@@ -160,6 +245,7 @@ class TreeWatch:
     async def close(self) -> None:
         """Stop watching and wait for the watcher to finish."""
         self._stop.set()
+        self._arm_stop.set()
         with contextlib.suppress(asyncio.CancelledError):
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), 5.0)
@@ -175,5 +261,9 @@ def watch_tree(
     debounce: float = 0.05,
     on_error: ErrorCallback | None = None,
 ) -> TreeWatch:
-    """Watch `root` recursively; call `on_change(paths)` once per debounced burst of changes."""
+    """Watch `root` recursively; call `on_change(paths)` once per debounced burst of changes.
+
+    When the root is deleted or renamed, `on_change([root])` reports it, and the watch re-arms
+    (with `on_change([root])` again) once the name leads to a directory again.
+    """
     return TreeWatch(Path(os.path.abspath(root)), on_change, debounce=debounce, on_error=on_error)
