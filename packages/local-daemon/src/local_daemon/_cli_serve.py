@@ -210,7 +210,13 @@ def serve(args: ServeArgs) -> None:
     import asyncio
 
     from ._daemon import run_daemon_until_signal
-    from ._errors import DaemonPortInUseError, RemoteBindError, TlsFileError, TokenFileError
+    from ._errors import (
+        DaemonPortInUseError,
+        DaemonStateError,
+        RemoteBindError,
+        TlsFileError,
+        TokenFileError,
+    )
     from ._guards import Guards
     from ._rpc import RpcBodyLimit
     from ._systemd import systemd_listen_fd
@@ -263,6 +269,8 @@ def serve(args: ServeArgs) -> None:
         asyncio.run(run_daemon_until_signal(**options))
     except DaemonPortInUseError as exc:
         raise fail(EX_UNAVAILABLE, str(exc)) from None
+    except DaemonStateError as exc:  # another daemon holds the state dir, or its lock file is bad
+        raise fail(EX_UNAVAILABLE if exc.problem == "running" else EX_CONFIG, str(exc)) from None
     except TokenFileError as exc:
         raise fail(EX_CONFIG, f"{exc} (problem: {exc.problem})") from None
     except TlsFileError as exc:

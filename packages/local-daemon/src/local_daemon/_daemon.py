@@ -1,9 +1,11 @@
 """`start_daemon`, `DaemonHandle` and `run_daemon_until_signal`: the daemon's lifecycle.
 
-stopped -> starting (bound; `/health` answers 503) -> ready (pid file written) -> stopped
-(`close()`: watcher stopped, event streams ended, sockets closed, pid file removed only while it
-names this process). With `remote`, both listeners start or neither does. Nothing here ever exits
-the process.
+stopped -> starting (state dir locked, bound; `/health` answers 503) -> ready (pid file written)
+-> stopped (`close()`: watcher stopped, event streams ended, sockets closed, pid and metadata
+files removed only while they name this process, lock released). A second daemon on a locked
+state dir is refused before it binds or writes anything. Whatever a start made is pushed on one
+`AsyncExitStack`: a failed start unwinds it all, and `close()` unwinds the same stack. With
+`remote`, both listeners start or neither does. Nothing here ever exits the process.
 """
 
 from __future__ import annotations
@@ -27,14 +29,21 @@ from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
 from ._listen import check_loopback_listener, is_loopback_host
-from ._pidfile import DaemonPaths, daemon_paths, remove_pid_file, write_pid_file
+from ._pidfile import (
+    DaemonPaths,
+    daemon_paths,
+    discard_state_files,
+    lock_state_dir,
+    write_pid_file,
+)
 from ._rpc import LINGERING_TIME, RpcBodyLimit
+from ._threads import busy_command_threads
 from ._types import CommandRegistry, ContextFactory, ErrorFormatter, HealthFn, MountRoutes
-from ._watch import TreeWatch, watch_tree
+from ._watch import watch_tree
 
 if TYPE_CHECKING:
     from ._auth import DaemonAuth
-    from ._remote import RemoteListener, RemoteOptions
+    from ._remote import RemoteOptions
 
 __all__ = ["DaemonHandle", "run_daemon_until_signal", "start_daemon"]
 
@@ -53,35 +62,26 @@ class DaemonHandle:
         *,
         port: int,
         paths: DaemonPaths,
-        runner: web.AppRunner,
         hub: EventHub,
-        watcher: TreeWatch | None,
-        remote: RemoteListener | None,
+        resources: contextlib.AsyncExitStack,
         pid: int,
     ) -> None:
         self.port = port
         self.paths = paths
         self.hub = hub
-        self._runner = runner
-        self._watcher = watcher
-        self._remote = remote
+        self._resources = resources
         self._pid = pid
         self._closed = False
 
     async def close(self) -> None:
-        """Stop the watcher, end event streams, close both listeners and release the pid file."""
+        """Stop the watcher, end event streams, close the listeners, release pid file and lock.
+
+        Each goes in the reverse order `start_daemon` made it: the unwinding a failed start does.
+        """
         if self._closed:
             return
         self._closed = True
-        try:
-            if self._watcher is not None:
-                await self._watcher.close()
-            self.hub.close()
-            if self._remote is not None:
-                await self._remote.close()
-            await self._runner.cleanup()
-        finally:
-            remove_pid_file(self.paths, self._pid)
+        await self._resources.aclose()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -143,61 +143,57 @@ async def start_daemon(
 
         check_remote_options(remote, loopback_host=host)
     paths = daemon_paths(state_dir)
-    if listen_fd is not None:
-        sock = _inherited(listen_fd)
-        try:
+    pid = os.getpid()
+    # Everything the start makes is pushed here as it is made; a failure anywhere unwinds it all
+    # in reverse (no socket, no pid or metadata file, no lock is left), and on success the stack
+    # moves into the handle, whose close() unwinds the same way.
+    async with contextlib.AsyncExitStack() as made:
+        # First, so a second daemon on this state dir stops here having touched nothing.
+        made.callback(lock_state_dir(paths).release)
+        made.callback(discard_state_files, paths, pid)
+        if listen_fd is not None:
+            sock = _inherited(listen_fd)
+            made.callback(sock.close)  # idempotent; the runner's cleanup closes it once served
             check_loopback_listener(
                 host, sock, insecure_unauthenticated_host=insecure_unauthenticated_host
             )
-        except BaseException:
-            sock.close()
-            raise
-    else:
-        sock = _bind(host, port)
-    sockname = sock.getsockname()
-    bound_port = int(sockname[1])
-    bound_host = host if listen_fd is None else str(sockname[0])
-    lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
-    hub = EventHub(logger=log)
-    common: dict[str, Any] = {
-        "registry": registry,
-        "version": version,
-        "create_context": create_context,
-        "health": health,
-        "mount_routes": mount_routes,
-        "rpc_body_limit": rpc_body_limit,
-        "hub": hub,
-        "format_error": format_error,
-        "logger": log,
-        "lifecycle": lifecycle,
-        "port": bound_port,
-    }
-    try:
+        else:
+            sock = _bind(host, port)
+            made.callback(sock.close)
+        sockname = sock.getsockname()
+        bound_port = int(sockname[1])
+        bound_host = host if listen_fd is None else str(sockname[0])
+        lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
+        hub = EventHub(logger=log)
+        common: dict[str, Any] = {
+            "registry": registry,
+            "version": version,
+            "create_context": create_context,
+            "health": health,
+            "mount_routes": mount_routes,
+            "rpc_body_limit": rpc_body_limit,
+            "hub": hub,
+            "format_error": format_error,
+            "logger": log,
+            "lifecycle": lifecycle,
+            "port": bound_port,
+        }
         app = build_http_app(**common, guards=guards, tool_prefix=tool_prefix, host=bound_host)
-    except BaseException:
-        sock.close()
-        raise
-    runner = web.AppRunner(
-        app,
-        handle_signals=False,
-        access_log=None,
-        shutdown_timeout=SHUTDOWN_TIMEOUT,
-        lingering_time=LINGERING_TIME,
-    )
-    remote_listener: RemoteListener | None = None
-    watcher: TreeWatch | None = None
-    # An inherited socket is served only once the pid file exists: until then connections
-    # wait in the kernel backlog, so none of them sees the 503 `starting` answer.
-    hold = listen_fd is not None
-    try:
-        try:
-            await runner.setup()
-            site = web.SockSite(runner, sock)
-            if not hold:
-                await site.start()
-        except BaseException:
-            sock.close()
-            raise
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
+            lingering_time=LINGERING_TIME,
+        )
+        await runner.setup()
+        made.push_async_callback(runner.cleanup)
+        made.callback(hub.close)  # event streams end before the runner waits for requests
+        site = web.SockSite(runner, sock)
+        # An inherited socket is served only once the pid file exists: until then connections
+        # wait in the kernel backlog, so none of them sees the 503 `starting` answer.
+        if listen_fd is None:
+            await site.start()
         if remote is not None:
             from ._remote import open_remote_listener
 
@@ -215,6 +211,8 @@ async def start_daemon(
             remote_listener = await open_remote_listener(
                 remote=remote, port=bound_port, build_app=build_remote_app, logger=log
             )
+            made.push_async_callback(remote_listener.close)
+            made.callback(hub.close)  # its streams too end before that listener closes
         if watch_root is not None:
             root = Path(watch_root)
 
@@ -222,10 +220,11 @@ async def start_daemon(
                 hub.broadcast("change", change_event_data(_relative(root, changed)))
 
             watcher = watch_tree(root, on_change)
+            made.push_async_callback(watcher.close)
             await watcher.when_watching(root)
         write_pid_file(
             paths,
-            os.getpid(),
+            pid,
             meta={
                 "version": version,
                 "port": bound_port,
@@ -235,22 +234,12 @@ async def start_daemon(
                 "tool_prefix": tool_prefix,
             },
         )
-        if hold:
-            lifecycle.ready = True
-            hold = False
+        lifecycle.ready = True
+        if listen_fd is not None:
             await site.start()
-    except BaseException:
-        if hold:
-            sock.close()  # never handed to a started site, so cleanup would not close it
-        if watcher is not None:
-            await watcher.close()
-        if remote_listener is not None:
-            await remote_listener.close()
-        hub.close()
-        await runner.cleanup()
-        remove_pid_file(paths, os.getpid())
-        raise
-    lifecycle.ready = True
+        handle = DaemonHandle(
+            port=bound_port, paths=paths, hub=hub, resources=made.pop_all(), pid=pid
+        )
     if insecure_unauthenticated_host and not is_loopback_host(bound_host):
         log.warning(
             "daemon serves %s:%d WITHOUT any credential (insecure_unauthenticated_host): anyone "
@@ -259,15 +248,7 @@ async def start_daemon(
             bound_port,
         )
     log.info("daemon ready on %s:%d", bound_host, bound_port)
-    return DaemonHandle(
-        port=bound_port,
-        paths=paths,
-        runner=runner,
-        hub=hub,
-        watcher=watcher,
-        remote=remote_listener,
-        pid=os.getpid(),
-    )
+    return handle
 
 
 def _relative(root: Path, changed: list[str]) -> list[str]:
@@ -289,7 +270,12 @@ def _relative(root: Path, changed: list[str]) -> list[str]:
 
 
 async def run_daemon_until_signal(**options: Any) -> None:
-    """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close."""
+    """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close.
+
+    Returns within `SHUTDOWN_TIMEOUT` of the signal even while a synchronous command still runs
+    (it runs in a daemon thread, so the process can exit without waiting for it).
+    """
+    log: logging.Logger = options.get("logger") or _log
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -304,6 +290,11 @@ async def run_daemon_until_signal(**options: Any) -> None:
             await stop.wait()
         finally:
             await handle.close()
+        busy = busy_command_threads()
+        if busy:
+            # In-flight requests had SHUTDOWN_TIMEOUT to finish and were then cancelled; a
+            # synchronous command cannot be, and its daemon thread ends with the process.
+            log.warning("closed with %d synchronous command(s) still running", busy)
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import CommandError, UnknownCommandError
+from ._threads import run_in_command_thread
 from ._types import CommandRegistry, ErrorFormatter, FormattedError
 
 __all__ = [
@@ -105,7 +106,7 @@ async def _call(registry: CommandRegistry, name: str, args: Any, context: Any) -
     if inspect.iscoroutinefunction(method):
         return await method(name, args, context)
     # A plain function may block: run it in a worker thread so the loop keeps serving.
-    result = await asyncio.to_thread(method, name, args, context)
+    result = await run_in_command_thread(method, name, args, context)
     if inspect.isawaitable(result):
         return await result
     return result

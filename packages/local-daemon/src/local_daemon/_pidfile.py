@@ -4,6 +4,10 @@ The pid file is the daemon's readiness mark: it is written last, after the metad
 `remove_pid_file` unlinks it only while it still names the caller's pid, so a supervised restart
 never loses its successor's file.
 
+One daemon per state dir: `lock_state_dir` takes an exclusive `flock` on `daemon.lock` before
+anything else is written, held for the daemon's life; a second starter gets `DaemonStateError`
+(`running`) and touches nothing.
+
 `read_daemon_address` finds a running daemon from these files for `local-daemon health`. It
 treats them as untrusted input: each must be a regular file of this user that nobody else can
 write, opened without following a symlink, and small; the pid must be alive and the metadata
@@ -13,6 +17,7 @@ file must name the same pid, a port from 1 to 65535 and an IP literal host.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -25,10 +30,14 @@ from ._errors import DaemonStateError
 from ._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
 
 __all__ = [
+    "LOCK_FILE_NAME",
     "MAX_STATE_FILE_BYTES",
     "DaemonAddress",
     "DaemonPaths",
+    "StateDirLock",
     "daemon_paths",
+    "discard_state_files",
+    "lock_state_dir",
     "read_daemon_address",
     "read_meta_file",
     "read_pid_file",
@@ -38,9 +47,12 @@ __all__ = [
 
 PID_FILE_NAME = "daemon.pid"
 META_FILE_NAME = "daemon.meta.json"
+LOCK_FILE_NAME = "daemon.lock"
 # The daemon writes a few hundred bytes; anything this large is not its file.
 MAX_STATE_FILE_BYTES = 64 * 1024
 _PORT_MAX = 65535
+# A holder that removes the lock file as we open it sends us round again; twice is plenty.
+_LOCK_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,3 +247,82 @@ def read_daemon_address(paths: DaemonPaths) -> DaemonAddress:
     if host is None:
         raise _refuse(paths.meta_file, "names a host that is not an IP address", "host")
     return DaemonAddress(pid=pid, host=host, port=port)
+
+
+class StateDirLock:
+    """An exclusive `flock` on `daemon.lock` in the state dir, held until `release()`."""
+
+    __slots__ = ("_fd", "path")
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (idempotent)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            # Unlinked while still held: a starter that opened this inode re-checks the name
+            # after its flock and retries on the new file, so two daemons never both hold one.
+            with contextlib.suppress(OSError):
+                if os.fstat(fd).st_ino == os.lstat(self.path).st_ino:
+                    os.unlink(self.path)
+        finally:
+            os.close(fd)
+
+
+def _running_message(paths: DaemonPaths) -> DaemonStateError:
+    pid = read_pid_file(paths)
+    who = f" (pid {pid})" if pid is not None else ""
+    return DaemonStateError(
+        f"another daemon{who} is already running for {paths.state_dir}", problem="running"
+    )
+
+
+def lock_state_dir(paths: DaemonPaths) -> StateDirLock:
+    """Take the state dir's lock without waiting; `DaemonStateError` (`running`) when held.
+
+    Creates the state dir (0700) if missing. A second starter gets the error and writes nothing.
+    """
+    import fcntl
+
+    path = paths.state_dir / LOCK_FILE_NAME
+    paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for _ in range(_LOCK_ATTEMPTS):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refuse(path, "is a symlink", "symlink") from None
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _running_message(paths) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.fstat(fd).st_ino == os.lstat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return StateDirLock(path, fd)
+        os.close(fd)  # the holder removed this file as we opened it: lock the new one
+    raise _running_message(paths)
+
+
+def discard_state_files(paths: DaemonPaths, pid: int) -> None:
+    """Remove the pid file and the metadata file, each only while it names `pid`.
+
+    Unlike `remove_pid_file` this also removes a metadata file whose pid file was never written
+    (a start that failed between the two, on a full disk say).
+    """
+    remove_pid_file(paths, pid)
+    meta = read_meta_file(paths)
+    if meta is not None and meta.get("pid") == pid and not isinstance(meta.get("pid"), bool):
+        with contextlib.suppress(FileNotFoundError):
+            paths.meta_file.unlink()

@@ -8,7 +8,6 @@ it receives the per-request context. Sync functions run in a worker thread.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import types
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 from ._errors import CommandError, UnknownCommandError
+from ._threads import run_in_command_thread
 from ._types import CommandInfo
 
 __all__ = ["Registry"]
@@ -301,4 +301,4 @@ class Registry:
             values[_CONTEXT_PARAM] = context
         if command.is_async:
             return await command.fn(**values)
-        return await asyncio.to_thread(command.fn, **values)
+        return await run_in_command_thread(command.fn, **values)
