@@ -57,7 +57,7 @@ class TestLoginCode:
         code = mint_login_code(token_file, now=T0)
         version, issued, nonce, mac = code.split(".")
         assert version == "v1"
-        assert issued == str(int(T0))
+        assert issued == str(int(T0) * 1_000_000_000)  # nanoseconds
         assert len(base64.urlsafe_b64decode(nonce + "==")) == 16
         assert len(base64.urlsafe_b64decode(mac + "=")) == 32
         assert _secret(token_file) not in code
@@ -70,6 +70,25 @@ class TestLoginCode:
         # A second daemon process started after the code was minted would refuse it anyway.
         later = create_daemon_auth(token_file, clock=clock)
         assert later.spend_login_code(code) is False
+
+    def test_minted_before_start_is_exact_within_a_second(self, token_file: Path) -> None:
+        # The real clock: a code minted just before the process started, in the same wall-clock
+        # second as the start, may have been spent by the previous process; refused. One minted
+        # right after the start is good.
+        before = mint_login_code(token_file)
+        auth = create_daemon_auth(token_file)
+        after = mint_login_code(token_file)
+        assert auth.spend_login_code(before) is False
+        assert auth.spend_login_code(after) is True
+
+    @pytest.mark.parametrize(("offset", "ok"), [(-1e-6, False), (0.0, True), (1e-6, True)])
+    def test_start_boundary_below_a_second(
+        self, token_file: Path, clock: Clock, offset: float, ok: bool
+    ) -> None:
+        auth = create_daemon_auth(token_file, clock=clock, started_at=T0 + 0.5)
+        code = mint_login_code(token_file, now=T0 + 0.5 + offset)
+        clock.now = T0 + 2
+        assert auth.spend_login_code(code) is ok
 
     def test_two_codes_spend_independently(self, auth: DaemonAuth, token_file: Path) -> None:
         a, b = mint_login_code(token_file, now=T0), mint_login_code(token_file, now=T0)

@@ -40,7 +40,10 @@ DEFAULT_SIGN_IN_HINT = "Ask the operator of this daemon for a fresh sign-in link
 _COOKIE_INFO = b"local-daemon v1 session cookie"
 _CODE_INFO = b"local-daemon v1 login code"
 _BEARER_INFO = b"local-daemon v1 bearer"
-_CODE_RE = re.compile(r"v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
+# issuedAt is in nanoseconds: whole seconds could not tell a code minted just before this
+# process started (perhaps spent by the previous one) from one minted just after.
+_CODE_RE = re.compile(r"v1\.([0-9]{1,20})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
+_NS = 1_000_000_000
 _COOKIE_RE = re.compile(r"v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
 
 
@@ -103,11 +106,15 @@ def _mac(keyed: hmac.HMAC, message: str) -> bytes:
     return _mac_bytes(keyed, message.encode("ascii"))
 
 
+def _ns(seconds: float) -> int:
+    return int(seconds * _NS)
+
+
 def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = None) -> str:
     """Mint a one-time login code `v1.<issuedAt>.<nonce>.<mac>` from the token file, offline."""
     keys = _keys_for(read_token_file(token_file))
-    issued_at = int(time.time() if now is None else now)
-    body = f"v1.{issued_at}.{_b64(secrets.token_bytes(16))}"
+    issued_ns = time.time_ns() if now is None else _ns(now)
+    body = f"v1.{issued_ns}.{_b64(secrets.token_bytes(16))}"
     return f"{body}.{_b64(_mac(keys.code, body))}"
 
 
@@ -132,6 +139,7 @@ class DaemonAuth:
         "_keys_for_secret",
         "_reader",
         "_spent",
+        "_started_ns",
         "sign_in_hint",
         "started_at",
     )
@@ -148,8 +156,15 @@ class DaemonAuth:
         self._clock = clock
         self.sign_in_hint = sign_in_hint if sign_in_hint else DEFAULT_SIGN_IN_HINT
         # Codes minted before this point may have been spent in an earlier process, whose spent set
-        # is gone; whole seconds, because a code carries whole seconds.
-        self.started_at = int(clock() if started_at is None else started_at)
+        # is gone. Nanoseconds, as codes carry: a code that process spent was minted before it
+        # ended, so strictly before this one started, even within the same second.
+        if started_at is not None:
+            self._started_ns = _ns(started_at)
+        elif clock is time.time:
+            self._started_ns = time.time_ns()
+        else:
+            self._started_ns = _ns(clock())
+        self.started_at = self._started_ns // _NS
         self._spent: dict[str, int] = {}
         self._keys: _Keys | None = None
         self._keys_for_secret: TokenSecret | None = None
@@ -182,7 +197,7 @@ class DaemonAuth:
         match = _CODE_RE.fullmatch(code)
         if match is None:
             return False
-        issued_at = int(match.group(1))
+        issued_ns = int(match.group(1))
         presented = _unb64_mac(match.group(3))
         if presented is None:
             return False
@@ -190,10 +205,11 @@ class DaemonAuth:
         if not hmac.compare_digest(expected, presented):
             return False
         now = self._clock()
+        now_ns = time.time_ns() if self._clock is time.time else _ns(now)
         if (
-            issued_at < self.started_at
-            or issued_at > now
-            or now - issued_at > CODE_LIFETIME_SECONDS
+            issued_ns < self._started_ns
+            or issued_ns > now_ns
+            or now_ns - issued_ns > CODE_LIFETIME_SECONDS * _NS
         ):
             return False
         # Drop codes too old to pass the age check anyway, so the set stays small.
@@ -203,7 +219,7 @@ class DaemonAuth:
         nonce = match.group(2)
         if nonce in self._spent:
             return False
-        self._spent[nonce] = issued_at
+        self._spent[nonce] = issued_ns // _NS
         return True
 
     def issue_session_cookie(self) -> str:
