@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,22 @@ async def test_broadcast_reaches_many_streams(count: int) -> None:
         hub.subscribe(sub)
     assert hub.broadcast("change", {}) == count
     assert got == count
+
+
+async def test_change_events_resume_after_the_watch_root_is_recreated(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    async with running(tmp_path, watch_root=root) as handle:
+        client = await SseClient.open(handle.port)
+        try:
+            assert (await client.next_event())[0] == "ready"
+            shutil.rmtree(root)
+            assert await client.next_event() == ("change", '{"paths":["."]}')
+            root.mkdir()
+            # Re-armed on the new directory: the whole tree is reported once more.
+            assert await client.next_event() == ("change", '{"paths":["."]}')
+            # That second report comes once the new directory is watched.
+            (root / "back.txt").write_text("x")
+            assert await client.next_event() == ("change", '{"paths":["back.txt"]}')
+        finally:
+            await client.close()

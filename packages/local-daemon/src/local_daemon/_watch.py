@@ -84,8 +84,9 @@ class TreeWatch:
     async def _run(self) -> None:
         try:
             identity = _identity(self.root)
+            rearmed = False
             while True:
-                await self._watch_once(identity)
+                await self._watch_once(identity, announce=rearmed)
                 if self._stop.is_set():
                     return
                 # The root went away or was replaced: say so, then wait for it to come back.
@@ -94,7 +95,7 @@ class TreeWatch:
                 identity = await self._wait_for_root()
                 if identity is None:
                     return
-                await self._deliver([str(self.root)])
+                rearmed = True
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -104,7 +105,7 @@ class TreeWatch:
             self._started.set()
             self._notify_batch()
 
-    async def _watch_once(self, identity: _Identity | None) -> None:
+    async def _watch_once(self, identity: _Identity | None, *, announce: bool) -> None:
         """Watch the tree at the root until stopped or until the root is no longer `identity`."""
         loop = asyncio.get_running_loop()
         self._arm_stop = arm_stop = asyncio.Event()
@@ -121,7 +122,7 @@ class TreeWatch:
         # `awatch` builds its native watcher (walking the tree) synchronously before its first
         # await, so a callback scheduled now runs only once every existing directory is watched.
         loop.call_soon(armed)
-        guard = loop.create_task(self._guard_root(identity, arm_stop))
+        guard = loop.create_task(self._guard_root(identity, arm_stop, announce=announce))
         try:
             await self._watch_changes(identity, arm_stop)
         except Exception:
@@ -156,7 +157,12 @@ class TreeWatch:
             self._notify_batch()
             await self._deliver(sorted({path for _, path in changes}))
 
-    async def _guard_root(self, identity: _Identity | None, arm_stop: asyncio.Event) -> None:
+    async def _guard_root(
+        self, identity: _Identity | None, arm_stop: asyncio.Event, *, announce: bool
+    ) -> None:
+        if announce:
+            # This task first runs after `armed`: once this is reported, the new tree is watched.
+            await self._deliver([str(self.root)])
         # Between batches too: a deleted root may never produce another one.
         while not arm_stop.is_set():
             if _identity(self.root) != identity:
