@@ -3,8 +3,15 @@
 `gh` treats `github.localhost` as a plain-HTTP development host and sends every call in absolute
 form (`GET http://api.github.localhost/repos/...`) to the proxy, which is this aiohttp app on
 127.0.0.1:0. It plays the forge's documented REST answers (Link pagination, ETag/304, 403/404/422
-bodies, X-RateLimit headers) and the two GraphQL reads, keeps state so a second call of an
-idempotent method is visible as "no new effect", and logs every request.
+bodies, X-RateLimit headers per resource), keeps state so a second call of an idempotent method is
+visible as "no new effect", and logs every request.
+
+It is held to GitHub's own descriptions (github_api.py): every REST request is checked against the
+OpenAPI description (an undocumented path is a 404, an invalid body a 422) and so is the shape of
+every answer it sends; every GraphQL document is validated against the published schema and
+executed over this state (forge_graphql.py). Whatever GitHub would refuse is recorded in
+`state.violations`, and leaving the `with ForgeServer()` block with any fails the test; a test
+that sends such a request on purpose takes them with `take_violations()`.
 
 Use `ForgeServer` as a context manager (it runs its own loop in a background thread), `gh_env` for
 the environment a `gh` child needs, and `gh_exec` for a GhExec seam that adds it.
@@ -31,6 +38,8 @@ from aiohttp import web
 
 from forge_automation._exec import ExecOptions, ExecResult, GhExec
 from forge_automation._wire import run_gh
+from forge_graphql import answer_graphql
+from github_api import RestOperation, match_operation, request_errors, response_errors
 
 __all__ = [
     "ForgeServer",
@@ -39,12 +48,22 @@ __all__ = [
     "RepoState",
     "gh_env",
     "gh_exec",
+    "latest_statuses",
     "sha_of",
 ]
 
 API_HOST = "api.github.localhost"
 USER_TOKEN = "gho_usertoken0000000000000000000000000"
 RATE_LIMIT = 5000
+
+
+def latest_statuses(statuses: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return the latest status per context (statuses are kept oldest first, like the forge)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for status in statuses:
+        latest.pop(str(status["context"]), None)
+        latest[str(status["context"])] = status
+    return list(reversed(latest.values()))
 
 
 def sha_of(text: str) -> str:
@@ -248,6 +267,9 @@ class ForgeState:
     graphql_ops: Counter[str] = field(default_factory=Counter)
     # The GraphQL point budget, apart from REST's like the forge's own resources.
     graphql_remaining: int = RATE_LIMIT
+    # Requests GitHub would refuse (or the fake cannot answer truthfully); ForgeServer's exit
+    # fails the test unless the test took them with `take_violations()`.
+    violations: list[str] = field(default_factory=list)
     ids: Any = field(default_factory=lambda: itertools.count(5000))
 
     def repo(self, full_name: str) -> RepoState:
@@ -321,21 +343,35 @@ class _Api:
             try:
                 if request.host != API_HOST:
                     raise _error(421, f"unexpected host {request.host}")
+                operation = None
                 if request.path.startswith("/_blobs/"):
                     # Like the forge's signed log URLs: the redirect target needs no token.
                     status, payload, headers = self._blob(request)
                 else:
+                    if request.path != "/graphql":
+                        operation = self._check_request(request, body)
                     login = self._authenticate(request)
                     status, payload, headers = self._route(request, body, login)
             except _Answer as answer:
                 status, payload, headers = answer.status, answer.body, answer.headers
-            if status != 304:
-                self.state.remaining = max(self.state.remaining - 1, 0)
+            if operation is not None:
+                # The fake may leave documented fields out, never add or mis-shape one.
+                for problem in response_errors(operation, status, payload):
+                    self.state.violations.append(f"{operation.operation_id}: {problem}")
+            # GitHub keeps REST (`core`) and GraphQL (`graphql`, charged in points by the
+            # executor) apart, and names the one a response counts against.
+            if request.path == "/graphql":
+                resource, remaining = "graphql", self.state.graphql_remaining
+            else:
+                if status != 304:
+                    self.state.remaining = max(self.state.remaining - 1, 0)
+                resource, remaining = "core", self.state.remaining
             headers = {
                 "X-RateLimit-Limit": str(RATE_LIMIT),
-                "X-RateLimit-Remaining": str(self.state.remaining),
+                "X-RateLimit-Remaining": str(remaining),
                 "X-RateLimit-Reset": str(self.state.reset_at),
-                "X-RateLimit-Used": str(RATE_LIMIT - self.state.remaining),
+                "X-RateLimit-Used": str(RATE_LIMIT - remaining),
+                "X-RateLimit-Resource": resource,
                 **headers,
             }
         if status in (204, 304):
@@ -350,6 +386,28 @@ class _Api:
             content_type="application/json",
             headers=headers,
         )
+
+    def _check_request(self, request: web.Request, body: bytes) -> RestOperation:
+        """Hold the request to GitHub's OpenAPI description; refuse what GitHub would refuse."""
+        operation = match_operation(request.method, request.path)
+        if operation is None:
+            self.state.violations.append(f"{request.method} {request.path}: not a GitHub operation")
+            raise _error(404, "Not Found")
+        query: dict[str, list[str]] = {}
+        for key, value in request.query.items():
+            query.setdefault(key, []).append(value)
+        data: object = None
+        if body.strip():
+            try:
+                data = json.loads(body)
+            except ValueError:
+                self.state.violations.append(f"{operation.operation_id}: body is not JSON")
+                raise _error(400, "Problems parsing JSON") from None
+        problems = request_errors(operation, query, data)
+        self.state.violations.extend(f"{operation.operation_id}: {p}" for p in problems)
+        if any(p.startswith("body") for p in problems):
+            raise _error(422, "Invalid request.", errors=[{"message": problems[0]}])
+        return operation
 
     def _authenticate(self, request: web.Request) -> str | None:
         auth = request.headers.get("Authorization", "")
@@ -394,7 +452,7 @@ class _Api:
         method, path = request.method, request.path
         data: Any = json.loads(body) if body.strip() else {}
         if path == "/graphql" and method == "POST":
-            return 200, self._graphql(data), {}
+            return 200, self.graphql(data), {}
         if path == "/user" and method == "GET":
             if login is None:
                 raise _error(403, "Resource not accessible by integration")
@@ -485,8 +543,9 @@ class _Api:
             files = repo.pr_files.get(pr["number"], [])
             out["changed_files"] = pr.get("changed_files", len(files))
         else:
-            out.pop("merged", None)
-            out.pop("changed_files", None)
+            # A list row is GitHub's pull-request-simple: no lazily computed or counted fields.
+            for key in ("mergeable_state", "merged", "changed_files"):
+                out.pop(key, None)
         return out
 
     def list_pulls(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
@@ -676,7 +735,7 @@ class _Api:
     def combined_status(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, sha: str
     ) -> Any:
-        statuses = repo.statuses.get(sha, [])
+        statuses = latest_statuses(repo.statuses.get(sha, []))
         chunk, headers = self._paginate(request, statuses)
         states = {s["state"] for s in statuses}
         overall = (
@@ -733,84 +792,15 @@ class _Api:
 
     # -- GraphQL ---------------------------------------------------------------------------------
 
-    def _graphql(self, data: Mapping[str, Any]) -> object:
-        query = str(data.get("query", ""))
-        variables = data.get("variables") or {}
-        repo = self.state.repos.get(f"{variables.get('owner')}/{variables.get('name')}")
-        operation = re.match(r"\s*query\s+(Backstop\w*)", query)
-        if operation is not None:
-            self.state.graphql_ops[operation.group(1)] += 1
-            answer = _backstop_answer(self.state, repo, operation.group(1), variables)
-            if self.state.graphql_faults:
-                answer["errors"] = [self.state.graphql_faults.pop(0)]
-            return answer
-        number = int(variables.get("number", 0))
-        if repo is None or number not in repo.prs:
-            return {
-                "data": {"repository": None},
-                "errors": [{"type": "NOT_FOUND", "message": "Could not resolve to a PullRequest"}],
-            }
-        if "reviewThreads" in query:
-            threads = repo.review_threads.get(number, [])
-            start = int(variables.get("after") or 0)
-            page = threads[start : start + 100]
-            more = start + 100 < len(threads)
-            return {
-                "data": {
-                    "repository": {
-                        "pullRequest": {
-                            "reviewThreads": {
-                                "pageInfo": {
-                                    "hasNextPage": more,
-                                    "endCursor": str(start + 100) if more else None,
-                                },
-                                "nodes": [
-                                    {
-                                        **thread,
-                                        "comments": {
-                                            "nodes": [
-                                                {
-                                                    **{
-                                                        k: v
-                                                        for k, v in c.items()
-                                                        if k != "databaseId"
-                                                    },
-                                                    "fullDatabaseId": str(c["databaseId"]),
-                                                }
-                                                for c in thread["comments"]["nodes"]
-                                            ]
-                                        },
-                                    }
-                                    for thread in page
-                                ],
-                            }
-                        }
-                    }
-                }
-            }
-        if "timelineItems" in query:
-            pushes = repo.force_pushes.get(number, [])
-            nodes = [
-                {"beforeCommit": {"oid": b} if b else None, "afterCommit": {"oid": a}}
-                for b, a in pushes[:100]
-            ]
-            more = len(pushes) > 100
-            return {
-                "data": {
-                    "repository": {
-                        "pullRequest": {
-                            "timelineItems": {
-                                "pageInfo": {
-                                    "hasNextPage": more,
-                                    "endCursor": "100" if more else None,
-                                },
-                                "nodes": nodes,
-                            }
-                        }
-                    }
-                }
-            }
-        return {"errors": [{"message": "unsupported query"}]}
+    def graphql(self, data: object) -> dict[str, Any]:
+        """Answer one GraphQL body (see forge_graphql), recording its operation and violations."""
+        answer = answer_graphql(self.state, data)
+        self.state.graphql_ops[answer.operation or "(anonymous)"] += 1
+        self.state.violations.extend(f"GraphQL: {v}" for v in answer.violations)
+        body = answer.body
+        if self.state.graphql_faults and "data" in body:
+            body["errors"] = [*body.get("errors", []), self.state.graphql_faults.pop(0)]
+        return body
 
 
 class ForgeServer:
@@ -836,6 +826,24 @@ class ForgeServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if exc_type is None:
+            violations = self.take_violations()
+            assert not violations, f"requests GitHub would refuse: {violations}"
+
+    def take_violations(self) -> list[str]:
+        """Return and forget the requests GitHub would have refused so far."""
+        with self.lock:
+            taken = list(self.state.violations)
+            self.state.violations.clear()
+            return taken
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a GraphQL document in-process, exactly as the endpoint would (no gh, no HTTP)."""
+        body = {"query": query, "variables": dict(variables)}
+        with self.lock:
+            answer = _Api(self.state, self.lock).graphql(json.loads(json.dumps(body)))
+        decoded: dict[str, Any] = json.loads(json.dumps(answer))
+        return decoded
 
     @property
     def config_dir(self) -> str:
@@ -928,157 +936,3 @@ def gh_exec(env: Mapping[str, str]) -> GhExec:
         return run_gh(args, replace(options, env=merged))
 
     return exec_with_env
-
-
-# -- the backstop snapshot documents -------------------------------------------------------------
-
-BACKSTOP_OPEN_PAGE = 100
-BACKSTOP_DONE_PAGE = 20
-BACKSTOP_MAIN_PAGE = 50
-BACKSTOP_NESTED_PAGE = 100
-
-
-def _slice(rows: Sequence[Any], after: str | None, size: int) -> dict[str, Any]:
-    start = int(after) if after else 0
-    more = start + size < len(rows)
-    return {
-        "pageInfo": {"hasNextPage": more, "endCursor": str(start + size) if more else None},
-        "nodes": list(rows[start : start + size]),
-    }
-
-
-def _rollup_nodes(repo: RepoState, sha: str) -> list[dict[str, Any]]:
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for run in repo.check_runs:
-        if run["head_sha"] == sha:
-            latest[(run["name"], run["app"]["id"])] = run
-    nodes: list[dict[str, Any]] = [
-        {
-            "__typename": "CheckRun",
-            "databaseId": run["id"],
-            "name": run["name"],
-            "status": str(run["status"]).upper(),
-            "conclusion": str(run["conclusion"]).upper() if run.get("conclusion") else None,
-            "completedAt": run.get("completed_at"),
-        }
-        for run in latest.values()
-    ]
-    nodes += [
-        {
-            "__typename": "StatusContext",
-            "context": status["context"],
-            "state": str(status["state"]).upper(),
-            "createdAt": status.get("created_at"),
-        }
-        for status in repo.statuses.get(sha, [])
-    ]
-    return nodes
-
-
-def _review_nodes(pr: dict[str, Any]) -> list[dict[str, Any]]:
-    # BigInt ids travel as decimal strings.
-    return [
-        {
-            k: v
-            for k, v in {**r, "fullDatabaseId": str(r["databaseId"])}.items()
-            if k != "databaseId"
-        }
-        for r in pr.get("_reviews", [])
-    ]
-
-
-def _backstop_answer(
-    state: ForgeState, repo: RepoState | None, operation: str, variables: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Answer the backstop's documents from `repo`, by variables (the document shape is fixed)."""
-    if repo is None:
-        return {
-            "data": {"repository": None},
-            "errors": [{"type": "NOT_FOUND", "message": "Could not resolve to a Repository"}],
-        }
-    # The documented cost: 2 points for a page holding the open PRs' nested connections, else 1.
-    cost = 2 if operation == "Backstop" and variables.get("withOpen") else 1
-    state.graphql_remaining = max(state.graphql_remaining - cost, 0)
-    reset_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(state.reset_at))
-    rate = {"cost": cost, "remaining": state.graphql_remaining, "resetAt": reset_at}
-    repository: dict[str, Any] = {}
-    if operation == "BackstopContexts":
-        nodes = _rollup_nodes(repo, str(variables.get("oid")))
-        contexts = _slice(nodes, variables.get("after"), BACKSTOP_NESTED_PAGE)
-        repository["object"] = {"statusCheckRollup": {"contexts": contexts}}
-    elif operation == "BackstopReviews":
-        pr = repo.prs.get(int(variables.get("number", 0)))
-        reviews = _slice(_review_nodes(pr or {}), variables.get("after"), BACKSTOP_NESTED_PAGE)
-        repository["pullRequest"] = {"reviews": reviews} if pr else None
-    else:
-        if variables.get("withOpen"):
-            rows = []
-            for number in sorted(repo.prs):
-                pr = repo.prs[number]
-                if pr["state"] != "open":
-                    continue
-                sha = pr["head"]["sha"]
-                rollup = _rollup_nodes(repo, sha)
-                rows.append(
-                    {
-                        "number": number,
-                        "isDraft": pr.get("draft", False),
-                        "headRefName": pr["head"]["ref"],
-                        "headRefOid": sha,
-                        "baseRefName": pr["base"]["ref"],
-                        "updatedAt": pr.get("updated_at"),
-                        "reviews": _slice(_review_nodes(pr), None, BACKSTOP_NESTED_PAGE),
-                        "headRef": {
-                            "target": {
-                                "oid": sha,
-                                "statusCheckRollup": {
-                                    "contexts": _slice(rollup, None, BACKSTOP_NESTED_PAGE)
-                                }
-                                if rollup
-                                else None,
-                            }
-                        },
-                    }
-                )
-            repository["open"] = _slice(rows, variables.get("openAfter"), BACKSTOP_OPEN_PAGE)
-        if variables.get("withDone"):
-            done = [pr for pr in repo.prs.values() if pr["state"] == "closed"]
-            done.sort(key=lambda pr: str(pr.get("updated_at")), reverse=True)
-            rows = [
-                {
-                    "number": pr["number"],
-                    "state": "MERGED" if pr.get("merged") else "CLOSED",
-                    "merged": bool(pr.get("merged")),
-                    "mergedAt": pr.get("merged_at"),
-                    "closedAt": pr.get("closed_at", pr.get("updated_at")),
-                    "updatedAt": pr.get("updated_at"),
-                    "headRefOid": pr["head"]["sha"],
-                    "mergeCommit": {"oid": pr["merge_commit_sha"]} if pr.get("merged") else None,
-                    "mergedBy": {"login": pr["_merged_by"]} if pr.get("_merged_by") else None,
-                }
-                for pr in done
-            ]
-            repository["done"] = _slice(rows, variables.get("doneAfter"), BACKSTOP_DONE_PAGE)
-        if variables.get("withMain"):
-            branch = str(variables.get("branch", "")).removeprefix("refs/heads/")
-            tip = repo.branches.get(branch)
-            if tip is None:
-                repository["main"] = None
-            else:
-                since = str(variables.get("since") or "")
-                ancestry = _ancestors(repo, tip)
-                known = [s for s in ancestry if s in repo.commits and repo.commits[s][2] >= since]
-                known.sort(key=lambda s: (repo.commits[s][2], -ancestry[s]), reverse=True)
-                rows = [
-                    {
-                        "oid": s,
-                        "messageHeadline": repo.commits[s][1].splitlines()[0]
-                        if repo.commits[s][1]
-                        else "",
-                        "committedDate": repo.commits[s][2],
-                    }
-                    for s in known
-                ]
-                history = _slice(rows, variables.get("mainAfter"), BACKSTOP_MAIN_PAGE)
-                repository["main"] = {"target": {"oid": tip, "history": history}}
-    return {"data": {"rateLimit": rate, "repository": repository}}

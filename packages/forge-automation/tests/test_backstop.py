@@ -19,7 +19,8 @@ from forge_automation._backstop import (
 )
 from forge_automation._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
 from forge_automation._errors import BackstopTruncated, ForgeCliError, ForgeInputError
-from forge_support import ForgeServer, RepoState, _backstop_answer
+from forge_graphql import cursor
+from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 SINCE = "2024-01-01T00:00:00Z"
@@ -77,29 +78,19 @@ def _run(repo: RepoState, run_id: int, name: str, sha: str, conclusion: str | No
 
 
 def _review(number: int, i: int, sha: str) -> dict[str, Any]:
+    # Stored REST-shaped, like every other record of the forge; ids past 2^31 (BigInt strings).
     return {
-        "databaseId": number * 10000 + i,
-        "author": {"login": f"reviewer{i}"},
+        "id": 2**31 + number * 10000 + i,
+        "user": f"reviewer{i}",
         "state": "APPROVED" if i % 2 else "COMMENTED",
-        "submittedAt": f"2024-02-01T00:00:{i % 60:02d}Z",
-        "commit": {"oid": sha},
+        "submitted_at": f"2024-02-01T00:00:{i % 60:02d}Z",
+        "commit_id": sha,
     }
 
 
 def _direct(server: ForgeServer) -> GraphqlApi:
-    """Answer documents in-process (same answers as over gh) for the cap tests' many pages."""
-
-    def call(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-        operation = query.split("(", 1)[0].removeprefix("query ").strip()
-        with server.lock:
-            repo = server.state.repos.get(f"{variables['owner']}/{variables['name']}")
-            answer = _backstop_answer(server.state, repo, operation, variables)
-            if server.state.graphql_faults:
-                answer["errors"] = [server.state.graphql_faults.pop(0)]
-        decoded: dict[str, Any] = json.loads(json.dumps(answer))
-        return decoded
-
-    return call
+    """Answer documents in-process (the same executor as over gh) for the cap tests' many pages."""
+    return server.graphql
 
 
 @pytest.fixture
@@ -157,7 +148,7 @@ def test_every_range_pages_through_real_gh(server: ForgeServer) -> None:
         BackstopStatus(context="ci/legacy", state="failure", created_at=_iso(3))
     ]
     reviews = snapshot.open[1].reviews
-    assert [r.database_id for r in reviews] == [20000 + i for i in range(150)]
+    assert [r.database_id for r in reviews] == [2**31 + 20000 + i for i in range(150)]
     assert reviews[1].author == "reviewer1"
     assert reviews[1].state == "APPROVED"
     assert [pr.number for pr in snapshot.done] == list(range(500, 521))
@@ -178,7 +169,7 @@ def test_every_range_pages_through_real_gh(server: ForgeServer) -> None:
     assert len({b["query"] for b in pages}) == 1, "every page re-sends the same document"
     flags = [(v["withOpen"], v["withDone"], v["withMain"]) for v in (b["variables"] for b in pages)]
     assert flags == [(True, True, True), (True, True, True), (False, False, True)]
-    assert pages[2]["variables"]["mainAfter"] == "100"
+    assert pages[2]["variables"]["mainAfter"] == cursor(100)
     assert snapshot.rate_limit.queries == 5
     assert snapshot.rate_limit.cost == 2 + 2 + 1 + 1 + 1
     assert snapshot.rate_limit.remaining == 5000 - 7 == server.state.graphql_remaining
@@ -374,4 +365,5 @@ def test_unknown_repository_and_bad_arguments(server: ForgeServer) -> None:
         with pytest.raises(ForgeInputError) as caught:
             read_backstop_snapshot(_direct(server), **arguments)
         assert caught.value.field == field
-    assert server.state.graphql_ops.total() == 0
+    # Only the unknown repository's read was sent: bad arguments never reach the forge.
+    assert server.state.graphql_ops == {"Backstop": 1}

@@ -74,3 +74,30 @@ def test_garbage_headers_are_ignored() -> None:
 
 def test_shared_budget_is_one_per_process() -> None:
     assert shared_rate_budget() is shared_rate_budget()
+
+
+def test_core_and_graphql_are_kept_apart() -> None:
+    clock = Clock()
+    budget = _budget(clock, reserve=100, max_delay=1000)
+    reset = str(clock.now + 500)
+    budget.observe({"X-RateLimit-Remaining": "4000", "X-RateLimit-Reset": reset})
+    budget.observe(
+        {
+            "X-RateLimit-Resource": "graphql",
+            "X-RateLimit-Remaining": "50",
+            "X-RateLimit-Reset": reset,
+        }
+    )
+    # A nearly spent GraphQL budget neither hides nor slows the plentiful REST one.
+    assert budget.remaining == budget.remaining_for("core") == 4000
+    assert budget.remaining_for("graphql") == 50
+    assert budget.delay() == 0
+    assert budget.delay("graphql") == pytest.approx(10.0)
+    budget.observe({"x-ratelimit-resource": "core", "x-ratelimit-remaining": "0"})
+    assert budget.remaining == 4000, "a response without a reset is ignored"
+    budget.observe(
+        {"x-ratelimit-resource": "core", "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}
+    )
+    assert budget.delay() == pytest.approx(500.0)
+    assert budget.reset_for("graphql") == budget.reset_at == clock.now + 500
+    assert budget.remaining_for("search") is None

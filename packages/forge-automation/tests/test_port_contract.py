@@ -315,20 +315,18 @@ class GhBackend:
     ) -> None:
         self.repo.review_threads[number] = [
             {
-                "isResolved": resolved,
-                "comments": {
-                    "nodes": [
-                        {
-                            "databaseId": i,
-                            "author": {"login": a},
-                            "authorAssociation": "MEMBER",
-                            "path": "a.py",
-                            "line": 1,
-                            "body": b,
-                        }
-                        for i, a, b in comments
-                    ]
-                },
+                "resolved": resolved,
+                "comments": [
+                    {
+                        "id": i,
+                        "user": a,
+                        "author_association": "MEMBER",
+                        "path": "a.py",
+                        "line": 1,
+                        "body": b,
+                    }
+                    for i, a, b in comments
+                ],
             }
             for resolved, comments in threads
         ]
@@ -574,6 +572,41 @@ def test_commit_statuses(forge: Backend) -> None:
         ("ci/legacy", "success"),
         ("deploy", "pending"),
     }
+
+
+def test_commit_statuses_are_the_latest_per_context(forge: Backend) -> None:
+    # The combined status answers one status per context, the newest: a failure that a later
+    # success replaced is gone, and so is a success that a later failure replaced.
+    _, tip = _main(forge)
+    forge.statuses(
+        tip,
+        [
+            ("ci/legacy", "failure"),
+            ("deploy", "success"),
+            ("ci/legacy", "success"),
+            ("deploy", "error"),
+        ],
+    )
+    statuses = forge.port.commit_statuses(REPO, tip)
+    assert sorted((s.context, s.state) for s in statuses) == [
+        ("ci/legacy", "success"),
+        ("deploy", "error"),
+    ]
+
+
+def test_pr_list_rows_carry_no_mergeable_state(forge: Backend) -> None:
+    # GitHub's list rows (pull-request-simple) have no mergeable_state, merged or changed_files:
+    # only get_pr knows them.
+    _, tip = _main(forge)
+    forge.pr(1, "a", tip, mergeable_state="dirty")
+    forge.files(1, 3)
+    (row,) = forge.port.list_open_prs(REPO)
+    assert (row.mergeable_state, row.merged, row.changed_files) == ("unknown", False, None)
+    existing = forge.port.open_pr(REPO, head="a", base="main", title="T", body="")
+    assert existing.skipped == "exists"
+    assert existing.pr.mergeable_state == "unknown"
+    full = forge.port.get_pr(REPO, 1)
+    assert (full.mergeable_state, full.changed_files) == ("dirty", 3)
 
 
 def test_required_checks_and_load_required_contexts(forge: Backend) -> None:

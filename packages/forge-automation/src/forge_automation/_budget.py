@@ -1,7 +1,10 @@
 """A per-process rate budget that paces pollers by the forge's rate-limit headers.
 
 It only ever delays a call, never drops one. Two processes on one login each keep their own view
-until their next response tells them the real remaining count.
+until their next response tells them the real remaining count. The forge keeps separate limits per
+resource (`core` for REST, `graphql` for GraphQL points, ...) and names the one a response counted
+against in `X-RateLimit-Resource`; the budget keeps them apart the same way (a response without
+that header counts as `core`).
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-__all__ = ["RateBudget", "shared_rate_budget"]
+__all__ = ["CORE", "GRAPHQL", "RateBudget", "shared_rate_budget"]
+
+CORE = "core"
+GRAPHQL = "graphql"
 
 
 class RateBudget:
@@ -29,49 +35,60 @@ class RateBudget:
         self._now = now
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._remaining: int | None = None
-        self._reset: float | None = None
+        # resource -> (remaining, reset epoch second)
+        self._windows: dict[str, tuple[int, float]] = {}
 
     @property
     def remaining(self) -> int | None:
-        """Return the last remaining count the forge reported, or None before any response."""
-        with self._lock:
-            return self._remaining
+        """Return the last `core` remaining count the forge reported, or None before any."""
+        return self.remaining_for(CORE)
 
     @property
     def reset_at(self) -> float | None:
-        """Return the epoch second the current window resets at, or None before any response."""
+        """Return the epoch second the `core` window resets at, or None before any response."""
+        return self.reset_for(CORE)
+
+    def remaining_for(self, resource: str) -> int | None:
+        """Return the last remaining count reported for `resource`, or None before any."""
         with self._lock:
-            return self._reset
+            window = self._windows.get(resource)
+        return None if window is None else window[0]
+
+    def reset_for(self, resource: str) -> float | None:
+        """Return the epoch second `resource`'s window resets at, or None before any response."""
+        with self._lock:
+            window = self._windows.get(resource)
+        return None if window is None else window[1]
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Record X-RateLimit-Remaining and X-RateLimit-Reset from one response's headers."""
+        """Record X-RateLimit-Remaining and -Reset under the response's X-RateLimit-Resource."""
         lowered = {k.lower(): v for k, v in headers.items()}
         try:
             remaining = int(lowered["x-ratelimit-remaining"])
             reset = float(lowered["x-ratelimit-reset"])
         except (KeyError, ValueError):
             return
+        resource = lowered.get("x-ratelimit-resource", "").strip() or CORE
         with self._lock:
-            self._remaining = max(remaining, 0)
-            self._reset = reset
+            self._windows[resource[:64]] = (max(remaining, 0), reset)
 
-    def delay(self) -> float:
-        """Return how long the next paced call should wait, in seconds (0 when plenty is left)."""
+    def delay(self, resource: str = CORE) -> float:
+        """Return how long the next paced call on `resource` should wait (0 when plenty is left)."""
         with self._lock:
-            remaining, reset = self._remaining, self._reset
+            window = self._windows.get(resource)
+        remaining, reset = window if window is not None else (None, None)
         if remaining is None or reset is None or remaining > self._reserve:
             return 0.0
-        window = reset - self._now()
-        if window <= 0:
+        left = reset - self._now()
+        if left <= 0:
             return 0.0
         # Spread what is left evenly over the rest of the window; with nothing left, wait it out.
-        wait = window if remaining == 0 else window / remaining
+        wait = left if remaining == 0 else left / remaining
         return min(wait, self._max_delay)
 
-    def pace(self) -> float:
-        """Sleep for `delay()` seconds and return the time slept."""
-        wait = self.delay()
+    def pace(self, resource: str = CORE) -> float:
+        """Sleep for `delay(resource)` seconds and return the time slept."""
+        wait = self.delay(resource)
         if wait > 0:
             self._sleep(wait)
         return wait

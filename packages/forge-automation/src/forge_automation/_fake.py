@@ -171,7 +171,7 @@ class FakeForge:
             self._state.runs[sha] = list(runs)
 
     def set_statuses(self, sha: str, statuses: Iterable[CommitStatus]) -> None:
-        """Set the latest commit status per context for `sha`."""
+        """Set every commit status for `sha`, oldest first; reads see the latest per context."""
         with self._lock:
             self._state.statuses[sha] = list(statuses)
 
@@ -248,6 +248,21 @@ def _paged(items: Sequence[T], page: int) -> tuple[tuple[T, ...], int | None]:
     return chunk, page + 1 if start + _PAGE < len(items) else None
 
 
+def _list_row(pr: PullRequest) -> PullRequest:
+    """Return `pr` as a PR listing row carries it (GitHub's pull-request-simple).
+
+    A row has no mergeable state, merged flag or file count: those are read with get_pr.
+    """
+    return replace(
+        pr,
+        behind=False,
+        behind_by=0,
+        changed_files=None,
+        mergeable_state="unknown",
+        merged=pr.merged_at is not None,
+    )
+
+
 def _not_found(what: str) -> ForgeCliError:
     return ForgeCliError(f"gh api failed with HTTP 404: Not Found ({what})", status=404)
 
@@ -319,7 +334,7 @@ class _FakeWire:
                     and head_owner == owner
                     and pr.base_ref == base
                 ):
-                    return pr
+                    return _list_row(pr)
             return None
 
     def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
@@ -443,7 +458,7 @@ class _FakeWire:
         with self._f._lock:
             state = self._call("list_open_prs")
             rows = [
-                replace(pr, behind=False, behind_by=0, changed_files=None)
+                _list_row(pr)
                 for (r, _n), pr in sorted(state.prs.items(), reverse=True)
                 if r == repo and pr.state == "open"
             ]
@@ -513,7 +528,12 @@ class _FakeWire:
     def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:
         with self._f._lock:
             state = self._call("list_commit_statuses")
-            items, nxt = _paged(state.statuses.get(sha, []), page)
+            # Like the forge's combined status: the latest status per context.
+            latest: dict[str, CommitStatus] = {}
+            for status in state.statuses.get(sha, []):
+                latest.pop(status.context, None)
+                latest[status.context] = status
+            items, nxt = _paged(list(reversed(latest.values())), page)
             return Page(items=items, next_page=nxt)
 
     def get_branch_rules(self, repo: str, branch: str, page: int) -> Page[RequiredChecks]:

@@ -352,20 +352,43 @@ def _app_id(value: object) -> int | None:
     return None
 
 
-_REVIEW_QUERY = (
-    "query($owner:String!,$name:String!,$number:Int!,$after:String){"
-    "repository(owner:$owner,name:$name){pullRequest(number:$number){"
-    "reviewThreads(first:100,after:$after){pageInfo{hasNextPage endCursor}"
-    "nodes{isResolved comments(first:100){nodes{"
-    "fullDatabaseId author{login} authorAssociation path line body}}}}}}}"
-)
-_FORCE_PUSH_QUERY = (
-    "query($owner:String!,$name:String!,$number:Int!){"
-    "repository(owner:$owner,name:$name){pullRequest(number:$number){"
-    "timelineItems(itemTypes:[HEAD_REF_FORCE_PUSHED_EVENT],first:100){"
-    "pageInfo{hasNextPage endCursor}"
-    "nodes{... on HeadRefForcePushedEvent{beforeCommit{oid} afterCommit{oid}}}}}}}"
-)
+_COMMENT_NODES = "nodes { fullDatabaseId author { login } authorAssociation path line body }"
+_REVIEW_QUERY = f"""query PullRequestReviewThreads($owner: String!, $name: String!, $number: Int!,
+  $after: String) {{
+  repository(owner: $owner, name: $name) {{
+    pullRequest(number: $number) {{
+      reviewThreads(first: 100, after: $after) {{
+        pageInfo {{ hasNextPage endCursor }}
+        nodes {{
+          id isResolved
+          comments(first: 100) {{ pageInfo {{ hasNextPage endCursor }} {_COMMENT_NODES} }}
+        }}
+      }}
+    }}
+  }}
+}}"""
+# A thread with more than one page of comments is read on by its node id, never cut.
+_THREAD_COMMENTS_QUERY = f"""query PullRequestReviewThreadComments($id: ID!, $after: String) {{
+  node(id: $id) {{
+    ... on PullRequestReviewThread {{
+      comments(first: 100, after: $after) {{
+        pageInfo {{ hasNextPage endCursor }} {_COMMENT_NODES}
+      }}
+    }}
+  }}
+}}"""
+_THREAD_COMMENT_PAGES = 100
+_FORCE_PUSH_QUERY = """query PullRequestForcePushes($owner: String!, $name: String!,
+  $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      timelineItems(itemTypes: [HEAD_REF_FORCE_PUSHED_EVENT], first: 100) {
+        pageInfo { hasNextPage endCursor }
+        nodes { ... on HeadRefForcePushedEvent { beforeCommit { oid } afterCommit { oid } } }
+      }
+    }
+  }
+}"""
 
 
 class _GhCliWire:
@@ -581,27 +604,58 @@ class _GhCliWire:
         variables = {"owner": owner, "name": name, "number": number, "after": after}
         data = self._graphql("review threads", _REVIEW_QUERY, variables)
 
-        def parse(data: Any) -> Page[ReviewComment]:
-            threads = data["repository"]["pullRequest"]["reviewThreads"]
-            items: list[ReviewComment] = []
-            for thread in threads["nodes"]:
-                for c in thread["comments"]["nodes"]:
-                    items.append(
-                        ReviewComment(
-                            id=int(c["fullDatabaseId"]),
-                            author=(c.get("author") or {}).get("login"),
-                            author_association=str(c.get("authorAssociation", "NONE")),
-                            path=str(c.get("path", "")),
-                            line=c.get("line"),
-                            body=str(c.get("body", "")),
-                            resolved=bool(thread.get("isResolved")),
-                        )
-                    )
-            info = threads["pageInfo"]
-            cursor = info.get("endCursor") if info.get("hasNextPage") else None
-            return Page(items=tuple(items), next_cursor=cursor)
+        def comments(connection: Any, resolved: bool) -> tuple[list[ReviewComment], str | None]:
+            """Return one page of a thread's comments and the cursor of the next, if any."""
+            items = [
+                ReviewComment(
+                    id=int(c["fullDatabaseId"]),
+                    author=(c.get("author") or {}).get("login"),
+                    author_association=str(c.get("authorAssociation", "NONE")),
+                    path=str(c.get("path", "")),
+                    line=c.get("line"),
+                    body=str(c.get("body", "")),
+                    resolved=resolved,
+                )
+                for c in connection["nodes"]
+            ]
+            info = connection["pageInfo"]
+            return items, (str(info["endCursor"]) if info.get("hasNextPage") else None)
 
-        return _mapped_data("review threads", data, parse)
+        def parse(data: Any) -> tuple[list[tuple[Any, bool, list[ReviewComment], str | None]], Any]:
+            threads = data["repository"]["pullRequest"]["reviewThreads"]
+            read = []
+            for thread in threads["nodes"]:
+                resolved = bool(thread.get("isResolved"))
+                items, more = comments(thread["comments"], resolved)
+                read.append((thread.get("id"), resolved, items, more))
+            info = threads["pageInfo"]
+            return read, (info.get("endCursor") if info.get("hasNextPage") else None)
+
+        threads, next_cursor = _mapped_data("review threads", data, parse)
+        items: list[ReviewComment] = []
+        for thread_id, resolved, first_page, cursor in threads:
+            items.extend(first_page)
+            # A thread with more than one page of comments is read on by its node id, never cut.
+            for _ in range(_THREAD_COMMENT_PAGES):
+                if cursor is None:
+                    break
+                answer = self._graphql(
+                    "review thread comments",
+                    _THREAD_COMMENTS_QUERY,
+                    {"id": str(thread_id), "after": cursor},
+                )
+                page, cursor = _mapped_data(
+                    "review thread comments",
+                    answer,
+                    lambda d, r=resolved: comments(d["node"]["comments"], r),
+                )
+                items.extend(page)
+            if cursor is not None:
+                raise ForgeCliError(
+                    f"a review thread still had comments after {_THREAD_COMMENT_PAGES} pages",
+                    kind="malformed",
+                )
+        return Page(items=tuple(items), next_cursor=next_cursor)
 
     def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
         owner, name = repo.split("/", 1)
