@@ -107,10 +107,13 @@ _NULL_ALLOWED = (".head.repo",)
 
 
 @functools.cache
-def _routes() -> tuple[tuple[re.Pattern[str], re.Pattern[str], str, int], ...]:
+def _routes() -> tuple[tuple[str, str, re.Pattern[str], re.Pattern[str], str, int], ...]:
     routes = []
     for template in openapi()["paths"]:
         pieces = re.split(r"(\{[^}]+\})", template)
+        # The literal text before the first and after the last parameter: a cheap first sieve.
+        prefix = pieces[0]
+        suffix = pieces[-1] if len(pieces) > 1 else ""
         literal = sum(len(p) for p in pieces if not p.startswith("{"))
 
         def pattern(param: str, pieces: list[str] = pieces) -> re.Pattern[str]:
@@ -125,10 +128,11 @@ def _routes() -> tuple[tuple[re.Pattern[str], re.Pattern[str], str, int], ...]:
                 out.append(f"(?P<{name}>{spans})")
             return re.compile("".join(out))
 
-        routes.append((pattern("[^/]+"), pattern(".+"), template, literal))
+        routes.append((prefix, suffix, pattern("[^/]+"), pattern(".+"), template, literal))
     return tuple(routes)
 
 
+@functools.lru_cache(maxsize=4096)
 def match_operation(method: str, path: str) -> RestOperation | None:
     """Return the documented operation `method path` is, or None when GitHub documents none.
 
@@ -138,7 +142,9 @@ def match_operation(method: str, path: str) -> RestOperation | None:
     paths = openapi()["paths"]
     for strict in (True, False):
         found: list[tuple[int, str, dict[str, str]]] = []
-        for one, many, template, literal in _routes():
+        for prefix, suffix, one, many, template, literal in _routes():
+            if not (path.startswith(prefix) and path.endswith(suffix)):
+                continue
             match = (one if strict else many).fullmatch(path)
             if match and method.lower() in paths[template]:
                 found.append((literal, template, match.groupdict()))
