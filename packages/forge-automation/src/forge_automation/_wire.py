@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -633,8 +634,9 @@ class _GhCliWire:
 
         threads, next_cursor = _mapped_data("review threads", data, parse)
         items: list[ReviewComment] = []
-        for thread_id, resolved, first_page, cursor in threads:
+        for thread_id, resolved, first_page, first_cursor in threads:
             items.extend(first_page)
+            cursor = first_cursor
             # A thread with more than one page of comments is read on by its node id, never cut.
             for _ in range(_THREAD_COMMENT_PAGES):
                 if cursor is None:
@@ -647,7 +649,7 @@ class _GhCliWire:
                 page, cursor = _mapped_data(
                     "review thread comments",
                     answer,
-                    lambda d, r=resolved: comments(d["node"]["comments"], r),
+                    functools.partial(_thread_page, comments, resolved),
                 )
                 items.extend(page)
             if cursor is not None:
@@ -783,6 +785,14 @@ class _GhCliWire:
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         path = f"{_repo(repo)}/branches/{_seg(branch)}/protection/required_status_checks"
         return _mapped("branch protection", self._rest("GET", path), _classic_from_json)
+
+
+def _thread_page(
+    comments: Callable[[Any, bool], tuple[list[ReviewComment], str | None]],
+    resolved: bool,
+    data: Any,
+) -> tuple[list[ReviewComment], str | None]:
+    return comments(data["node"]["comments"], resolved)
 
 
 def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:
