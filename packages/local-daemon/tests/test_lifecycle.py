@@ -225,3 +225,28 @@ def test_sigterm_during_a_long_sync_command_exits(tmp_path: Path) -> None:
     assert b"Traceback" not in err
     assert not mark.exists()
     assert sorted(p.name for p in state.iterdir()) == []
+
+
+def test_serve_on_a_full_disk_exits_with_one_line_and_leaves_nothing(full_state: Path) -> None:
+    state = full_state / "state"
+    state.mkdir()
+    _fill(full_state, 1)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "local_daemon.cli",
+            "serve",
+            "daemon_support:demo_registry",
+            "--state-dir",
+            str(state),
+        ],
+        env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 69, result
+    assert result.stderr == "local-daemon: cannot serve: No space left on device\n"
+    assert list(state.iterdir()) == []
