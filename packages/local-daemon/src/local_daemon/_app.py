@@ -20,6 +20,7 @@ from aiohttp.typedefs import Handler, Middleware
 from ._events import EventHub, events_handler
 from ._guards import Guards, guard_middlewares, loopback_allowlist
 from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
+from ._listen import IDLE_TIMEOUT
 from ._rpc import LINGERING_TIME, RpcBodyLimit, rpc_handler
 from ._types import (
     CommandRegistry,
@@ -120,11 +121,18 @@ def build_http_app(
         from ._gate import gate_middleware
 
         middlewares.append(gate_middleware(gate))  # type: ignore[arg-type]
-    # The discard window travels with the app, so every runner (the remote listener's too)
-    # closes an over-cap body's connection after at most LINGERING_TIME, not aiohttp's 10 s.
+    # These travel with the app, so every runner (the remote listener's too) uses them: an
+    # over-cap body's connection closes after at most LINGERING_TIME, not aiohttp's 10 s, and a
+    # connection must deliver a whole request head within IDLE_TIMEOUT of opening or of its last
+    # response, else it closes (aiohttp's keep-alive timer runs from `connection_made` and fires
+    # whenever no complete request is waiting; its default is an hour).
     app = web.Application(
         middlewares=middlewares,
-        handler_args={"access_log": None, "lingering_time": LINGERING_TIME},
+        handler_args={
+            "access_log": None,
+            "lingering_time": LINGERING_TIME,
+            "keepalive_timeout": IDLE_TIMEOUT,
+        },
     )
     app[LIFECYCLE_KEY] = state
     pid = os.getpid()

@@ -28,7 +28,7 @@ from ._app import Lifecycle, build_http_app
 from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
-from ._listen import check_loopback_listener, is_loopback_host
+from ._listen import AcceptErrorLog, check_loopback_listener, is_loopback_host
 from ._pidfile import (
     DaemonPaths,
     daemon_paths,
@@ -189,6 +189,8 @@ async def start_daemon(
         await runner.setup()
         made.push_async_callback(runner.cleanup)
         made.callback(hub.close)  # event streams end before the runner waits for requests
+        # Out of fds, asyncio would log a traceback per failed accept, dozens a second.
+        made.callback(AcceptErrorLog(asyncio.get_running_loop(), log).uninstall)
         site = web.SockSite(runner, sock)
         # An inherited socket is served only once the pid file exists: until then connections
         # wait in the kernel backlog, so none of them sees the 503 `starting` answer.

@@ -1,20 +1,41 @@
-"""What both listeners share below HTTP: which hosts may listen without a gate, and time bounds.
+"""What both listeners share below HTTP: who may listen without a gate, time bounds, fd limits.
 
-The loopback listener has no credential, so it listens on loopback only unless the product opts in
-by name (`insecure_unauthenticated_host=True`); the remote listener is how other devices are served.
+- The loopback listener has no credential, so it listens on loopback only unless the product opts
+  in by name (`insecure_unauthenticated_host=True`); the remote listener serves other devices.
+- Time bounds: a request head must arrive within `IDLE_TIMEOUT` (aiohttp's `keepalive_timeout`,
+  set through the app's `handler_args`), a TLS handshake within `TLS_HANDSHAKE_TIMEOUT`.
+- The remote listener accepts connections itself (`TlsAcceptor`): each handshake has a deadline,
+  and at most `max_unauthenticated_connections()` connections that have not yet shown a credential
+  are open at once; past that, a new connection is closed the moment it is accepted, so nobody
+  outside can fill the fd table.
+- Out of file descriptors, asyncio logs a traceback for every failed accept (and its retry loop
+  makes that dozens a second); `AcceptErrorLog` turns that into one line a minute.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
 import ipaddress
+import logging
+import resource
 import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
 
 from ._errors import RemoteBindError
 
 __all__ = [
     "IDLE_TIMEOUT",
+    "MAX_UNAUTHENTICATED",
+    "TLS_HANDSHAKE_TIMEOUT",
+    "AcceptErrorLog",
+    "TlsAcceptor",
     "check_loopback_listener",
     "is_loopback_host",
+    "max_unauthenticated_connections",
 ]
 
 # A connection must deliver a whole request head within this many seconds of opening (or of the
@@ -22,6 +43,18 @@ __all__ = [
 # `keepalive_timeout` is both: its timer starts at `connection_made` and again after each
 # response, and it fires whenever the connection is still waiting for a complete request.
 IDLE_TIMEOUT = 5.0
+# A TLS client must finish its handshake within this many seconds of being accepted.
+TLS_HANDSHAKE_TIMEOUT = 10.0
+# ... and a TLS close_notify exchange within this many.
+TLS_SHUTDOWN_TIMEOUT = 5.0
+# At most this many remote connections without a credential at once (a quarter of the fd limit
+# when that is lower), so the rest of the fd table stays for loopback, files and authenticated
+# clients.
+MAX_UNAUTHENTICATED = 256
+# One log line per this many seconds while accepts keep failing (fd table full) or keep being
+# refused (unauthenticated cap reached).
+_LOG_EVERY = 60.0
+_ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
 
 
 def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -68,3 +101,183 @@ def check_loopback_listener(
     bound = str(sock.getsockname()[0])
     if not is_loopback_host(bound):
         raise _refusal(f"the inherited socket's address {bound!r}")
+
+
+def max_unauthenticated_connections() -> int:
+    """Return the cap on unauthenticated remote connections for this process's fd limit."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_UNAUTHENTICATED
+    return max(4, min(MAX_UNAUTHENTICATED, soft // 4))
+
+
+class _Throttled:
+    """Log one line now and then about a condition that may repeat many times a second."""
+
+    __slots__ = ("_log", "_next", "_suppressed")
+
+    def __init__(self, log: logging.Logger) -> None:
+        self._log = log
+        self._next = 0.0
+        self._suppressed = 0
+
+    def __call__(self, now: float, message: str, *args: object) -> None:
+        if now < self._next:
+            self._suppressed += 1
+            return
+        if self._suppressed:
+            message += " (%d more since the last such line)"
+            args = (*args, self._suppressed)
+        self._log.error(message, *args)
+        self._next = now + _LOG_EVERY
+        self._suppressed = 0
+
+
+class AcceptErrorLog:
+    """A loop exception handler: one line a minute for accepts failing for want of fds.
+
+    Everything else goes to the handler it replaced (or the loop's default). `uninstall()` puts
+    that one back, unless someone installed another handler meanwhile.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, log: logging.Logger) -> None:
+        self._loop = loop
+        self._previous = loop.get_exception_handler()
+        self._line = _Throttled(log)
+        loop.set_exception_handler(self)
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if context.get("message") == _ASYNCIO_ACCEPT_MESSAGE and isinstance(exc, OSError):
+            self._line(
+                loop.time(),
+                "cannot accept connections: %s; retrying every second",
+                exc.strerror or type(exc).__name__,
+            )
+            return
+        if self._previous is not None:
+            self._previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    def uninstall(self) -> None:
+        """Restore the handler this one replaced."""
+        if self._loop.get_exception_handler() is self:
+            self._loop.set_exception_handler(self._previous)
+
+
+class TlsAcceptor:
+    """Accept TLS connections on `sock` for `protocol_factory` with a deadline and a cap.
+
+    A connection counts as unauthenticated from its accept until `authenticated(protocol)` is
+    called for it (the gate let one of its requests through) or it closes.
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        ssl_context: ssl.SSLContext,
+        *,
+        logger: logging.Logger,
+        cap: int | None = None,
+        handshake_timeout: float = TLS_HANDSHAKE_TIMEOUT,
+    ) -> None:
+        self._sock = sock
+        self._factory = protocol_factory
+        self._ssl = ssl_context
+        self._log = logger
+        self.cap = max_unauthenticated_connections() if cap is None else cap
+        self._handshake_timeout = handshake_timeout
+        self._handshaking: set[asyncio.Task[None]] = set()
+        # Established connections without a credential yet, by protocol (its `transport` turns
+        # None once the connection is lost).
+        self._unauthenticated: set[asyncio.BaseProtocol] = set()
+        self._accept_failed = _Throttled(logger)
+        self._cap_reached = _Throttled(logger)
+        self._task: asyncio.Task[None] | None = None
+        self.refused = 0
+
+    def start(self) -> None:
+        """Start accepting on the running loop."""
+        self._task = asyncio.get_running_loop().create_task(self._accept_loop())
+
+    def unauthenticated(self) -> int:
+        """Return how many connections hold no credential yet (handshakes included)."""
+        self._unauthenticated = {
+            p for p in self._unauthenticated if getattr(p, "transport", None) is not None
+        }
+        return len(self._handshaking) + len(self._unauthenticated)
+
+    def authenticated(self, protocol: asyncio.BaseProtocol | None) -> None:
+        """Mark the connection of `protocol` as having shown a credential."""
+        if protocol is not None:
+            self._unauthenticated.discard(protocol)
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _addr = await loop.sock_accept(self._sock)
+            except OSError as exc:
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue  # the client gave up before the accept
+                # Out of fds (or anything else): one line a minute, one retry a second.
+                self._accept_failed(
+                    loop.time(),
+                    "remote listener cannot accept connections: %s; retrying every second",
+                    exc.strerror or type(exc).__name__,
+                )
+                await asyncio.sleep(1.0)
+                continue
+            if (
+                len(self._handshaking) + len(self._unauthenticated) >= self.cap
+                and self.unauthenticated() >= self.cap
+            ):
+                conn.close()
+                self.refused += 1
+                self._cap_reached(
+                    loop.time(),
+                    "remote listener: %d connections without a credential are open; "
+                    "closing new ones until some finish",
+                    self.cap,
+                )
+                continue
+            task = loop.create_task(self._handshake(conn))
+            self._handshaking.add(task)
+            task.add_done_callback(self._handshaking.discard)
+
+    async def _handshake(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        conn.setblocking(False)
+        try:
+            _transport, protocol = await loop.connect_accepted_socket(
+                self._factory,
+                conn,
+                ssl=self._ssl,
+                ssl_handshake_timeout=self._handshake_timeout,
+                ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT,
+            )
+        except (OSError, ssl.SSLError, asyncio.TimeoutError):
+            conn.close()  # a failed or late handshake: the transport is closed already
+            return
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        if getattr(protocol, "transport", None) is not None:
+            self._unauthenticated.add(protocol)
+
+    async def close(self) -> None:
+        """Stop accepting, close the listening socket and abort handshakes in flight."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._sock.close()
+        pending = list(self._handshaking)
+        for handshake in pending:
+            handshake.cancel()
+        for handshake in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await handshake

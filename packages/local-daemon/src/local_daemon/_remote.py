@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,8 @@ from aiohttp import web
 
 from local_daemon._auth import DaemonAuth, create_daemon_auth
 from local_daemon._errors import RemoteBindError, TlsFileError
+from local_daemon._listen import IDLE_TIMEOUT, TlsAcceptor
+from local_daemon._types import AUTH_RECORD_KEY
 
 if TYPE_CHECKING:
     from local_daemon._tls import CheckedPair
@@ -180,6 +182,7 @@ class RemoteListener:
     """A bound remote listener: its port, its gate, and `close()`."""
 
     __slots__ = (
+        "_acceptor",
         "_last_failure",
         "_log",
         "_pair",
@@ -196,6 +199,7 @@ class RemoteListener:
         *,
         remote: RemoteOptions,
         runner: web.AppRunner,
+        acceptor: TlsAcceptor,
         auth: DaemonAuth,
         port: int,
         ssl_context: ssl.SSLContext,
@@ -203,6 +207,7 @@ class RemoteListener:
         logger: logging.Logger,
     ) -> None:
         self._log = logger
+        self._acceptor = acceptor
         self._remote = remote
         self._runner = runner
         self.auth = auth
@@ -255,6 +260,11 @@ class RemoteListener:
         self._log.info("remote TLS pair reloaded; valid until %s", pair.not_after.isoformat())
         return True
 
+    @property
+    def acceptor(self) -> TlsAcceptor:
+        """Return the accept loop: its cap on unauthenticated connections and their count."""
+        return self._acceptor
+
     async def close(self) -> None:
         """Stop the reload task and close the listener and its open connections."""
         task, self._reload_task = self._reload_task, None
@@ -262,7 +272,10 @@ class RemoteListener:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self._runner.cleanup()
+        try:
+            await self._acceptor.close()
+        finally:
+            await self._runner.cleanup()
 
 
 async def open_remote_listener(
@@ -283,29 +296,48 @@ async def open_remote_listener(
     context = new_server_context(pair)
     sock = _bind(remote.host, port)
     bound_port = int(sock.getsockname()[1])
+    log = logger or _log
+    acceptors: list[TlsAcceptor] = []
+
+    @web.middleware
+    async def credential_seen(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        # Runs after the gate: a request carrying its record showed a good credential, so its
+        # connection no longer counts against the cap on unauthenticated ones.
+        if AUTH_RECORD_KEY in request:
+            acceptors[0].authenticated(request.protocol)
+        return await handler(request)
+
     try:
         hosts, origins = remote_allowlist(remote, bound_port)
         app = build_app(auth, hosts, origins)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        app.middlewares.append(credential_seen)
+        # The request-head bound holds whatever app `build_app` made (the daemon's carries it
+        # in its handler_args too).
+        runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, keepalive_timeout=IDLE_TIMEOUT
+        )
         await runner.setup()
     except BaseException:
         sock.close()
         raise
-    try:
-        site = web.SockSite(runner, sock, ssl_context=context)
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        sock.close()
-        raise
+    server = runner.server
+    assert server is not None  # set by setup()
+    # Accepted here, not by a SockSite: aiohttp gives a site no TLS handshake deadline and no
+    # connection cap.
+    acceptor = TlsAcceptor(sock, server, context, logger=log)
+    acceptors.append(acceptor)
+    acceptor.start()
     listener = RemoteListener(
         remote=remote,
         runner=runner,
+        acceptor=acceptor,
         auth=auth,
         port=bound_port,
         ssl_context=context,
         pair=pair,
-        logger=logger or _log,
+        logger=log,
     )
     listener._start_reloading()
     return listener

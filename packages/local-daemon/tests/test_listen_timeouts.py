@@ -1,0 +1,374 @@
+"""Slow and hostile clients on both listeners: dropped by the server within bounds, others served.
+
+No timing assertion: each test waits (bounded, far above the daemon's own bounds) for the server
+to close a connection it never closed itself, while `/health` keeps answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+import socket
+import ssl
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from daemon_support import TESTS_DIR, demo_registry, http, running
+from gate_support import build_test_app, trustme_pair
+from local_daemon._listen import IDLE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT, AcceptErrorLog
+from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
+from local_daemon._tokenfile import ensure_token_file
+
+# Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
+BOUND = 60.0
+# Steps of a trickling client: one byte per step, at most this many steps.
+TRICKLE_STEPS = 600
+TRICKLE_PAUSE = 0.25
+
+
+async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
+    """Wait (bounded) until the server closes: EOF or reset, with nothing sent by us after."""
+    try:
+        data = await asyncio.wait_for(reader.read(65536), BOUND)
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    if data:
+        # A reply (e.g. a 408 or 400) may come first; the close must follow.
+        return await _closed_by_server(reader)
+    return True
+
+
+async def _health(port: int) -> int:
+    status, _, _ = await http(port, "GET", "/health")
+    return status
+
+
+def test_bounds_are_a_few_seconds() -> None:
+    assert 1.0 <= IDLE_TIMEOUT <= 10.0
+    assert 1.0 <= TLS_HANDSHAKE_TIMEOUT <= 30.0
+
+
+INCOMPLETE_HEADS = {
+    "nothing": b"",
+    "partial-request-line": b"GET /heal",
+    "headers-never-end": b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+}
+
+
+async def test_incomplete_request_heads_are_dropped_while_health_answers(tmp_path: Path) -> None:
+    async with running(tmp_path) as handle:
+        opened = [await asyncio.open_connection("127.0.0.1", handle.port) for _ in INCOMPLETE_HEADS]
+        try:
+            for (_reader, writer), first_bytes in zip(
+                opened, INCOMPLETE_HEADS.values(), strict=True
+            ):
+                writer.write(first_bytes)
+                await writer.drain()
+            assert await _health(handle.port) == 200  # served while the slow ones wait
+            closed = await asyncio.gather(*(_closed_by_server(reader) for reader, _ in opened))
+            assert dict(zip(INCOMPLETE_HEADS, closed, strict=True)) == dict.fromkeys(
+                INCOMPLETE_HEADS, True
+            )
+            assert await _health(handle.port) == 200
+        finally:
+            for _, writer in opened:
+                writer.close()
+
+
+async def _trickle(port: int, head: bytes) -> tuple[bool, int]:
+    """Send `head` then one header byte per step; return (closed by the server, bytes sent)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    sent = 0
+    try:
+        writer.write(head)
+        await writer.drain()
+        for step in range(TRICKLE_STEPS):
+            try:
+                writer.write(b"X-Slow: 1\r\n"[step % 11 : step % 11 + 1])
+                await writer.drain()
+            except ConnectionError:
+                return True, sent
+            sent += 1
+            try:
+                data = await asyncio.wait_for(reader.read(65536), TRICKLE_PAUSE)
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                return True, sent
+            if not data:
+                return True, sent
+        return False, sent
+    finally:
+        writer.close()
+
+
+async def test_trickled_headers_are_dropped_while_health_answers(tmp_path: Path) -> None:
+    async with running(tmp_path) as handle:
+        head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n".encode()
+        trickler = asyncio.create_task(_trickle(handle.port, head))
+        # /health keeps answering, on fresh connections, while the trickler is connected.
+        for _ in range(3):
+            assert await _health(handle.port) == 200
+        closed, sent = await trickler
+        assert closed, f"still open after {sent} trickled bytes"
+        assert sent > 0
+        assert await _health(handle.port) == 200
+
+
+async def test_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
+    async with running(tmp_path) as handle:
+        reader, writer = await asyncio.open_connection("127.0.0.1", handle.port)
+        try:
+            for _ in range(2):  # kept alive between requests sent back to back
+                writer.write(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
+                await writer.drain()
+                status = await asyncio.wait_for(reader.readline(), BOUND)
+                assert status.startswith(b"HTTP/1.1 200")
+                headers = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), BOUND)
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in headers.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                await asyncio.wait_for(reader.readexactly(length), BOUND)
+            assert await _closed_by_server(reader)
+        finally:
+            writer.close()
+
+
+# --- the TLS listener (bound on 127.0.0.1 here; the address refusal is tested elsewhere) ---------
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+async def listener(ca: trustme.CA, tmp_path: Path) -> AsyncIterator[RemoteListener]:
+    remote = RemoteOptions(
+        host="127.0.0.1",
+        token_file=ensure_token_file(tmp_path / "token"),
+        tls=trustme_pair(ca, tmp_path / "tls", "127.0.0.1", "box.test"),
+        tls_reload=3600.0,
+    )
+    listener = await open_remote_listener(remote=remote, port=0, build_app=build_test_app)
+    try:
+        yield listener
+    finally:
+        await listener.close()
+
+
+def _client_ctx(ca: trustme.CA) -> ssl.SSLContext:
+    return ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
+
+
+async def test_tls_handshakes_never_started_or_cut_short_are_dropped(
+    listener: RemoteListener,
+) -> None:
+    silent = await asyncio.open_connection("127.0.0.1", listener.port)
+    # A ClientHello cut short: the handshake can never finish.
+    half = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        half[1].write(bytes.fromhex("160301020001"))
+        await half[1].drain()
+        closed = await asyncio.gather(_closed_by_server(silent[0]), _closed_by_server(half[0]))
+        assert closed == [True, True]
+    finally:
+        silent[1].close()
+        half[1].close()
+
+
+async def test_tls_connection_without_a_request_is_dropped(
+    listener: RemoteListener, ca: trustme.CA
+) -> None:
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+    )
+    try:
+        writer.write(b"GET /health HTTP/1.1\r\nHost: 127")  # and never the rest
+        await writer.drain()
+        assert await _closed_by_server(reader)
+    finally:
+        writer.close()
+
+
+async def _raw_connections(port: int, count: int) -> list[socket.socket]:
+    conns = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=BOUND)
+        conns.append(sock)
+    return conns
+
+
+async def _wait_for(predicate: object, what: str) -> None:
+    for _ in range(int(BOUND / 0.02)):
+        if predicate():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_unauthenticated_connections_are_capped(
+    listener: RemoteListener, ca: trustme.CA, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    acceptor = listener.acceptor
+    acceptor.cap = 6
+    held = await _raw_connections(listener.port, 6)
+    try:
+        await _wait_for(lambda: acceptor.unauthenticated() == 6, "six pending handshakes")
+        with caplog.at_level(logging.ERROR, logger="local_daemon"):
+            # Past the cap: each new connection is accepted and closed at once, with no reply.
+            for _ in range(5):
+                reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+                assert await _closed_by_server(reader)
+                writer.close()
+        assert acceptor.refused == 5
+        lines = [r.getMessage() for r in caplog.records if "without a credential" in r.getMessage()]
+        assert len(lines) == 1, lines
+    finally:
+        for sock in held:
+            sock.close()
+    await _wait_for(lambda: acceptor.unauthenticated() == 0, "the held connections gone")
+    # Below the cap again: a client with a credential is served, and once its request passed the
+    # gate its connection no longer counts.
+    secret = (tmp_path / "token").read_text().strip()
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+    )
+    try:
+        writer.write(
+            f"GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n"
+            f"Authorization: Bearer {secret}\r\n\r\n".encode()
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), BOUND)
+        assert status.startswith(b"HTTP/1.1 200")
+        assert acceptor.unauthenticated() == 0
+    finally:
+        writer.close()
+
+
+async def test_unauthenticated_tls_connections_count_until_they_show_a_credential(
+    listener: RemoteListener, ca: trustme.CA
+) -> None:
+    acceptor = listener.acceptor
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+    )
+    try:
+        await _wait_for(lambda: acceptor.unauthenticated() == 1, "one connection counted")
+        writer.write(f"GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n\r\n".encode())
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), BOUND)
+        assert status.startswith(b"HTTP/1.1 401")
+        assert acceptor.unauthenticated() == 1  # a 401 does not count as a credential
+    finally:
+        writer.close()
+
+
+# --- out of file descriptors: one log line, no traceback per accept ------------------------------
+
+
+async def test_accept_error_log_turns_asyncio_tracebacks_into_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    log = logging.getLogger("local_daemon")
+    accept_log = AcceptErrorLog(loop, log)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="local_daemon"):
+            for _ in range(300):
+                loop.call_exception_handler(
+                    {
+                        "message": "socket.accept() out of system resource",
+                        "exception": OSError(24, "Too many open files"),
+                    }
+                )
+            loop.call_exception_handler({"message": "something else"})
+        assert [r.getMessage() for r in caplog.records] == [
+            "cannot accept connections: Too many open files; retrying every second"
+        ]
+        assert all(r.exc_info is None for r in caplog.records)
+        assert [c["message"] for c in seen] == ["something else"]  # passed on
+    finally:
+        accept_log.uninstall()
+    assert loop.get_exception_handler() is not accept_log
+    loop.set_exception_handler(None)
+
+
+_FD_LIMIT = 64
+
+
+def _low_fd_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_FD_LIMIT, _FD_LIMIT))
+
+
+@pytest.mark.slow
+async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    err_path = tmp_path / "stderr"
+    with err_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "local_daemon.cli", "serve", "daemon_support:demo_registry",
+             "--state-dir", str(state), "--log-level", "info"],
+            env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+            stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_low_fd_limit,
+        )  # fmt: skip
+    held: list[socket.socket] = []
+    try:
+        from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+
+        paths = daemon_paths(state)
+        for _ in range(3000):
+            if read_pid_file(paths) == proc.pid:
+                break
+            assert proc.poll() is None
+            await asyncio.sleep(0.02)
+        meta = read_meta_file(paths)
+        assert meta is not None
+        port = int(meta["port"])
+        # More connections than the daemon has fds: the kernel completes them all (backlog),
+        # the daemon's accept fails with EMFILE for the rest, again and again, each second.
+        for _ in range(_FD_LIMIT + 40):
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=BOUND))
+
+        def logged() -> bool:
+            return b"cannot accept connections" in err_path.read_bytes()
+
+        await _wait_for(logged, "the out-of-fds line")
+        # Several of asyncio's one-second retry rounds pass while the table stays full.
+        await asyncio.sleep(3.0)
+        for sock in held:
+            sock.close()
+        held.clear()
+        statuses = []
+        for _ in range(int(BOUND / 0.1)):
+            try:
+                statuses.append(await _health(port))
+            except (OSError, TimeoutError, IndexError, ValueError):
+                await asyncio.sleep(0.1)
+                continue
+            if statuses[-1] == 200:
+                break
+        assert statuses and statuses[-1] == 200
+    finally:
+        for sock in held:
+            sock.close()
+        proc.terminate()
+        proc.wait(timeout=BOUND)
+    text = err_path.read_text(encoding="utf-8", errors="replace")
+    assert text.count("cannot accept connections") == 1, text[-3000:]
+    assert "Too many open files" in text
+    assert "Traceback" not in text
