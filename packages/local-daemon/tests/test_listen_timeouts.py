@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import resource
 import socket
 import ssl
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from daemon_support import TESTS_DIR, demo_registry, http, running
+from daemon_support import TESTS_DIR, http, running
 from gate_support import build_test_app, trustme_pair
 from local_daemon._listen import IDLE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT, AcceptErrorLog
 from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
@@ -129,7 +128,9 @@ async def test_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", handle.port)
         try:
             for _ in range(2):  # kept alive between requests sent back to back
-                writer.write(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
+                writer.write(
+                    f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode()
+                )
                 await writer.drain()
                 status = await asyncio.wait_for(reader.readline(), BOUND)
                 assert status.startswith(b"HTTP/1.1 200")
@@ -182,7 +183,7 @@ async def test_tls_handshakes_never_started_or_cut_short_are_dropped(
         half[1].write(bytes.fromhex("160301020001"))
         await half[1].drain()
         closed = await asyncio.gather(_closed_by_server(silent[0]), _closed_by_server(half[0]))
-        assert closed == [True, True]
+        assert list(closed) == [True, True]
     finally:
         silent[1].close()
         half[1].close()
@@ -311,20 +312,17 @@ async def test_accept_error_log_turns_asyncio_tracebacks_into_one_line(
 _FD_LIMIT = 64
 
 
-def _low_fd_limit() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (_FD_LIMIT, _FD_LIMIT))
-
-
 @pytest.mark.slow
 async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path) -> None:
     state = tmp_path / "state"
     err_path = tmp_path / "stderr"
     with err_path.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "local_daemon.cli", "serve", "daemon_support:demo_registry",
+            ["prlimit", f"--nofile={_FD_LIMIT}:{_FD_LIMIT}", sys.executable, "-m",
+             "local_daemon.cli", "serve", "daemon_support:demo_registry",
              "--state-dir", str(state), "--log-level", "info"],
             env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
-            stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_low_fd_limit,
+            stdout=subprocess.DEVNULL, stderr=err,
         )  # fmt: skip
     held: list[socket.socket] = []
     try:
@@ -362,7 +360,7 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
                 continue
             if statuses[-1] == 200:
                 break
-        assert statuses and statuses[-1] == 200
+        assert statuses[-1:] == [200]
     finally:
         for sock in held:
             sock.close()

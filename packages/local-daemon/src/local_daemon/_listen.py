@@ -258,7 +258,7 @@ class TlsAcceptor:
                 ssl_handshake_timeout=self._handshake_timeout,
                 ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT,
             )
-        except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):  # ssl.SSLError is an OSError
             conn.close()  # a failed or late handshake: the transport is closed already
             return
         except asyncio.CancelledError:
