@@ -828,7 +828,9 @@ class ForgeServer:
         self.stop()
         if exc_type is None:
             violations = self.take_violations()
-            assert not violations, f"requests GitHub would refuse: {violations}"
+            assert not violations, (
+                f"requests GitHub would refuse (or answers it would not give): {violations}"
+            )
 
     def take_violations(self) -> list[str]:
         """Return and forget the requests GitHub would have refused so far."""

@@ -44,8 +44,9 @@ class PullRequest:
 
     `mergeable_state` is lazy on the forge: `unknown` is common and never means clean. `merge_sha`
     is the forge's test merge on an open PR and the merge commit only once `merged` is true.
-    `behind` is computed by `get_pr` only; list rows always carry False. `changed_files` is None
-    on list rows, which the forge answers without it.
+    `behind` is computed by `get_pr` only; list rows always carry False. List rows (`list_open_prs`
+    and the PR `open_pr` finds already open) are the forge's pull-request-simple: no mergeable
+    state (`unknown`), no `changed_files` (None), `merged` from `merged_at`; `get_pr` has them all.
     """
 
     number: int
