@@ -8,19 +8,25 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PYTEST_ARGS ?=
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help setup demo test test-integration lint typecheck bench build publish clean
+.PHONY: help setup setup-system setup-python demo test test-integration lint typecheck bench build publish clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-SYSTEM_TOOLS := gh:gh git:git chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux
+SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux
 
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
+	@$(MAKE) --no-print-directory setup-system setup-python
+
+# The system tools only the tests need (gh, git, chromium, systemd-analyze, ip, unshare).
+setup-system:
 	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "== apt-get install$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  else echo "missing system tools:$$missing (install them: apt-get install$$missing)" >&2; exit 1; fi; fi
+
+setup-python: ## install uv when absent and sync the locked packages (no root, no system tools)
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv
 	@$(UV) sync --all-packages --locked --quiet
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
@@ -29,22 +35,24 @@ setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync
 demo: setup ## run the demo: the daemon serving a demo product on http://127.0.0.1:8765/ (ARGS=--help)
 	@PYTHONPATH=tests-integration $(UV) run --no-sync python -m demo_product $(ARGS)
 
-test: setup ## run every package's tests, then tests-integration (PKG=<name> runs one package)
+# Each package's tests report its own branch coverage (in-process code; CLI children are not traced).
+COVERAGE = --cov=$(1) --cov-branch --cov-report=term:skip-covered
+test: setup ## run every package's tests with a branch-coverage summary, then tests-integration (PKG=<name> runs one)
 ifeq ($(PKG),)
-	@set -e; for p in $(PACKAGES); do echo "== $$p"; $(UV) run --no-sync pytest packages/$$p/tests $(PYTEST_ARGS); done
+	@set -e; for p in $(PACKAGES); do echo "== $$p"; $(UV) run --no-sync pytest packages/$$p/tests $(call COVERAGE,$${p//-/_}) $(PYTEST_ARGS); done
 	@$(MAKE) --no-print-directory test-integration
 else
-	@$(UV) run --no-sync pytest packages/$(PKG)/tests $(PYTEST_ARGS)
+	@$(UV) run --no-sync pytest packages/$(PKG)/tests $(call COVERAGE,$(subst -,_,$(PKG))) $(PYTEST_ARGS)
 endif
 
 test-integration: setup ## run the cross-package integration suite
 	@echo "== tests-integration"; $(UV) run --no-sync pytest tests-integration $(PYTEST_ARGS)
 
-lint: setup ## ruff check and ruff format --check
+lint: setup-python ## ruff check and ruff format --check
 	@$(UV) run --no-sync ruff check .
 	@$(UV) run --no-sync ruff format --check .
 
-typecheck: setup ## mypy --strict over every package's src and tests
+typecheck: setup-python ## mypy --strict over every package's src and tests
 	@set -e; for p in $(PACKAGES); do $(UV) run --no-sync mypy packages/$$p/src packages/$$p/tests; done
 	@$(UV) run --no-sync mypy tests-integration benchmarks
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agent_accounts.io import Profile, discover_profiles
 from forge_automation import forge_port, gh_cli_wire
-from local_daemon import mount_static_app, start_daemon
+from local_daemon import DaemonPortInUseError, mount_static_app, start_daemon
 
 from .forge_seed import DEMO_REPO, seed_forge
 from .product import build_registry
@@ -159,7 +159,15 @@ def main(argv: list[str] | None = None) -> None:
     """Run the demo."""
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per batch is noise here
-    asyncio.run(run(_parse(argv)))
+    args = _parse(argv)
+    try:
+        asyncio.run(run(args))
+    except DaemonPortInUseError as exc:
+        # One line and the way out, not a traceback.
+        raise SystemExit(
+            f'demo: port {exc.port} is in use; pick another: make demo ARGS="--port N"'
+            " (--port 0 picks a free one)"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from forge_automation import (
 from forge_automation import ci_verdict as judge_ci
 from local_daemon import CommandError, Registry
 
-__all__ = ["build_registry", "forge_errors_as_command_errors"]
+__all__ = ["build_registry", "forge_errors_as_command_errors", "why_the_forge_failed"]
 
 _PASSING = frozenset({"success", "neutral", "skipped"})
 
@@ -43,6 +43,20 @@ def forge_errors_as_command_errors(exc: ForgeError) -> CommandError:
     if isinstance(exc, ForgeCliError) and exc.status == 404:
         return CommandError("not found on the forge", 65)
     raise exc
+
+
+def why_the_forge_failed(exc: ForgeError, repo: str) -> str:
+    """Say in fixed words why no PR could be read (never the error's text: it may hold a token)."""
+    status = exc.status if isinstance(exc, ForgeCliError) else None
+    if status in (401, 403):
+        return "the forge refused gh's credentials: run `gh auth login` (or check GH_TOKEN)"
+    if status == 404:
+        return f"{repo} was not found, or gh's login cannot see it"
+    if status == 429:
+        return "the forge's rate limit is spent; the page retries on the next change"
+    if isinstance(exc, ForgeCliError):
+        return "gh could not read the forge: is gh installed and logged in? (`gh auth status`)"
+    return f"the forge answered something this demo cannot read ({type(exc).__name__})"
 
 
 def _check_counts(runs: Sequence[CheckRun], head: str) -> dict[str, Any]:
@@ -94,7 +108,13 @@ def build_registry(
     def accounts() -> dict[str, Any]:
         """Every local profile's login state and newest usage reading (no request is sent)."""
         rows = []
-        for profile in list_profiles():
+        found = list_profiles()
+        if not found:
+            return {
+                "profiles": [],
+                "problem": "no agent profiles in ~/.agent or ~/.agent-profiles/",
+            }
+        for profile in found:
             try:
                 login = read_login_state(profile.config_dir).to_json()
             except OSError:
@@ -117,12 +137,16 @@ def build_registry(
 
     @registry.command
     def open_prs() -> dict[str, Any]:
-        """The demo repository's open PRs with their merge readiness and blockers."""
+        """The demo repository's open PRs with their merge readiness and blockers.
+
+        A forge that cannot be read is not an error here: the page shows `problem`, the reason
+        its table is empty (no gh login, no such repository, a spent rate limit).
+        """
         try:
             prs = port.list_open_prs(repo)
             rows = [_pr_row(port, repo, port.get_pr(repo, pr.number)) for pr in prs]
         except ForgeError as exc:
-            raise forge_errors_as_command_errors(exc) from None
+            return {"repo": repo, "prs": [], "problem": why_the_forge_failed(exc, repo)}
         return {"repo": repo, "prs": sorted(rows, key=lambda r: r["number"])}
 
     @registry.command

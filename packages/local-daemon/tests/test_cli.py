@@ -18,10 +18,13 @@ from local_daemon._pidfile import daemon_paths, write_pid_file
 from local_daemon.cli import main
 
 
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, timeout: float = 60, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "local_daemon.cli", *args],
-        env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+        env={**os.environ, "PYTHONPATH": str(TESTS_DIR), **(env or {})},
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -58,39 +61,193 @@ def test_serve_accepts_a_factory(tmp_path: Path) -> None:
     assert daemon.process.returncode == 0
 
 
+SERVE_USAGE = "usage: local-daemon serve MODULE:ATTR --state-dir DIR [--port N] [options]"
+HEALTH_USAGE = "usage: local-daemon health (--port N | --state-dir DIR) [--host HOST] [--timeout S]"
+TOP_USAGE = "usage: local-daemon [-h] COMMAND ..."
+DEBUG_HINT = " (LOCAL_DAEMON_DEBUG=1 shows the traceback)"
+OK = ["daemon_support:demo_registry", "--state-dir", "{tmp}/s"]
+
+# A user's own modules, in the directory `serve` runs in: each fails to load its own way.
+USER_MODULES = {
+    "synerr.py": "import os\ndef broken(:\n",
+    "namerr.py": "import os\n\nregistry = undefined_name\n",
+    "dep.py": "import no_such_dependency_here\n",
+    "boom.py": (
+        "from daemon_support import CANARY\n\n\ndef make():\n    raise RuntimeError(CANARY)\n"
+    ),
+}
+
+# (args, exact first stderr line after "local-daemon: ", exit code, exact second line or None).
+BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
+    ([], "missing command (serve, health, mcp-stdio, token)", 64, TOP_USAGE),
+    (["bogus"], "unknown command 'bogus' (serve, health, mcp-stdio, token)", 64, TOP_USAGE),
+    (["--bogus"], "the following arguments are required: COMMAND", 64, TOP_USAGE),
+    # unknown flag
+    (["serve", *OK, "--bogus"], "unrecognized arguments: --bogus", 64, SERVE_USAGE),
+    (["serve", *OK, "--stat", "x"], "unrecognized arguments: --stat x", 64, SERVE_USAGE),
+    (["health", "--port", "1", "extra"], "unrecognized arguments: extra", 64, HEALTH_USAGE),
+    # missing argument
+    (["serve"], "the following arguments are required: MODULE:ATTR, --state-dir", 64, SERVE_USAGE),
+    (["serve", "m:r"], "the following arguments are required: --state-dir", 64, SERVE_USAGE),
+    (["serve", *OK, "--port"], "argument --port: expected one argument", 64, SERVE_USAGE),
+    (["health"], "health needs --port or --state-dir", 64, HEALTH_USAGE),
+    (
+        ["token", "ensure"],
+        "the following arguments are required: PATH",
+        64,
+        "usage: local-daemon token ensure [-h] PATH",
+    ),
+    (
+        ["mcp-stdio", "m:r"],
+        "the following arguments are required: --tool-prefix",
+        64,
+        "usage: local-daemon mcp-stdio MODULE:ATTR --tool-prefix PREFIX [--version V]",
+    ),
+    # repeated flag
+    (["serve", *OK, "--port", "1", "--port", "2"], "argument --port: given twice", 64, SERVE_USAGE),
+    (["health", "--port", "1", "--port=1"], "argument --port: given twice", 64, HEALTH_USAGE),
+    # wrong type or value
+    (["serve", *OK, "--port", "abc"], "argument --port: invalid int value: 'abc'", 64, SERVE_USAGE),
+    (["serve", *OK, "--port", "70000"], "--port must be 0 to 65535", 64, SERVE_USAGE),
+    (
+        ["health", "--timeout", "soon", "--port", "1"],
+        "argument --timeout: invalid float value: 'soon'",
+        64,
+        HEALTH_USAGE,
+    ),
+    (["health", "--port", "0"], "--port must be 1 to 65535", 64, HEALTH_USAGE),
+    (
+        ["serve", *OK, "--log-level", "loud"],
+        "argument --log-level: invalid choice: 'loud'"
+        " (choose from 'debug', 'info', 'warning', 'error')",
+        64,
+        SERVE_USAGE,
+    ),
+    (
+        ["serve", *OK, "--remote-host", "1.2.3.4"],
+        "--remote-host needs --token-file, --tls-cert and --tls-key",
+        64,
+        SERVE_USAGE,
+    ),
+    (
+        ["token", "login-code", "{tmp}/t", "--url", "http://x"],
+        "--url must start with https://",
+        64,
+        "usage: local-daemon token login-code [-h] [--url URL] PATH",
+    ),
+    # MODULE:ATTR that does not load: the problem and where, one line, never a traceback
+    (
+        ["serve", "nocolon", "--state-dir", "s"],
+        "expected MODULE:ATTR (e.g. mypackage.app:registry), got 'nocolon'",
+        64,
+        SERVE_USAGE,
+    ),
+    (
+        ["serve", "no_such_module_here:x", "--state-dir", "s"],
+        "cannot import 'no_such_module_here': no such module in {tmp} or on sys.path",
+        64,
+        None,
+    ),
+    (
+        ["serve", "synerr:registry", "--state-dir", "s"],
+        "cannot import 'synerr': SyntaxError: invalid syntax at synerr.py:2" + DEBUG_HINT,
+        64,
+        None,
+    ),
+    (
+        ["serve", "namerr:registry", "--state-dir", "s"],
+        "cannot import 'namerr': NameError at namerr.py:3" + DEBUG_HINT,
+        64,
+        None,
+    ),
+    (
+        ["mcp-stdio", "dep:registry", "--tool-prefix", "p"],
+        "cannot import 'dep': ModuleNotFoundError at dep.py:1" + DEBUG_HINT,
+        64,
+        None,
+    ),
+    (
+        ["serve", "boom:make", "--state-dir", "s"],
+        "the factory boom:make raised RuntimeError at boom.py:5" + DEBUG_HINT,
+        64,
+        None,
+    ),
+    (
+        ["serve", "daemon_support:nothing", "--state-dir", "s"],
+        "'daemon_support' has no attribute 'nothing'",
+        64,
+        None,
+    ),
+    (
+        ["serve", "daemon_support:CANARY", "--state-dir", "s"],
+        "daemon_support:CANARY is not a command registry (needs invoke_command and commands)",
+        64,
+        None,
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("args", "needle"),
+    ("args", "problem", "code", "usage"),
+    BAD_INVOCATIONS,
+    ids=[" ".join(row[0]) or "(none)" for row in BAD_INVOCATIONS],
+)
+def test_a_bad_invocation_names_its_problem(
+    args: list[str], problem: str, code: int, usage: str | None, tmp_path: Path
+) -> None:
+    for name, text in USER_MODULES.items():
+        (tmp_path / name).write_text(text)
+    result = cli(*(arg.format(tmp=tmp_path) for arg in args), cwd=tmp_path)
+    lines = result.stderr.splitlines()
+    assert (result.returncode, result.stdout) == (code, ""), result.stderr
+    assert lines[0] == f"local-daemon: {problem.format(tmp=tmp_path)}"
+    # The problem, then the command's one-line usage (none when the line was fine but the
+    # user's module was not).
+    assert lines[1:] == ([] if usage is None else [usage]), result.stderr
+    assert "Traceback" not in result.stderr
+    assert "CANARY-" not in result.stderr
+    assert not (tmp_path / "s" / "daemon.pid").exists()
+
+
+def test_debug_env_adds_the_traceback_of_a_users_failure(tmp_path: Path) -> None:
+    (tmp_path / "boom.py").write_text(USER_MODULES["boom.py"])
+    result = cli(
+        "serve", "boom:make", "--state-dir", "s", cwd=tmp_path, env={"LOCAL_DAEMON_DEBUG": "1"}
+    )
+    assert result.returncode == 64
+    assert "Traceback" in result.stderr
+    assert result.stderr.endswith(
+        "local-daemon: the factory boom:make raised RuntimeError at boom.py:5\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
     [
-        ([], "Usage"),
-        (["serve", "daemon_support:demo_registry"], "--state-dir"),
-        (["serve", "nocolon", "--state-dir", "x"], "MODULE:ATTR"),
-        (["serve", "no_such_module_here:x", "--state-dir", "x"], "cannot import"),
-        (["serve", "daemon_support:nothing", "--state-dir", "x"], "no attribute"),
-        (["serve", "daemon_support:CANARY", "--state-dir", "x"], "not a command registry"),
-        (["serve", "daemon_support:demo_registry", "--state-dir", "x", "--port", "abc"], "port"),
-        (
-            [
-                "serve",
-                "daemon_support:demo_registry",
-                "--state-dir",
-                "x",
-                "--remote-host",
-                "1.2.3.4",
-            ],
-            "--token-file",
-        ),
-        (["bogus"], "No such command"),
+        ["-h"],
+        ["--help"],
+        ["serve", "-h"],
+        ["serve", "m:r", "--state-dir", "s", "--help"],
+        ["health", "-h"],
+        ["mcp-stdio", "-h"],
+        ["token", "-h"],
+        ["token", "login-code", "--help"],
     ],
 )
-def test_usage_errors_exit_64_without_traceback(
-    args: list[str], needle: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main(args)
-    out, err = capsys.readouterr()
-    assert caught.value.code == 64, (out, err)
-    assert "Traceback" not in err
-    assert needle in err + out
+def test_h_and_help_print_the_help_and_exit_0(args: list[str], tmp_path: Path) -> None:
+    result = cli(*args, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("usage: local-daemon")
+    assert "-h, --help" in result.stdout
+
+
+def test_serve_logs_where_it_listens(tmp_path: Path) -> None:
+    daemon = DaemonProcess(tmp_path / "state")
+    try:
+        port = daemon.wait_ready()
+    finally:
+        err = daemon.stop()
+    assert f"local-daemon: INFO serving http://127.0.0.1:{port}/" in err
 
 
 def test_health_without_a_daemon_is_69() -> None:
@@ -357,7 +514,8 @@ def test_health_usage_errors(
     with pytest.raises(SystemExit) as caught:
         main(["health", *args])
     out, err = capsys.readouterr()
-    assert (caught.value.code, out, err) == (64, "", f"local-daemon: {message}\n")
+    assert (caught.value.code, out) == (64, "")
+    assert err.startswith(f"local-daemon: {message}\n{HEALTH_USAGE}")
 
 
 def test_port_in_use_is_69(tmp_path: Path) -> None:

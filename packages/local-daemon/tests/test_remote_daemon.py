@@ -332,7 +332,7 @@ def _scenario_cli(workdir: Path) -> dict[str, Any]:
                 proc.wait(timeout=30)
     captured = (workdir / "cli.out").read_text() + (workdir / "cli.err").read_text()
     out["captured_lines"] = len(captured.splitlines())
-    out["captured_ready"] = "daemon ready" in captured
+    out["captured_ready"] = "serving http://" in captured
     out["captured_leaked"] = gate_support.secret_of(token_file) in captured
     return out
 

@@ -241,45 +241,49 @@ class TestReader:
 
 
 class TestTokenCli:
-    """`local-daemon token ...` through typer's runner (the group `cli.py` mounts)."""
+    """`local-daemon token ...` through the command line's own `main`."""
 
-    def test_ensure_rotate_login_code(self, tmp_path: Path) -> None:
-        from typer.testing import CliRunner
+    @staticmethod
+    def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+        from local_daemon.cli import main
 
+        with pytest.raises(SystemExit) as caught:
+            main(["token", *args])
+        out, err = capsys.readouterr()
+        assert isinstance(caught.value.code, int)
+        return caught.value.code, out, err
+
+    def test_ensure_rotate_login_code(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         from local_daemon._auth import create_daemon_auth
-        from local_daemon._cli_token import token_app
 
-        runner = CliRunner()
         path = tmp_path / "token"
-        result = runner.invoke(token_app, ["ensure", str(path)])
-        assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == str(path)
+        code, out, err = self.run(capsys, "ensure", str(path))
+        assert code == 0, err
+        assert out.strip() == str(path)
         secret = path.read_text().strip()
-        assert secret not in result.output
-        result = runner.invoke(token_app, ["login-code", str(path)])
-        assert result.exit_code == 0
-        code = result.stdout.strip()
-        assert create_daemon_auth(path, started_at=0).spend_login_code(code)
-        result = runner.invoke(
-            token_app, ["login-code", str(path), "--url", "https://box.test:8443/"]
-        )
-        assert result.stdout.startswith("https://box.test:8443/auth/login?code=v1.")
-        assert (
-            runner.invoke(token_app, ["login-code", str(path), "--url", "http://x"]).exit_code == 64
-        )
-        result = runner.invoke(token_app, ["rotate", str(path)])
-        assert result.exit_code == 0
+        assert secret not in out + err
+        code, out, _ = self.run(capsys, "login-code", str(path))
+        assert code == 0
+        login = out.strip()
+        assert create_daemon_auth(path, started_at=0).spend_login_code(login)
+        code, out, _ = self.run(capsys, "login-code", str(path), "--url", "https://box.test:8443/")
+        assert out.startswith("https://box.test:8443/auth/login?code=v1.")
+        assert self.run(capsys, "login-code", str(path), "--url", "http://x")[0] == 64
+        code, _, _ = self.run(capsys, "rotate", str(path))
+        assert code == 0
         assert path.read_text().strip() != secret
-        assert not create_daemon_auth(path, started_at=0).spend_login_code(code)
+        assert not create_daemon_auth(path, started_at=0).spend_login_code(login)
 
-    def test_bad_file_exits_78_with_the_problem(self, tmp_path: Path) -> None:
-        from typer.testing import CliRunner
-
-        from local_daemon._cli_token import EXIT_TOKEN_FILE, token_app
+    def test_bad_file_exits_78_with_the_problem(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from local_daemon._cli_token import EXIT_TOKEN_FILE
 
         path = tmp_path / "token"
         _write(path, _good_text(), 0o644)
-        result = CliRunner().invoke(token_app, ["login-code", str(path)])
-        assert result.exit_code == EXIT_TOKEN_FILE
-        assert "problem: mode" in result.stderr
-        assert path.read_text().strip() not in result.output
+        code, out, err = self.run(capsys, "login-code", str(path))
+        assert code == EXIT_TOKEN_FILE
+        assert "problem: mode" in err
+        assert path.read_text().strip() not in out + err

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ._cli_serve import EX_CONFIG, EX_UNAVAILABLE, UsageProblem, fail
+from ._cli_exits import EX_CONFIG, EX_UNAVAILABLE, UsageProblem, fail
 from ._errors import DaemonStateError
 from ._health import probe_health
 from ._pidfile import daemon_paths, read_daemon_address

@@ -1,13 +1,9 @@
-"""`local-daemon serve` without typer: the serve body both parsers share, and the fast parser.
+"""`local-daemon serve` and `mcp-stdio`: load the user's registry, then serve it.
 
-`serve` sits on a supervisor's start-up path, and typer (with the pydantic it coerces values
-through) costs over 100 ms before the daemon has imported aiohttp. So `cli.main` reads a plain
-`serve` command line itself with `parse_serve_args` and leaves everything else to typer: `--help`,
-`--`, an unknown, abbreviated, repeated or valueless flag, a value that starts with `-` or that
-typer would have to coerce (an int that is not plain ASCII digits). Typer then answers exactly as
-it always did. Whichever parser read the line, `serve` below runs it.
-
-This module imports neither typer nor aiohttp; `serve` imports the daemon when it runs.
+`load_registry` imports `MODULE:ATTR` from the current directory or `sys.path`: a module that does
+not import is reported with its file and line, a factory that raises with its type and line, never
+with a traceback (`LOCAL_DAEMON_DEBUG=1` adds one). This module imports neither aiohttp nor MCP;
+`serve` imports the daemon when it runs.
 """
 
 from __future__ import annotations
@@ -15,92 +11,94 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import re
 import sys
-from collections.abc import Sequence
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-__all__ = [
-    "EX_CONFIG",
-    "EX_UNAVAILABLE",
-    "EX_USAGE",
-    "SERVE_FLAGS",
-    "CliExit",
-    "ServeArgs",
-    "UsageProblem",
-    "echo_err",
-    "fail",
-    "load_registry",
-    "parse_serve_args",
-    "serve",
-    "setup_logging",
-]
+from ._cli_exits import DEBUG_ENV, EX_CONFIG, EX_UNAVAILABLE, UsageProblem, fail
 
-EX_USAGE = 64
-EX_UNAVAILABLE = 69
-EX_CONFIG = 78
+__all__ = ["LOG_LEVELS", "ServeArgs", "load_registry", "serve", "setup_logging"]
 
 _log = logging.getLogger("local_daemon")
-# click.echo strips these styles when its stream is not a terminal; `echo_err` does the same.
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
-# Longer digit strings go to typer: `int()` refuses over 4,300 digits with its own error.
-_MAX_INT_DIGITS = 18
 _PORT_MAX = 65535
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 
 
-class UsageProblem(Exception):
-    """A usage error: `cli.main` prints `local-daemon: <message>` and exits 64."""
+def _shown_path(filename: str) -> str:
+    """A file under the current directory by its relative path, as the user typed it."""
+    cwd = os.getcwd()
+    return os.path.relpath(filename, cwd) if filename.startswith(cwd + os.sep) else filename
 
 
-class CliExit(Exception):
-    """End the command with `code`; its message, if any, is already on stderr."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-def echo_err(message: str) -> None:
-    """Print one line to stderr as `typer.echo(message, err=True)` does, without typer."""
-    stream = sys.stderr
-    if stream is None:
-        return
-    isatty = getattr(stream, "isatty", None)
-    if not (isatty is not None and isatty()):
-        message = _ANSI.sub("", message)
-    stream.write(message + "\n")
-    stream.flush()
+def _where(exc: BaseException) -> str:
+    """Name the innermost frame of the user's own code: `path:line`."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{_shown_path(exc.filename)}:{exc.lineno}"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<frozen ")
+        and os.path.dirname(frame.filename) != os.path.dirname(__file__)
+    ]
+    return f"{_shown_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else "?"
 
 
-def fail(code: int, message: str) -> CliExit:
-    """Print `local-daemon: <message>` to stderr and return the exit to raise."""
-    echo_err(f"local-daemon: {message}")
-    return CliExit(code)
+def _debug_traceback(exc: BaseException) -> None:
+    if os.environ.get(DEBUG_ENV):
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def _import_problem(module_name: str, exc: BaseException) -> UsageProblem:
+    if isinstance(exc, ModuleNotFoundError) and exc.name == module_name:
+        return UsageProblem(
+            f"cannot import {module_name!r}: no such module in {os.getcwd()} or on sys.path",
+            usage=False,
+        )
+    if isinstance(exc, SyntaxError):
+        detail = f"{type(exc).__name__}: {exc.msg}"
+    else:
+        # The user's message may hold anything; the type and the line say where to look.
+        detail = type(exc).__name__
+    return UsageProblem(
+        f"cannot import {module_name!r}: {detail} at {_where(exc)}"
+        + ("" if os.environ.get(DEBUG_ENV) else f" ({DEBUG_ENV}=1 shows the traceback)"),
+        usage=False,
+    )
 
 
 def load_registry(target: str) -> Any:
     """Import `MODULE:ATTR` and return the registry it names (calling it when it is a factory)."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise UsageProblem(f"expected MODULE:ATTR, got {target!r}")
+        raise UsageProblem(f"expected MODULE:ATTR (e.g. mypackage.app:registry), got {target!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise UsageProblem(f"cannot import {module_name!r} ({type(exc).__name__})") from None
+        _debug_traceback(exc)
+        raise _import_problem(module_name, exc) from None
     value: Any = module
     for part in attr.split("."):
         if not hasattr(value, part):
-            raise UsageProblem(f"{module_name!r} has no attribute {attr!r}")
+            raise UsageProblem(f"{module_name!r} has no attribute {attr!r}", usage=False)
         value = getattr(value, part)
     if not (hasattr(value, "invoke_command") and hasattr(value, "commands")) and callable(value):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:
+            _debug_traceback(exc)
+            raise UsageProblem(
+                f"the factory {target} raised {type(exc).__name__} at {_where(exc)}"
+                + ("" if os.environ.get(DEBUG_ENV) else f" ({DEBUG_ENV}=1 shows the traceback)"),
+                usage=False,
+            ) from None
     if not (hasattr(value, "invoke_command") and hasattr(value, "commands")):
         raise UsageProblem(
-            f"{target} is not a command registry (needs invoke_command and commands)"
+            f"{target} is not a command registry (needs invoke_command and commands)",
+            usage=False,
         )
     return value
 
@@ -137,74 +135,6 @@ class ServeArgs:
     insecure_unauthenticated_host: bool = False
 
 
-_Kind = Literal["str", "path", "int", "list", "flag"]
-# Every flag of the typer `serve` command (`_cli_app.serve`), by the `ServeArgs` field it sets.
-SERVE_FLAGS: Final[dict[str, tuple[str, _Kind]]] = {
-    "--state-dir": ("state_dir", "path"),
-    "--port": ("port", "int"),
-    "--host": ("host", "str"),
-    "--version": ("version", "str"),
-    "--tool-prefix": ("tool_prefix", "str"),
-    "--watch-root": ("watch_root", "path"),
-    "--allowed-host": ("allowed_hosts", "list"),
-    "--allowed-origin": ("allowed_origins", "list"),
-    "--max-body-bytes": ("max_body_bytes", "int"),
-    "--remote-host": ("remote_host", "str"),
-    "--token-file": ("token_file", "path"),
-    "--remote-allowed-host": ("remote_allowed_hosts", "list"),
-    "--sign-in-hint": ("sign_in_hint", "str"),
-    "--tls-cert": ("tls_cert", "path"),
-    "--tls-key": ("tls_key", "path"),
-    "--log-level": ("log_level", "str"),
-    "--insecure-unauthenticated-host": ("insecure_unauthenticated_host", "flag"),
-}
-
-
-def parse_serve_args(argv: Sequence[str]) -> ServeArgs | None:
-    """Read the arguments after `serve`; None leaves the line to typer (help, errors, oddities)."""
-    target: str | None = None
-    single: dict[str, Any] = {}
-    lists: dict[str, Any] = {}
-    tokens = iter(argv)
-    for token in tokens:
-        if not token.startswith("-"):
-            if target is not None or not token:
-                return None
-            target = token
-            continue
-        name, equals, value = token.partition("=")
-        flag = SERVE_FLAGS.get(name)
-        if flag is None:
-            return None
-        if flag[1] == "flag":
-            if equals or flag[0] in single:
-                return None
-            single[flag[0]] = True
-            continue
-        if not equals:
-            value = next(tokens, "")
-        if not value or value.startswith("-"):
-            return None
-        field, kind = flag
-        if kind == "list":
-            lists.setdefault(field, []).append(value)
-            continue
-        if field in single:
-            return None
-        if kind == "int":
-            if not (value.isascii() and value.isdigit() and len(value) <= _MAX_INT_DIGITS):
-                return None
-            single[field] = int(value)
-        elif kind == "path":
-            single[field] = Path(value)
-        else:
-            single[field] = value
-    if target is None or "state_dir" not in single:
-        return None
-    single.update((field, tuple(values)) for field, values in lists.items())
-    return ServeArgs(target=target, **single)
-
-
 def serve(args: ServeArgs) -> None:
     """Serve the registry `args.target` names until SIGTERM or SIGINT; `CliExit` on failure."""
     import asyncio
@@ -221,8 +151,6 @@ def serve(args: ServeArgs) -> None:
     from ._rpc import RpcBodyLimit
     from ._systemd import systemd_listen_fd
 
-    if args.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise UsageProblem("--log-level must be debug, info, warning or error")
     if not 0 <= args.port <= _PORT_MAX:
         raise UsageProblem(f"--port must be 0 to {_PORT_MAX}")
     registry = load_registry(args.target)
@@ -268,7 +196,8 @@ def serve(args: ServeArgs) -> None:
     try:
         asyncio.run(run_daemon_until_signal(**options))
     except DaemonPortInUseError as exc:
-        raise fail(EX_UNAVAILABLE, str(exc)) from None
+        way_out = "pick another with --port N (0 binds a free one)"
+        raise fail(EX_UNAVAILABLE, f"{exc}: {way_out}") from None
     except DaemonStateError as exc:  # another daemon holds the state dir, or its lock file is bad
         raise fail(EX_UNAVAILABLE if exc.problem == "running" else EX_CONFIG, str(exc)) from None
     except TokenFileError as exc:

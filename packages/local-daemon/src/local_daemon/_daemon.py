@@ -249,7 +249,8 @@ async def start_daemon(
             bound_host,
             bound_port,
         )
-    log.info("daemon ready on %s:%d", bound_host, bound_port)
+    url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    log.info("serving http://%s:%d/ (pid %d)", url_host, bound_port, pid)
     return handle
 
 

@@ -1,66 +1,339 @@
 """`local-daemon`: serve a registry, probe a daemon's health, serve MCP over stdio, manage tokens.
 
-Exit codes: 0 success, 64 usage errors (bad flags, a MODULE:ATTR that does not load), 69 the
-daemon is unavailable (`health` got no 200, the port is in use), 78 configuration refused (token
-file, TLS pair, remote options, LISTEN_FDS). User input never produces a traceback.
-
-A plain `serve` command line is read without typer (`_cli_serve.parse_serve_args`), so a
-supervised daemon answers `/health` sooner; anything else, `--help` and every usage error
-included, goes through the typer app in `_cli_app`, which is imported only then.
+One argparse parser (`build_parser`: stdlib, so `serve` starts without a CLI framework), one
+usage-error type (`UsageProblem`), the exit codes in one table (`_cli_exits`) and one boundary
+(`main`): `local-daemon: <problem>` and the command's usage line for a usage error (64), one line
+for any other failure, never a traceback (`LOCAL_DAEMON_DEBUG=1` adds one for a bug, exit 70).
+`-h` and `--help` work on the tool and on every command.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
-from ._cli_serve import (
+from ._cli_exits import (
+    DEBUG_ENV,
     EX_CONFIG,
+    EX_INTERRUPTED,
+    EX_SOFTWARE,
     EX_UNAVAILABLE,
     EX_USAGE,
+    PROG,
     CliExit,
     UsageProblem,
     echo_err,
-    load_registry,
-    parse_serve_args,
-    serve,
 )
+from ._cli_serve import LOG_LEVELS, ServeArgs, load_registry
 
-if TYPE_CHECKING:
-    from ._cli_app import app
-
-__all__ = ["EX_CONFIG", "EX_UNAVAILABLE", "EX_USAGE", "app", "load_registry", "main"]
+__all__ = ["EX_CONFIG", "EX_UNAVAILABLE", "EX_USAGE", "build_parser", "load_registry", "main"]
 
 
-def __getattr__(name: str) -> Any:
-    # The typer app is built on first access only: `serve` must not pay for typer.
-    if name == "app":
-        from ._cli_app import app
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as `UsageProblem` instead of exiting 2."""
 
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(message, self)
+
+
+class _ParseError(UsageProblem):
+    def __init__(self, problem: str, parser: argparse.ArgumentParser) -> None:
+        super().__init__(problem)
+        self.parser = parser
+
+
+class _Once(argparse.Action):
+    """An option given at most once: argparse would silently keep the last of two."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None
+    ) -> None:
+        given: set[str] = ns.__dict__.setdefault("_given", set())
+        if self.dest in given:
+            raise argparse.ArgumentError(self, "given twice")
+        given.add(self.dest)
+        setattr(ns, self.dest, values)
+
+
+class _Flag(_Once):
+    """A boolean flag given at most once."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None
+    ) -> None:
+        super().__call__(parser, ns, True, opt)
+
+
+def _command(
+    sub: Any, name: str, help_text: str, usage: str | None = None
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_text, description=help_text, usage=usage, allow_abbrev=False
+    )
+    return parser
+
+
+COMMANDS = ("serve", "health", "mcp-stdio", "token")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of serve, health, mcp-stdio and token ensure|rotate|login-code."""
+    top = _Parser(
+        prog=PROG,
+        description="Serve a command registry over loopback HTTP, SSE and MCP.",
+        allow_abbrev=False,
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    target_help = "MODULE:ATTR naming a registry or a factory returning one"
+
+    serve = _command(
+        sub,
+        "serve",
+        "serve MODULE:ATTR until SIGTERM or SIGINT",
+        usage="%(prog)s MODULE:ATTR --state-dir DIR [--port N] [options]",
+    )
+    serve.add_argument("target", metavar="MODULE:ATTR", help=target_help)
+    once: dict[str, Any] = {"action": _Once}
+    serve.add_argument(
+        "--state-dir",
+        **once,
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="holds daemon.pid and daemon.meta.json",
+    )
+    serve.add_argument(
+        "--port",
+        **once,
+        type=int,
+        default=0,
+        metavar="N",
+        help="loopback port; 0 (the default) binds a free one",
+    )
+    serve.add_argument(
+        "--host", **once, default="127.0.0.1", help="loopback address to bind (others refused)"
+    )
+    serve.add_argument(
+        "--version", **once, default="0.0.0", metavar="V", help="reported by /health and /version"
+    )
+    serve.add_argument(
+        "--tool-prefix",
+        **once,
+        metavar="PREFIX",
+        help="serve /mcp with tools named PREFIX_<command>",
+    )
+    serve.add_argument(
+        "--watch-root",
+        **once,
+        type=Path,
+        metavar="DIR",
+        help="broadcast changes under DIR on /events",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="extra Host value for loopback (repeatable)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="extra origin for loopback (repeatable)",
+    )
+    serve.add_argument("--max-body-bytes", **once, type=int, metavar="N", help="RPC body cap")
+    serve.add_argument("--remote-host", **once, metavar="IP", help="IP literal of the TLS listener")
+    serve.add_argument(
+        "--token-file", **once, type=Path, metavar="FILE", help="the remote gate's token file"
+    )
+    serve.add_argument(
+        "--remote-allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="name the remote listener answers (repeatable)",
+    )
+    serve.add_argument("--sign-in-hint", **once, metavar="TEXT", help="how users get a link")
+    serve.add_argument("--tls-cert", **once, type=Path, metavar="PEM", help="certificate chain")
+    serve.add_argument("--tls-key", **once, type=Path, metavar="PEM", help="its private key")
+    serve.add_argument(
+        "--log-level",
+        **once,
+        default="info",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help="debug, info (default), warning or error",
+    )
+
+    serve.add_argument(
+        "--insecure-unauthenticated-host",
+        action=_Flag,
+        help="let --host be a non-loopback address with NO credential: anyone who can reach it "
+        "runs every command (use --remote-host to serve other devices)",
+    )
+
+    health = _command(
+        sub,
+        "health",
+        "print a daemon's health document; exit 69 unless it is up",
+        usage="%(prog)s (--port N | --state-dir DIR) [--host HOST] [--timeout S]",
+    )
+    health.add_argument("--port", **once, type=int, metavar="N", help="the daemon's port")
+    health.add_argument(
+        "--state-dir",
+        **once,
+        type=Path,
+        metavar="DIR",
+        help="the state dir serve was given; finds the port",
+    )
+    health.add_argument("--host", **once, help="default: --state-dir's, else 127.0.0.1")
+    health.add_argument(
+        "--timeout",
+        **once,
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds to wait (default 1)",
+    )
+
+    mcp = _command(
+        sub,
+        "mcp-stdio",
+        "serve MODULE:ATTR's commands as MCP tools on stdin/stdout",
+        usage="%(prog)s MODULE:ATTR --tool-prefix PREFIX [--version V]",
+    )
+    mcp.add_argument("target", metavar="MODULE:ATTR", help=target_help)
+    mcp.add_argument(
+        "--tool-prefix", **once, required=True, metavar="PREFIX", help="tools are PREFIX_<command>"
+    )
+    mcp.add_argument("--version", **once, default="0.0.0", metavar="V", help="told to clients")
+
+    token = _command(sub, "token", "create, rotate and mint sign-in links from a token file")
+    token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    path_help = "the token file (created 0600 by ensure)"
+    for name, text in (
+        ("ensure", "create the token file unless it exists; check it either way"),
+        ("rotate", "replace the secret: every session, code and old bearer stops working"),
+        ("login-code", "print a one-time login code (10 minutes), or with --url the link"),
+    ):
+        action = _command(token_sub, name, text)
+        action.add_argument("path", type=Path, metavar="PATH", help=path_help)
+        if name == "login-code":
+            action.add_argument("--url", **once, metavar="URL", help="https://box.example:8443")
+    return top
+
+
+def _serve_args(ns: argparse.Namespace) -> ServeArgs:
+    return ServeArgs(
+        target=ns.target,
+        state_dir=ns.state_dir,
+        port=ns.port,
+        host=ns.host,
+        version=ns.version,
+        tool_prefix=ns.tool_prefix,
+        watch_root=ns.watch_root,
+        allowed_hosts=tuple(ns.allowed_host),
+        allowed_origins=tuple(ns.allowed_origin),
+        max_body_bytes=ns.max_body_bytes,
+        remote_host=ns.remote_host,
+        token_file=ns.token_file,
+        remote_allowed_hosts=tuple(ns.remote_allowed_host),
+        sign_in_hint=ns.sign_in_hint,
+        tls_cert=ns.tls_cert,
+        tls_key=ns.tls_key,
+        log_level=ns.log_level,
+        insecure_unauthenticated_host=ns.insecure_unauthenticated_host,
+    )
+
+
+def _run(ns: argparse.Namespace) -> int:
+    """Run the parsed command; raise `UsageProblem` or `CliExit` on failure."""
+    if ns.command == "serve":
+        from ._cli_serve import serve
+
+        serve(_serve_args(ns))
+    elif ns.command == "health":
+        from ._cli_health import check_health
+
+        print(check_health(port=ns.port, state_dir=ns.state_dir, host=ns.host, timeout=ns.timeout))
+    elif ns.command == "mcp-stdio":
+        import asyncio
+
+        from ._cli_serve import setup_logging
+        from ._mcp import run_mcp_stdio
+
+        registry = load_registry(ns.target)
+        setup_logging("warning")  # stdout carries the protocol: logs go to stderr only
+        asyncio.run(run_mcp_stdio(registry, tool_prefix=ns.tool_prefix, version=ns.version))
+    else:
+        from . import _cli_token
+
+        if ns.token_command == "ensure":
+            print(_cli_token.ensure(ns.path))
+        elif ns.token_command == "rotate":
+            print(_cli_token.rotate(ns.path))
+        else:
+            print(_cli_token.login_code(ns.path, ns.url))
+    return 0
+
+
+def _usage_of(parser: argparse.ArgumentParser, args: list[str]) -> str:
+    """The usage line of the deepest command `args` names (the tool's own when none)."""
+    for word in args:
+        choices = next(
+            (a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+            None,
+        )
+        if not isinstance(choices, dict) or word not in choices:
+            if word.startswith("-"):
+                continue
+            break
+        parser = choices[word]
+    return parser.format_usage()
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Run the `local-daemon` command line and exit with its code."""
+    """Run the `local-daemon` command line and exit with its code: the one boundary."""
     args = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    code = 0
     try:
-        options = parse_serve_args(args[1:]) if args[:1] == ["serve"] else None
-        if options is not None:
-            serve(options)
-            code = 0
-        else:
-            from ._cli_app import run_app
-
-            code = run_app(args)
+        if not args:
+            raise UsageProblem(f"missing command ({', '.join(COMMANDS)})")
+        if not args[0].startswith("-") and args[0] not in COMMANDS:
+            raise UsageProblem(f"unknown command {args[0]!r} ({', '.join(COMMANDS)})")
+        code = _run(parser.parse_args(args))
     except UsageProblem as exc:
-        echo_err(f"local-daemon: {exc}")
-        raise SystemExit(EX_USAGE) from None
+        echo_err(f"{PROG}: {exc.problem}")
+        if exc.usage:
+            # A subcommand's own parse error knows its parser; the rest (an unrecognized
+            # argument, a problem found after parsing) is the deepest command the line names.
+            own = isinstance(exc, _ParseError) and exc.parser is not parser
+            sys.stderr.write(exc.parser.format_usage() if own else _usage_of(parser, args))  # type: ignore[attr-defined]
+        code = EX_USAGE
     except CliExit as exc:
-        raise SystemExit(exc.code) from None
+        code = exc.code
     except KeyboardInterrupt:
-        raise SystemExit(130) from None
+        code = EX_INTERRUPTED
+    except SystemExit as exc:  # argparse's -h/--help, after printing the help
+        code = exc.code if isinstance(exc.code, int) else 0
+    except Exception as exc:  # a bug of ours: one line, the traceback only on request
+        if os.environ.get(DEBUG_ENV):
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
+        echo_err(f"{PROG}: unexpected {type(exc).__name__} (a bug; {DEBUG_ENV}=1 shows where)")
+        code = EX_SOFTWARE
     raise SystemExit(code)
 
 

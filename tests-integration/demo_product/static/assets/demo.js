@@ -28,7 +28,16 @@ function bar(name, window) {
     el("div", { class: "bar" }, fill));
 }
 
-function renderAccounts(profiles) {
+// An empty section always says why: the command's own `problem`, a failed request, or no rows.
+function note(id, text) {
+  const node = document.getElementById(id);
+  node.textContent = text || "";
+  node.hidden = !text;
+}
+
+function renderAccounts(data) {
+  const profiles = data.profiles;
+  note("accounts-note", data.problem || (profiles.length ? "" : "no profiles"));
   const root = document.getElementById("accounts");
   root.replaceChildren(...profiles.map((p) => {
     const card = el("article", { class: "card", "data-label": p.label },
@@ -45,6 +54,8 @@ function renderAccounts(profiles) {
 
 function renderPrs(data) {
   document.getElementById("repo").textContent = `· ${data.repo}`;
+  note("prs-note", data.problem ? `No pull requests shown: ${data.problem}`
+    : (data.prs.length ? "" : `no open pull requests in ${data.repo}`));
   const body = document.querySelector("#prs tbody");
   body.replaceChildren(...data.prs.map((pr) => el("tr", { "data-number": String(pr.number) },
     el("td", { text: `#${pr.number}` }),
@@ -60,9 +71,12 @@ async function refresh() {
   if (pending) return pending;
   pending = (async () => {
     try {
-      const [accounts, prs] = await Promise.all([rpc("accounts"), rpc("open_prs")]);
-      renderAccounts(accounts.profiles);
-      renderPrs(prs);
+      // Each section on its own: one failing command never blanks the other.
+      const [accounts, prs] = await Promise.allSettled([rpc("accounts"), rpc("open_prs")]);
+      if (accounts.status === "fulfilled") renderAccounts(accounts.value);
+      else note("accounts-note", `could not read the accounts: ${accounts.reason.message}`);
+      if (prs.status === "fulfilled") renderPrs(prs.value);
+      else note("prs-note", `could not read the pull requests: ${prs.reason.message}`);
       const stamp = new Date().toLocaleTimeString();
       document.getElementById("updated").textContent = `updated ${stamp}`;
       document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);

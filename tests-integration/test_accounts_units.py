@@ -1,4 +1,5 @@
-"""The three systemd user units, verified and scored by the real systemd-analyze."""
+"""agent-accounts' three systemd user units (repo-root systemd/), verified and scored by the real
+systemd-analyze."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from systemd_units_support import one_directive, unit_directives
 
-SYSTEMD_DIR = Path(__file__).resolve().parents[3] / "systemd"
+SYSTEMD_DIR = Path(__file__).resolve().parents[1] / "systemd"
 SERVICE = SYSTEMD_DIR / "account-poll.service"
 TIMER = SYSTEMD_DIR / "account-poll.timer"
 FAILED = SYSTEMD_DIR / "account-poll-failed@.service"
