@@ -89,8 +89,8 @@ def test_cli_refuses_a_non_loopback_host(argv: list[str], tmp_path: Path) -> Non
     assert not (tmp_path / "state" / "daemon.pid").exists()
 
 
-def test_typer_path_knows_the_opt_in_flag(tmp_path: Path) -> None:
-    # `--help` goes through typer; the flag is listed there with its warning.
+def test_help_lists_the_opt_in_flag(tmp_path: Path) -> None:
+    # `serve --help` lists the flag with its warning.
     proc = subprocess.run(
         [sys.executable, "-m", "local_daemon.cli", "serve", "--help"],
         env={**os.environ, "COLUMNS": "300", "NO_COLOR": "1"},
