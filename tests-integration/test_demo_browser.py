@@ -28,10 +28,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[dict[str, str]]:
+def _start_demo(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
     ready = tmp_path / "ready.json"
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "PYTHONPATH": str(HERE), **(env or {})}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -43,6 +44,7 @@ def demo(tmp_path: Path) -> Iterator[dict[str, str]]:
             "1",
             "--ready-file",
             str(ready),
+            *extra,
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -65,6 +67,19 @@ def demo(tmp_path: Path) -> Iterator[dict[str, str]]:
     assert "Traceback" not in err
     assert "demo: stopping" in out
     assert not Path(info["workdir"]).exists()  # Ctrl-C leaves nothing behind
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[dict[str, str]]:
+    yield from _start_demo(tmp_path)
+
+
+@pytest.fixture
+def demo_without_gh_login(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """`make demo ARGS="--repo ..."` on a machine where gh has never logged in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GH_", "GITHUB_"))}
+    env["GH_CONFIG_DIR"] = str(tmp_path / "gh-config")
+    yield from _start_demo(tmp_path, "--repo", "octo/widgets", env=env)
 
 
 @pytest.mark.slow
@@ -98,5 +113,28 @@ def test_page_shows_bars_and_updates_live(demo: dict[str, str], tmp_path: Path) 
             page.screenshot(path=str(tmp_path / "demo.png"), full_page=True)
             if os.environ.get("UPDATE_SCREENSHOT"):
                 SCREENSHOT.write_bytes((tmp_path / "demo.png").read_bytes())
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_an_empty_section_says_why(demo_without_gh_login: dict[str, str]) -> None:
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(demo_without_gh_login["url"])
+            page.wait_for_selector("#status[data-state=live]", timeout=20_000)
+            page.wait_for_selector("#prs-note:not([hidden])", timeout=30_000)
+            assert page.inner_text("#prs-note") == (
+                "No pull requests shown: gh could not read the forge:"
+                " is gh installed and logged in? (`gh auth status`)"
+            )
+            assert page.eval_on_selector_all("#prs tbody tr", "rs => rs.length") == 0
+            # The accounts section is untouched by the forge's failure.
+            page.wait_for_function(
+                "document.querySelectorAll('.card').length === 3", timeout=30_000
+            )
+            assert page.is_hidden("#accounts-note")
         finally:
             browser.close()

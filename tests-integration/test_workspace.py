@@ -11,3 +11,27 @@ def test_each_package_is_installed_with_its_own_version() -> None:
     assert versions["agent-accounts"].startswith("0.3.")
     assert versions["local-daemon"].startswith("0.1.")
     assert versions["forge-automation"].startswith("0.1.")
+
+
+def test_lint_and_typecheck_need_neither_root_nor_the_system_tools() -> None:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def dry_run(*targets: str) -> str:
+        return subprocess.run(
+            ["make", "-n", "--no-print-directory", *targets],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+
+    assert "apt-get" in dry_run("setup")  # the check the two targets must not run
+    for target in ("lint", "typecheck"):
+        plan = dry_run(target)
+        assert "apt-get" not in plan, target
+        assert "chromium" not in plan, target
+        assert "uv sync --all-packages --locked" in plan, target
