@@ -15,6 +15,8 @@ Rules (the root README's "README examples" paragraph says the same):
   at the end of the file, and must then exit 0.
 - `console` blocks are sessions: each `$ ` command runs in bash and its output (stdout and
   stderr together) must equal the lines printed under it.
+- The forge-automation README runs with the real `gh` logged in to a local forge API holding
+  `acme/widgets` (`readme_forge`): its gh examples run as a user's would against GitHub.
 - The port 8765 the examples use is replaced by a free port, one per README (other programs on a
   shared machine may hold 8765). Nothing else in a block is changed.
 """
@@ -173,7 +175,9 @@ class _Server:
 class ReadmeRun:
     """One README's examples, run in order in `workdir`."""
 
-    def __init__(self, readme: Path, workdir: Path) -> None:
+    def __init__(
+        self, readme: Path, workdir: Path, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.readme = readme
         self.workdir = workdir
         self.port = _free_port()
@@ -189,6 +193,7 @@ class ReadmeRun:
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "NO_COLOR": "1",
                 "COLUMNS": "100",
+                **(extra_env or {}),
             }
         )
         self.env = env
