@@ -13,7 +13,7 @@ export UV_PYTHON_DOWNLOADS := never
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux
+SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux strace:strace
 
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
 	@$(MAKE) --no-print-directory setup-system setup-python

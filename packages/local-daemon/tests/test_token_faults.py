@@ -143,3 +143,81 @@ def test_ensure_never_replaces_a_file_made_meanwhile(
     assert ensure_token_file(path) == path
     assert read_token_file(path).text == winner
     assert [p.name for p in tmp_path.iterdir()] == ["token"]
+
+
+_TRACED = ("mkdir", "openat", "write", "fsync", "link", "unlink", "rename", "close")
+
+
+def _crash_points(tmp_path: Path) -> list[tuple[str, int]]:
+    """Run `token ensure` under strace once; list (syscall, nth) of every step that writes.
+
+    From the first touch of the token's directory up to the check that reads the made file.
+    """
+    target = tmp_path / "probe" / "token"
+    log = tmp_path / "trace.log"
+    subprocess.run(
+        [
+            "strace",
+            "-qq",
+            "-o",
+            str(log),
+            "-e",
+            "trace=" + ",".join(_TRACED),
+            str(CLI),
+            "token",
+            "ensure",
+            str(target),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    counts: dict[str, int] = {}
+    points: list[tuple[str, int]] = []
+    started = False
+    for line in log.read_text().splitlines():
+        name = line.split("(", 1)[0]
+        if name not in _TRACED:
+            continue  # "+++ exited" and signal lines
+        counts[name] = counts.get(name, 0) + 1
+        if f'"{target}", O_RDONLY' in line:
+            break
+        started = started or str(target.parent) in line
+        if started:
+            points.append((name, counts[name]))
+    return points
+
+
+def test_ensure_killed_at_every_step_leaves_no_partial_file(tmp_path: Path) -> None:
+    points = _crash_points(tmp_path)
+    names = {name for name, _ in points}
+    assert {"openat", "write", "fsync", "link", "unlink"} <= names, points
+    assert len(points) < 200
+    for index, (name, nth) in enumerate(points):
+        target = tmp_path / f"run{index}" / "token"
+        killed = subprocess.run(
+            [
+                "strace",
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                f"trace={name}",
+                "-e",
+                f"inject={name}:signal=KILL:when={nth}",
+                str(CLI),
+                "token",
+                "ensure",
+                str(target),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert killed.returncode != 0, (name, nth)
+        # Whatever step the kill hit, the token file is absent or whole, never partial.
+        if target.exists():
+            assert read_token_file(target).key_material, (name, nth)
+        # And the next ensure just works: nothing half-made is in its way.
+        assert read_token_file(ensure_token_file(target)).key_material, (name, nth)
