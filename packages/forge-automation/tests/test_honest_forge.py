@@ -106,9 +106,9 @@ def test_graphql_spends_its_own_budget_and_names_it(server: ForgeServer) -> None
     graphql = [r for r in server.requests("POST") if r.path == "/graphql"]
     assert len(graphql) == 2
     raw = run_gh(["api", "-i", "graphql", "-f", "query={rateLimit{cost}}"], _options(server))
-    assert b"X-Ratelimit-Resource: graphql" in raw.stdout
+    assert b"x-ratelimit-resource: graphql" in raw.stdout.lower()
     raw = run_gh(["api", "-i", "user"], _options(server))
-    assert b"X-Ratelimit-Resource: core" in raw.stdout
+    assert b"x-ratelimit-resource: core" in raw.stdout.lower()
 
 
 def _options(server: ForgeServer) -> Any:
