@@ -3,6 +3,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -199,3 +201,49 @@ async def test_static_app_under_symlink_swap_never_escapes(
                 if flipper.done.is_set():
                     break
     assert set(statuses) <= {200, 403}
+
+
+_SECCOMP_NO_OPENAT2 = """
+import ctypes, errno, os, struct, sys
+# Classic BPF: openat2 (437 on every Linux architecture) fails with ENOSYS, as on a kernel
+# before 5.6 or under a container profile that predates it; everything else is allowed.
+code = b"".join(
+    struct.pack("=HBBI", *row)
+    for row in (
+        (0x20, 0, 0, 0),  # ld [nr]
+        (0x15, 0, 1, 437),  # jeq #437
+        (0x06, 0, 0, 0x00050000 | errno.ENOSYS),  # ret ERRNO(ENOSYS)
+        (0x06, 0, 0, 0x7FFF0000),  # ret ALLOW
+    )
+)
+program = ctypes.create_string_buffer(code, len(code))
+fprog = ctypes.create_string_buffer(struct.pack("=HxxxxxxQ", 4, ctypes.addressof(program)))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0) == 0  # PR_SET_SECCOMP, MODE_FILTER
+
+from local_daemon._beneath import beneath_mode, open_beneath
+
+root = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+print(beneath_mode())
+fd = open_beneath(root, ["sub", "page.txt"], os.O_RDONLY)
+print(os.read(fd, 100).decode())
+try:
+    open_beneath(root, ["link-out", "page.txt"], os.O_RDONLY)
+except OSError as exc:
+    print(errno.errorcode[exc.errno])
+"""
+
+
+def test_a_kernel_without_openat2_gets_the_walk(tree: Path) -> None:
+    # A real seccomp filter in a child process, not a patched function.
+    result = subprocess.run(
+        [sys.executable, "-c", _SECCOMP_NO_OPENAT2, str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["walk", INSIDE.decode(), "ELOOP"]
