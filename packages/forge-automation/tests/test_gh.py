@@ -153,3 +153,31 @@ def test_the_server_sees_the_pinned_version_on_every_call(forge_server: ForgeSer
         {k.lower(): v for k, v in r.headers.items()}.get("x-github-api-version") == API_VERSION
         for r in seen
     )
+
+
+def test_a_refused_escape_sequence_body_is_read_again_with_the_flag_from_then_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from forge_automation import _gh
+
+    monkeypatch.setattr(_gh, "_ESCAPES", [])
+    calls: list[list[str]] = []
+    headers = b"HTTP/2.0 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+
+    def gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
+        calls.append(list(args))
+        if "--allow-escape-sequences" in args:
+            return ExecResult(
+                returncode=0, stdout=headers + b"\x1b[31mFAILED\x1b[0m x\n", stderr=b""
+            )
+        refusal = b"the response contains terminal escape sequences; pass --allow-escape-sequences"
+        return ExecResult(returncode=1, stdout=headers, stderr=refusal)
+
+    clock = Clock()
+    args = rest_args("GET", "repos/a/b/actions/jobs/1/logs", accept="*/*")
+    first = gh_call(gh, args, read=True, clock=clock, sleep=clock.sleep)
+    assert first.body == b"\x1b[31mFAILED\x1b[0m x\n"
+    second = gh_call(gh, args, read=True, clock=clock, sleep=clock.sleep)
+    assert second.body == first.body
+    assert [c[1] == "--allow-escape-sequences" for c in calls] == [False, True, True]
+    assert clock.sleeps == []

@@ -52,6 +52,12 @@ _FREE_PLAN = re.compile(
     r"upgrade to github pro|make this repository public to enable this feature", re.I
 )
 _RATE_LIMITED = re.compile(r"rate limit", re.I)
+# gh 2.97 and later refuse to print a body holding terminal escape sequences (an ANSI-coloured
+# Actions log) unless given this flag, which older gh does not know: it exits 1 after printing
+# the headers, and says so on stderr. That answer is the detection; the flag is then passed to
+# every later call of this process (`_ESCAPES`), so each gh is asked about it once at most.
+_ALLOW_ESCAPES = "--allow-escape-sequences"
+_ESCAPES: list[bool] = []
 _NOT_JSON = object()
 
 
@@ -187,6 +193,16 @@ def _classify(
     return "forbidden", None
 
 
+def _refused_escapes(result: ExecResult) -> bool:
+    return result.returncode != 0 and _ALLOW_ESCAPES.encode() in result.stderr
+
+
+def _with_escapes(args: Sequence[str]) -> list[str]:
+    if list(args[:1]) != ["api"] or _ALLOW_ESCAPES in args:
+        return list(args)
+    return ["api", _ALLOW_ESCAPES, *args[1:]]
+
+
 def _retry_wait(error: ForgeCliError, attempt: int) -> float | None:
     if error.kind == "rate-limited":
         return error.retry_after
@@ -224,7 +240,13 @@ def gh_call(
         left = None if deadline is None else deadline - clock()
         if left is not None and left <= 0:
             break
-        result = exec(args, ExecOptions(input=input, env=env, timeout=left))
+        argv = _with_escapes(args) if _ESCAPES else list(args)
+        result = exec(argv, ExecOptions(input=input, env=env, timeout=left))
+        if _ALLOW_ESCAPES not in argv and _refused_escapes(result):
+            _ESCAPES.append(True)
+            argv = _with_escapes(args)
+            left = None if deadline is None else deadline - clock()
+            result = exec(argv, ExecOptions(input=input, env=env, timeout=left))
         response = parse_gh_response(result.stdout)
         if response is not None and observe is not None:
             observe(response.headers)
