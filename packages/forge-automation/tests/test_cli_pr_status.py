@@ -22,6 +22,7 @@ import pytest
 from forge_automation import _wire
 from forge_automation import cli as cli_module
 from forge_automation._exec import ExecOptions
+from forge_automation.cli import _pr_status
 from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
@@ -248,7 +249,7 @@ def test_an_early_child_answers_only_the_same_call_in_the_same_environment(
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     args = ["api", "-i", "--method", "GET", f"repos/{REPO}", "-H", "Accept: a"]
-    early = cli_module._EarlyGh()
+    early = _pr_status._EarlyGh()
     try:
         early.start(args)
         early.start(args)  # already running: not started twice
@@ -271,7 +272,7 @@ def test_an_early_child_answers_only_the_same_call_in_the_same_environment(
 
 
 def test_the_early_children_run_in_the_wires_gh_environment() -> None:
-    early = cli_module._EarlyGh()
+    early = _pr_status._EarlyGh()
     try:
         early.start(["--version"])
         [started] = early._started.values()
@@ -303,6 +304,7 @@ def test_importing_the_cli_leaves_the_library_for_later() -> None:
             "typer",
             "click",
             "subprocess",
+            "argparse",
         }
     )
 

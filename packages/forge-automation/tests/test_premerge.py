@@ -372,7 +372,9 @@ def test_bad_arguments_exit_2_without_a_traceback(world: World, args: list[str])
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.startswith("forge-cli: ")
-    assert len(done.stderr.splitlines()) == 1
+    # The problem, then the command's usage line.
+    assert len(done.stderr.splitlines()) == 2
+    assert done.stderr.splitlines()[1].startswith("usage: forge-cli premerge ")
     assert "Traceback" not in done.stderr
     assert world.server.requests() == []
 

@@ -1,0 +1,162 @@
+"""The one argparse parser of forge-cli: every command's arguments, help and usage errors.
+
+argparse is the standard library's (no typer: its import alone cost half a second). Its `error`
+raises the one UsageError with the command's usage line instead of exiting with 2; an option
+given twice is refused (`given twice`) instead of silently keeping the last value.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from ._common import COMMANDS, UsageError
+
+__all__ = ["parse", "usage_of"]
+
+PROG = "forge-cli"
+DESCRIPTION = (
+    "Read a forge's PRs and CI through the logged-in gh (GH_HOST, GH_TOKEN and the rest of gh's "
+    "environment work as usual)."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    command: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, command=self.command, usage=_usage_line(self))
+
+
+def _usage_line(parser: argparse.ArgumentParser) -> str:
+    # One line whatever the terminal's width: argparse wraps a long usage to COLUMNS.
+    return " ".join(part.strip() for part in parser.format_usage().splitlines()) + "\n"
+
+
+class _Once(argparse.Action):
+    """Store an option's value (or True for a flag), refusing the option given a second time."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if self.dest in getattr(namespace, "_given", set()):
+            raise argparse.ArgumentError(self, "given twice")
+        namespace._given = {*getattr(namespace, "_given", set()), self.dest}
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, dest: str, help: str) -> None:
+    parser.add_argument(name, dest=dest, action=_Once, nargs=0, default=False, help=help)
+
+
+def _option(
+    parser: argparse.ArgumentParser,
+    name: str,
+    *,
+    type: Callable[[str], object],
+    default: object,
+    metavar: str,
+    help: str,
+    required: bool = False,
+) -> None:
+    parser.add_argument(
+        name,
+        action=_Once,
+        type=type,
+        default=default,
+        metavar=metavar,
+        help=help,
+        required=required,
+    )
+
+
+def _build() -> tuple[_Parser, dict[str, _Parser]]:
+    top = _Parser(prog=PROG, description=DESCRIPTION, allow_abbrev=False)
+    top.add_argument("--debug", action="store_true", help="show a redacted traceback for a bug")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands: dict[str, _Parser] = {}
+
+    def command(name: str, help: str) -> _Parser:
+        parser: _Parser = sub.add_parser(name, help=help, description=help, allow_abbrev=False)
+        parser.command = name
+        commands[name] = parser
+        return parser
+
+    p = command("ci-wait", "Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2).")
+    p.add_argument("repo", metavar="REPO", help="owner/name")
+    p.add_argument("sha", metavar="SHA", help="the pushed commit, 40 hex characters")
+    _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="seconds (1800)")
+    _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
+
+    p = command("pr-status", "A PR's state, head, mergeability, checks and blockers, one line.")
+    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+    _flag(p, "--json", "as_json", "print one JSON object")
+
+    p = command("pr-context", "A PR's title, base, head sha and changed files, then its body.")
+    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+
+    p = command("ci-failures", "Why built-in CI failed at a PR's head (at most 5 jobs).")
+    p.add_argument("target", metavar="REPO#N|REPO", help="owner/name#number, or owner/name --job")
+    _option(p, "--job", type=int, default=None, metavar="ID", help="a check run (job) id")
+    _option(p, "--lines", type=int, default=20, metavar="N", help="tail lines per log (20)")
+    _flag(p, "--json", "as_json", "print one JSON object")
+
+    p = command("premerge", "Check a PR may merge at HEAD_SHA: OK (0) or FAIL with reasons (1).")
+    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+    p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
+    _option(
+        p,
+        "--approved-head",
+        type=str,
+        default=None,
+        metavar="SHA",
+        help="the head a reviewer approved",
+        required=True,
+    )
+    _option(
+        p,
+        "--clone",
+        type=str,
+        default=None,
+        metavar="DIR",
+        help="a fetched clone holding head, approved head and base tip",
+    )
+    _flag(p, "--json", "as_json", "print one JSON object")
+    return top, commands
+
+
+def parse(args: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """Return (command, keyword arguments) for `args`, or raise UsageError; -h exits 0."""
+    top, commands = _build()
+    if not args:
+        raise UsageError(f"missing command ({', '.join(COMMANDS)})", usage=_usage_line(top))
+    if not args[0].startswith("-") and args[0] not in commands:
+        raise UsageError(
+            f"unknown command {args[0][:100]!r} ({', '.join(COMMANDS)})", usage=_usage_line(top)
+        )
+    namespace, extra = top.parse_known_args(list(args))
+    if namespace.command is None and extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}", usage=_usage_line(top))
+    if namespace.command is None:
+        raise UsageError(f"missing command ({', '.join(COMMANDS)})", usage=_usage_line(top))
+    if extra:
+        # Reported with the command's usage line, not the top level's, as argparse would not.
+        parser = commands[namespace.command]
+        raise UsageError(
+            f"unrecognized arguments: {' '.join(extra)}",
+            command=namespace.command,
+            usage=_usage_line(parser),
+        )
+    values = {k: v for k, v in vars(namespace).items() if k not in ("command", "debug", "_given")}
+    return str(namespace.command), values
+
+
+def usage_of(command: str | None) -> str:
+    """Return the usage line of `command` (the top level's when None or unknown)."""
+    top, commands = _build()
+    return _usage_line(commands.get(command or "", top))
