@@ -5,7 +5,7 @@ pr-status pays Python and CLI start-up plus four forge reads: the PR and the che
 the base's rules and the behind count start the moment the PR answers. Its gh children run with
 TCELL_MINIMIZE=1, which spares each one tcell's rune-width table; the baseline is a bare call
 without it, as a user would type it. Python runs from its bytecode cache, as an installed package
-does. The target is at most 2.5x one bare call.
+does. The target is at most 2.0x one bare call.
 
 Two figures for information: one gh call as forge-cli runs it, and the forge requests one
 pr-status makes (counted at the server, so a call made twice would show).
@@ -90,7 +90,7 @@ def main() -> None:
             statistics.median(cli_times),
             "ms",
             bare,
-            "<= 2.5 x one bare gh api call",
+            "<= 2.0 x one bare gh api call",
         ),
         _row(
             "one gh api call as forge-cli runs it (TCELL_MINIMIZE=1)",

@@ -150,6 +150,20 @@ def test_a_hung_read_fails_premerge_within_the_wires_timeout(world: World) -> No
     assert any("cannot read CI" in r and "timed out" in r for r in result.reasons)
 
 
+@pytest.mark.parametrize("read", list(PR_STATUS_READS))
+def test_a_hung_read_never_makes_pr_status_ready(
+    world: World, read: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from forge_automation.cli import _pr_status
+
+    world.faults.add(read, "hang")
+    wire = gh_cli_wire(gh_exec({**world.server.env(), **world.faults.env()}), timeout=2)
+    with pytest.raises(ForgeCliError) as caught:
+        _pr_status._pr_status(forge_port(wire), REPO, 1, as_json=True)
+    assert caught.value.kind == "timeout"
+    assert capsys.readouterr().out == ""
+
+
 @pytest.mark.parametrize("fault", ["hang", "exit1", "502", "secondary"])
 def test_ci_wait_with_a_failing_gh_ends_as_timeout_near_its_deadline(
     world: World, fault: str

@@ -13,7 +13,9 @@ ForgeError
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+# Not `typing.TYPE_CHECKING`: forge-cli pr-status imports this module before its first gh read,
+# and importing typing would delay that read; type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 
 __all__ = [
     "TRANSIENT_FAILURES",
@@ -34,17 +36,22 @@ __all__ = [
 # `forbidden`: any other 403 (permission); `server`: a 5xx; `http`: any other status; `malformed`:
 # a 2xx whose body the wire cannot map; `timeout`: gh ran past its deadline; `no-answer`: gh
 # exited or could not start without printing an HTTP status.
-ForgeFailure: TypeAlias = Literal[
-    "free-plan",
-    "rate-limited",
-    "forbidden",
-    "not-found",
-    "server",
-    "http",
-    "malformed",
-    "timeout",
-    "no-answer",
-]
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    ForgeFailure: TypeAlias = Literal[
+        "free-plan",
+        "rate-limited",
+        "forbidden",
+        "not-found",
+        "server",
+        "http",
+        "malformed",
+        "timeout",
+        "no-answer",
+    ]
+else:
+    ForgeFailure = str
 # Failures that may pass if the same read is made again later.
 TRANSIENT_FAILURES: frozenset[ForgeFailure] = frozenset(
     {"rate-limited", "server", "timeout", "no-answer"}

@@ -77,10 +77,10 @@ def _dispatch(args: list[str], early: _EarlyGh | None) -> None:
 
 def _run(args: list[str], *, debug: bool) -> int:
     """The one error boundary: run the command line, return its exit code."""
+    command = args[0] if args and args[0] in USAGE_EXIT else None
+    early = prefetch(args)  # first: everything below may run beside pr-status's first reads
     from .._errors import ForgeError, ForgeInputError
 
-    command = args[0] if args and args[0] in USAGE_EXIT else None
-    early = prefetch(args)
     try:
         try:
             _dispatch(args, early)

@@ -8,6 +8,8 @@ given twice is refused (`given twice`) instead of silently keeping the last valu
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -20,6 +22,19 @@ DESCRIPTION = (
     "Read a forge's PRs and CI through the logged-in gh (GH_HOST, GH_TOKEN and the rest of gh's "
     "environment work as usual)."
 )
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    # The width given here spares argparse its `shutil` import (and bz2, lzma, fnmatch with it),
+    # which it would otherwise make for every `add_argument`.
+    try:
+        width = int(os.environ.get("COLUMNS", "")) - 2
+    except ValueError:
+        try:
+            width = os.get_terminal_size(sys.stdout.fileno()).columns - 2
+        except (OSError, ValueError):
+            width = 78
+    return argparse.HelpFormatter(prog, width=max(width, 40))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,13 +91,17 @@ def _option(
 
 
 def _build() -> tuple[_Parser, dict[str, _Parser]]:
-    top = _Parser(prog=PROG, description=DESCRIPTION, allow_abbrev=False)
+    top = _Parser(
+        prog=PROG, description=DESCRIPTION, allow_abbrev=False, formatter_class=_formatter
+    )
     top.add_argument("--debug", action="store_true", help="show a redacted traceback for a bug")
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands: dict[str, _Parser] = {}
 
     def command(name: str, help: str) -> _Parser:
-        parser: _Parser = sub.add_parser(name, help=help, description=help, allow_abbrev=False)
+        parser: _Parser = sub.add_parser(
+            name, help=help, description=help, allow_abbrev=False, formatter_class=_formatter
+        )
         parser.command = name
         commands[name] = parser
         return parser
