@@ -17,6 +17,18 @@ from agent_accounts import redact_secrets
 MIB = 1 << 20
 REPEATS = 5
 
+_LOG_RECORDS = [
+    {"msg": "request", "headers": {"authorization": "Bearer Bearer sk-ant-oat01-abc"}},
+    {"log": json.dumps({"access_token": "ab.cd", "note": "line\nBearer tok"})},
+    {"msg": "Authorization: Token t0k3n; Bot b0t.t0k3n; DPoP eyJa.b"},
+    {"msg": 'Authorization: Digest username="u", realm="r", response="abcdef"'},
+    {"msg": "password=p@ss]w0rd&next=1 token:\n  abc"},
+    {"url": "https://h/cb?state=s&access_token%3Dq1%26x%3D1"},
+    {"html": "&quot;access_token&quot;: &quot;h1&quot;"},
+    {"msg": "an ordinary line with no secret at all, only words and numbers 12345"},
+]
+LOG_LINES = "".join(json.dumps(record) + "\n" for record in _LOG_RECORDS)
+
 # name -> builder of a string of at least n characters
 SHAPES: dict[str, Callable[[int], str]] = {
     "plain run 'a'*n": lambda n: "a" * n,
@@ -34,6 +46,20 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "'eyJa.' repeated": lambda n: "eyJa." * (n // 5 + 1),
     "'token=\"' repeated": lambda n: 'token="' * (n // 7 + 1),
     "prose with short words": lambda n: "the basic token is fine " * (n // 24 + 1),
+    # the real-log shapes (issue 14): every new alternative, at its most hostile
+    "'Bearer ' + spaces, doubled": lambda n: ("Bearer" + " " * 50) * (n // 56 + 1),
+    "'Token ' repeated": lambda n: "Token " * (n // 6 + 1),
+    "escaped quotes 'token=\\\"' repeated": lambda n: 'token=\\"' * (n // 8 + 1),
+    "unclosed deep quote + runs": lambda n: 'token=\\"' + 'a\\\\\\"' * (n // 6 + 1),
+    "backslash run after 'token='": lambda n: "token=\\" + "\\" * n,
+    "'token=&quot;' repeated": lambda n: "token=&quot;" * (n // 12 + 1),
+    "'%2525' after 'token'": lambda n: "token%" + "25" * (n // 2),
+    "Digest list, no '=' after ','": lambda n: 'Digest a="b"' + ", a" * (n // 3 + 1),
+    "bare value of ']'": lambda n: "password=a" + "]" * n,
+    "'token:' + escaped newlines": lambda n: "token:" + "\\n" * (n // 2),
+    "'\\nBearer' repeated": lambda n: "\\nBearer" * (n // 8 + 1),
+    # a large regression input: JSON log lines holding every real-log shape
+    "JSON log lines, real-log shapes": lambda n: LOG_LINES * (n // len(LOG_LINES) + 1),
 }
 
 

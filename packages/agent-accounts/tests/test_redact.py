@@ -81,6 +81,46 @@ CATCHES = [
     ('password="never closed, rest of line', "rest of line"),
     ("password='never closed", "never"),
     ("token=" + "v" * 100_000, "vvv"),
+    # real-log shapes (issue 14): a doubled scheme, other Authorization schemes
+    ("Bearer Bearer tok1", "tok1"),
+    ("Authorization: Bearer Bearer tok2", "tok2"),
+    ("authorization: bearer\tBEARER  tok3", "tok3"),
+    ("Authorization: Token tok4", "tok4"),
+    ("Authorization: Bot b0t.tok5", "tok5"),
+    ("Authorization: DPoP tok6", "tok6"),
+    ("authorization: token tok7", "tok7"),
+    ("Token tok8", "tok8"),
+    ('Authorization: MAC id="h480", ts="1336363200", nonce="dj83", mac="tok9"', "tok9"),
+    ('Authorization: Digest username="u", realm="r", response="tokA"', "tokA"),
+    ("Digest username=u, response=tokB, algorithm=MD5", "tokB"),
+    # JSON inside a JSON string, at two depths
+    ('{"log":"{\\"access_token\\": \\"ab.cd\\"}"}', "ab.cd"),
+    ('{"a":"{\\"b\\":\\"{\\\\\\"password\\\\\\": \\\\\\"p1x\\\\\\"}\\"}"}', "p1x"),
+    # a token right after an escaped \n, \t or %0A
+    ('{"log":"line\\nBearer tokC"}', "tokC"),
+    ('{"log":"line\\nsk-ant-x1"}', "x1"),
+    ('{"log":"line\\teyJa.tokD"}', "tokD"),
+    ("line%0Ask-ant-x2", "x2"),
+    # a newline between `:` and the value
+    ('"access_token":\n  "tokE"', "tokE"),
+    ("password:\r\n\ttokF", "tokF"),
+    ('"token:\\ntokG"', "tokG"),
+    # bare values holding ; ] } & '
+    ("password=p@ss]w0rd", "w0rd"),
+    ("password=a;tokH", "tokH"),
+    ("password=a}tokI", "tokI"),
+    ("password=a&tokJ", "tokJ"),
+    ("password=it'stokK", "stokK"),
+    ("password=a;]}tokL end", "tokL"),
+    # URL-encoded and HTML-escaped field forms
+    ("access_token%3DtokM", "tokM"),
+    ("access_token%253DtokN", "tokN"),
+    ("%22access_token%22%3A%20%22tokO%22", "tokO"),
+    ("&quot;access_token&quot;: &quot;tokP&quot;", "tokP"),
+    ("&#34;password&#34;:&#34;tokQ&#34;", "tokQ"),
+    ("password&#61;tokR", "tokR"),
+    ("token =&gt; tokS", "tokS"),
+    ("&amp;quot;token&amp;quot;: &amp;quot;tokT&amp;quot;", "tokT"),
     # 32 or more base64url characters in a row
     ("sha 0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
     ("id a-b_c" + "x" * 40, "x" * 40),
@@ -98,6 +138,9 @@ def test_each_pattern_redacts(text: str, secret: str) -> None:
 # ---- exact output: names, quotes and surrounding text stay -------------------------------------
 
 
+REPLACED_WHOLE = f"token={REDACTED}"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -110,13 +153,29 @@ def test_each_pattern_redacts(text: str, secret: str) -> None:
         ('password="open', f'password="{REDACTED}'),
         ("a=1&token=abc&b=2", f"a=1&token={REDACTED}&b=2"),
         ("token=abc,next", f"token={REDACTED},next"),
-        ("token=abc;next", f"token={REDACTED};next"),
+        ("token=abc; next", f"token={REDACTED}; next"),
+        ("token=abc;path=/", f"token={REDACTED};path=/"),  # `;` before the next parameter
+        ("token=abc;next", REPLACED_WHOLE),  # `;` inside a value: the value goes on
         ("{token=abc}", f"{{token={REDACTED}}}"),
         (f"key sk-ant-oat01-{CANARY}.", f"key {REDACTED}"),
         ("sk-ant-x and text", f"{REDACTED} and text"),
         ("a eyJx.y b", f"a {REDACTED} b"),
         ("x" * 32, REDACTED),
         ("line1 token=a\nline2 Bearer b", f"line1 token={REDACTED}\nline2 Bearer {REDACTED}"),
+        ("Bearer Bearer x", f"Bearer Bearer {REDACTED}"),
+        ("Authorization: Token x", f"Authorization: Token {REDACTED}"),
+        ('Digest username="u", response="r" tail', f"Digest {REDACTED} tail"),
+        ("TOKEN = t2", f"TOKEN = {REDACTED}"),
+        ("Bearer token=abc", f"Bearer token={REDACTED}"),
+        ("password=p@ss]w0rd]", f"password={REDACTED}]"),
+        ("[password=x]]", f"[password={REDACTED}]]"),
+        ("a=1&amp;token=abc&amp;b=2", f"a=1&amp;token={REDACTED}&amp;b=2"),
+        ('{\\"token\\": \\"a\\"}', f'{{\\"token\\": \\"{REDACTED}\\"}}'),
+        ("%22token%22%3A%22a%22&x=1", f"%22token%22%3A%22{REDACTED}%22&x=1"),
+        ("%22token%22%3A%22a%22%2C%22x%22", f"%22token%22%3A%22{REDACTED}%22"),  # over-redacts
+        ("&quot;token&quot;:&quot;a&quot;,", f"&quot;token&quot;:&quot;{REDACTED}&quot;,"),
+        ('{"log":"a\\nBearer x"}', f'{{"log":"a\\nBearer {REDACTED}"}}'),
+        ("token:\n  abc", f"token:\n  {REDACTED}"),
     ],
 )
 def test_exact_output(text: str, expected: str) -> None:
@@ -152,6 +211,12 @@ def test_exact_output(text: str, expected: str) -> None:
         "eyJabc",  # no dot, no JWT
         "naïve café ünïcode",
         "ſk-ant-x",  # the long s folds to `s` only under Unicode folding, which is off
+        "the bot is fine, the mac address, a digest",  # lower case: no scheme outside a field
+        "Token",
+        "Bearer Bearer",
+        "DPoP",
+        "xBearer abc",  # a scheme glued to a word is no scheme
+        "token%3A",
     ],
 )
 def test_documented_non_matches_stay(text: str) -> None:
@@ -165,6 +230,9 @@ def test_documented_non_matches_stay(text: str) -> None:
         "id 123e4567-e89b-12d3-a456-426614174000",  # a UUID is one hyphenated run
         "some-really-long-hyphenated-package-name",
         "this is a basic test",  # `Basic <word>` is redacted wherever it appears
+        "Token expired",  # so is `Token <word>`, `Bot <word>`, `MAC <word>`, `Digest <word>`
+        "MAC address 00:11:22",
+        "password:\n\nNext paragraph",  # a newline may sit between `:` and the value
     ],
 )
 def test_documented_over_redaction(text: str) -> None:
@@ -253,8 +321,8 @@ def _without_prefilter(text: str) -> str:
     """Run every pattern unconditionally: the prefilter may only skip passes that change nothing."""
     text = _redact._SK_KEY.sub(REDACTED, text)
     text = _redact._JWT.sub(REDACTED, text)
-    text = _redact._AUTH_SCHEME.sub(_redact._keep_name, text)
-    text = _redact._FIELD.sub(_redact._keep_name, text)
+    text = _redact._substitute("_AUTH_SCHEME", text)
+    text = _redact._substitute("_FIELD", text)
     return _redact._LONG_RUN.sub(REDACTED, text)
 
 
@@ -484,24 +552,42 @@ _constants: Any = importlib.import_module("re._constants")
 REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}
 
 
-def _walk(items: Any, inside_repeat: bool, found: list[str]) -> None:
-    """Record every hazard: an unbounded repeat that can backtrack, or a repeat in a repeat."""
+def _walk(items: Any, inside_unbounded: bool, found: list[str]) -> None:
+    """Record every hazard: an unbounded repeat that can backtrack, or one inside another.
+
+    A bounded repeat may sit anywhere: inside an unbounded one it costs a constant per step.
+    """
     for op, av in items:
         if op in REPEATS:
             _low, high, body = av
             unbounded = high is _constants.MAXREPEAT
             if unbounded and op is not _constants.POSSESSIVE_REPEAT:
                 found.append(f"backtracking unbounded repeat {op}")
-            if inside_repeat and high > 1:
-                found.append("nested quantifier")
-            _walk(body, inside_repeat or high > 1, found)
+            if inside_unbounded and unbounded:
+                found.append("unbounded repeat inside an unbounded repeat")
+            _walk(body, inside_unbounded or unbounded, found)
         elif op is _constants.SUBPATTERN:
-            _walk(av[-1], inside_repeat, found)
+            _walk(av[-1], inside_unbounded, found)
         elif op is _constants.BRANCH:
             for branch in av[1]:
-                _walk(branch, inside_repeat, found)
+                _walk(branch, inside_unbounded, found)
         elif op in (_constants.ASSERT, _constants.ASSERT_NOT, _constants.ATOMIC_GROUP):
-            _walk(av[-1] if op is not _constants.ATOMIC_GROUP else av, inside_repeat, found)
+            _walk(av[-1] if op is not _constants.ATOMIC_GROUP else av, inside_unbounded, found)
+
+
+def _run_starts(pattern: re.Pattern[str]) -> list[tuple[Any, int]]:
+    """Return the (kind, direction) of the assertions that decide where a run pattern starts.
+
+    That is the pattern's first item, or, when it opens with its literal (`eyJ`), the branch of
+    look-behinds right after the literal.
+    """
+    items = list(_parser.parse(pattern.pattern, pattern.flags))
+    while items and items[0][0] is _constants.LITERAL:
+        items.pop(0)
+    first_op, first_av = items[0]
+    if first_op is _constants.BRANCH:
+        return [(branch[0][0], branch[0][1][0]) for branch in first_av[1]]
+    return [(first_op, first_av[0])]
 
 
 class TestLinearByConstruction:
@@ -511,17 +597,26 @@ class TestLinearByConstruction:
         _walk(_parser.parse(pattern.pattern, pattern.flags), False, found)
         assert found == []
 
-    def test_the_walker_sees_hazards(self) -> None:
-        for hazard in (r"(a+)+", r"(?:ab*)*+", r"a*b", r"x{2,}"):
-            found: list[str] = []
-            _walk(_parser.parse(hazard), False, found)
-            assert found, hazard
+    @pytest.mark.parametrize("hazard", [r"(a+)+", r"(?:ab*)*+", r"a*b", r"x{2,}", r"(?:a[bc]++)*+"])
+    def test_the_walker_sees_hazards(self, hazard: str) -> None:
+        found: list[str] = []
+        _walk(_parser.parse(hazard), False, found)
+        assert found, hazard
+
+    @pytest.mark.parametrize("safe", [r"(?:a{1,8}+)*+", r"(?:a++b){0,4}+", r"(?:(?=\w{1,9}+)a)*+"])
+    def test_the_walker_allows_bounded_nesting(self, safe: str) -> None:
+        found: list[str] = []
+        _walk(_parser.parse(safe), False, found)
+        assert found == [], safe
 
     @pytest.mark.parametrize("pattern", [_redact._SK_KEY, _redact._JWT, _redact._LONG_RUN])
     def test_run_patterns_start_only_at_a_run_boundary(self, pattern: re.Pattern[str]) -> None:
-        first_op, first_av = _parser.parse(pattern.pattern, pattern.flags)[0]
-        assert first_op is _constants.ASSERT_NOT
-        assert first_av[0] == -1  # a look-behind
+        # a negative look-behind for a run character, or a look-behind for an escape (`\n`):
+        # both look back (direction -1), and an escape's backslash is never a run character
+        starts = _run_starts(pattern)
+        assert starts[0] == (_constants.ASSERT_NOT, -1)
+        assert all(direction == -1 for _, direction in starts)
+        assert all(kind is _constants.ASSERT for kind, _ in starts[1:])
 
     @pytest.mark.parametrize(
         "unit",
