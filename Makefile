@@ -18,7 +18,7 @@ help: ## list the targets
 # stays the default on PATH; `make test-gh-newest` puts this one first.
 GH_NEWEST_VERSION := 2.102.0
 GH_NEWEST := .tools/gh-newest
-SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux strace:strace
+SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-driver systemd-analyze:systemd ip:iproute2 unshare:util-linux prlimit:util-linux strace:strace openssl:openssl
 
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
 	@$(MAKE) --no-print-directory setup-system setup-python
