@@ -305,7 +305,9 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
     doc = json.loads(run.out)
     assert list(doc) == ["profiles"]
     first, second = doc["profiles"]
-    assert list(first) == ["label", "configDir", "login", "usage"]
+    # The spec's keys, then the refresh lock (null, or its age) that `status` reports.
+    assert list(first) == ["label", "configDir", "login", "usage", "refreshLock"]
+    assert first["refreshLock"] is None
     assert first["label"] == "default"
     assert first["configDir"] == str(default)
     assert first["login"]["status"] == "present"
@@ -323,6 +325,7 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
         "configDir": str(home.profiles / "gone"),
         "login": {"status": "missing"},
         "usage": None,
+        "refreshLock": None,
     }
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import stat
+import time
 import traceback
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from accounts_refresh_support import (
     write_file,
 )
 from agent_accounts.io import Profile
+from agent_accounts.io import _install as install_module
 from agent_accounts.io import _refresh as refresh_module
 from agent_accounts.io._refresh import (
     DEFAULT_REFRESH_SCOPES,
@@ -45,6 +47,7 @@ from agent_accounts.io._refresh import (
     RefreshSkipped,
     refresh_if_needed,
 )
+from agent_accounts.io._refresh_results import RefreshStop
 
 NOW = 1_760_000_000_000
 HOUR_MS = 3_600_000
@@ -314,7 +317,7 @@ async def test_rotation_without_refresh_expiry_drops_the_spent_tokens_expiry(
 
 
 @pytest.mark.parametrize("which", ["config", "legacy"])
-async def test_locked_when_a_lock_dir_is_held_and_it_is_never_stolen(
+async def test_locked_when_a_fresh_lock_dir_is_held_and_it_is_never_stolen(
     profile: Profile, endpoint: Endpoint, which: str
 ) -> None:
     seed(profile, credentials(expires_at_ms=NOW - 1))
@@ -324,13 +327,39 @@ async def test_locked_when_a_lock_dir_is_held_and_it_is_never_stolen(
         else Path(os.path.realpath(profile.config_dir) + ".lock")
     )
     held.mkdir()
-    os.utime(held, (0, 0))  # ancient: stale for proper-lockfile, still never stolen
+    os.utime(held, (time.time() - 50, time.time() - 50))  # 50 s: still fresh for the agent client
+    before = held.stat()
     result, deposits = await run(profile, endpoint)
-    assert result == RefreshLocked()
+    assert isinstance(result, RefreshLocked)
+    assert result.age_seconds is not None
+    assert 49 <= result.age_seconds < 70
     assert deposits == []
     assert endpoint.requests == []
-    assert held.is_dir()
+    after = held.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     held.rmdir()
+    assert_clean(profile)
+
+
+@pytest.mark.parametrize("which", ["config", "legacy"])
+async def test_a_stale_lock_dir_is_removed_and_retaken_as_the_agent_client_does(
+    profile: Profile, endpoint: Endpoint, which: str
+) -> None:
+    """AMENDMENTS: a lock dir whose mtime is older than 60 s is stale and may be retaken."""
+    seed(profile, credentials(expires_at_ms=NOW - 1))
+    held = (
+        Path(profile.config_dir) / ".oauth_refresh.lock"
+        if which == "config"
+        else Path(os.path.realpath(profile.config_dir) + ".lock")
+    )
+    held.mkdir()
+    os.utime(held, (time.time() - 61, time.time() - 61))
+    endpoint.replies.append(ok_body())
+    result, deposits = await run(profile, endpoint)
+    assert result.status == "refreshed"
+    assert deposits == []
+    assert len(endpoint.requests) == 1
+    assert not held.exists()
     assert_clean(profile)
 
 
@@ -438,7 +467,9 @@ async def test_http_status_fails_and_the_echoing_body_is_dropped(
         )
     )
     result, deposits = await run(profile, endpoint)
-    assert result == RefreshFailed(failure=f"http-{status}", deposited=True)
+    assert result == RefreshFailed(failure="http", http_status=status, deposited=True)
+    assert isinstance(result, RefreshFailed)
+    assert result.failure_text == f"http-{status}"
     relogin = status in (400, 401, 403)
     assert deposits[0].deposit_id == (
         f"token-refresh-work-{'relogin-' if relogin else ''}2025-10-09"
@@ -448,6 +479,20 @@ async def test_http_status_fails_and_the_echoing_body_is_dropped(
     assert_clean(profile)
     out = capsys.readouterr()
     assert_no_canary(result, deposits, out.out, out.err)
+    files_without_canary(Path(profile.config_dir).parent, [cred_path(profile)])
+    # An invalid_grant (400, 401) is remembered token-free: the same token is not sent again.
+    endpoint.replies.append(ok_body())
+    again, _ = await run(profile, endpoint)
+    if status in (400, 401):
+        assert again == RefreshFailed(failure="login-required", deposited=True)
+        assert len(endpoint.requests) == 1
+        # A new login (another refresh token) is tried again.
+        seed(profile, credentials(expires_at_ms=NOW - 1))
+        endpoint.replies.append(ok_body())
+        assert (await run(profile, endpoint))[0].status == "refreshed"
+    else:
+        assert again.status == "refreshed"
+    assert len(endpoint.requests) == 2
 
 
 @pytest.mark.parametrize(
@@ -457,25 +502,80 @@ async def test_http_status_fails_and_the_echoing_body_is_dropped(
         b"[]",
         b'{"expires_in": 3600}',
         b'{"access_token": "has space", "expires_in": 3600}',
-        b'{"access_token": "ok", "expires_in": "3600"}',
-        b'{"access_token": "ok", "expires_in": 1.5}',
-        b'{"access_token": "ok", "expires_in": -5}',
-        b'{"access_token": "ok", "expires_in": true}',
-        b'{"access_token": "ok", "expires_in": 3600, "refresh_token": "a\\nb"}',
-        b'{"access_token": "ok", "expires_in": 3600, "refresh_token": 5}',
-        b'{"access_token": "ok", "expires_in": 3600, "refresh_token_expires_in": "x"}',
-        b'{"access_token": "ok", "expires_in": 99999999999999}',
+        b'{"access_token": 5, "expires_in": 3600}',
         b'{"access_token": "' + b"a" * 5000 + b'", "expires_in": 3600}',
         b'{"access_token": "ok", "expires_in": 3600, "pad": "' + b"p" * 70000 + b'"}',
+        b'{"access_token": "ok", "expires_in": NaN}',
     ],
 )
 async def test_malformed_response(profile: Profile, endpoint: Endpoint, payload: bytes) -> None:
+    """Only an answer without a usable access token is malformed."""
     before = seed(profile, credentials(expires_at_ms=NOW - 1))
     endpoint.replies.append(Reply(body=payload, headers={"content-type": "application/json"}))
     result, deposits = await run(profile, endpoint)
     assert result == RefreshFailed(failure="malformed", deposited=True)
     assert deposits[0].deposit_id == "token-refresh-work-2025-10-09"
     assert cred_path(profile).read_bytes() == before
+    assert_clean(profile)
+
+
+YEAR_MS = 366 * 24 * HOUR_MS
+
+
+@pytest.mark.parametrize(
+    ("extra", "expires_at", "refresh", "refresh_expires_at"),
+    [
+        pytest.param({"expires_in": 1e11}, NOW + YEAR_MS, "new", None, id="expires-1e11"),
+        pytest.param({"expires_in": 99999999999999}, NOW + YEAR_MS, "new", None, id="huge-int"),
+        pytest.param({"expires_in": "3600"}, NOW + 300_000, "new", None, id="expires-string"),
+        pytest.param({"expires_in": 1.5}, NOW + 1000, "new", None, id="expires-fraction"),
+        pytest.param({"expires_in": -5}, NOW + 300_000, "new", None, id="expires-negative"),
+        pytest.param({"expires_in": True}, NOW + 300_000, "new", None, id="expires-bool"),
+        pytest.param({"expires_in": None}, NOW + 300_000, "new", None, id="expires-absent"),
+        pytest.param(
+            {"refresh_token_expires_in": "x"}, NOW + 28_800_000, "new", None, id="refresh-exp-str"
+        ),
+        pytest.param(
+            {"refresh_token_expires_in": 7200},
+            NOW + 28_800_000,
+            "new",
+            NOW + 7_200_000,
+            id="refresh-exp-ok",
+        ),
+        pytest.param({"refresh_token": "a\nb"}, NOW + 28_800_000, None, None, id="refresh-bad"),
+        pytest.param({"refresh_token": 5}, NOW + 28_800_000, None, None, id="refresh-int"),
+    ],
+)
+async def test_a_200_with_a_usable_access_token_is_never_thrown_away(
+    profile: Profile,
+    endpoint: Endpoint,
+    extra: dict[str, Any],
+    expires_at: int,
+    refresh: str | None,
+    refresh_expires_at: int | None,
+) -> None:
+    """Out-of-range lifetimes are clamped and kept; an unusable rotated token drops the spent one."""
+    seed(
+        profile, credentials(expires_at_ms=NOW - 1, extra_block={"refreshTokenExpiresAt": NOW + 1})
+    )
+    reply = ok_body(rotate=True)
+    payload = json.loads(reply.body)
+    payload.update(extra)
+    if payload.get("expires_in") is None:
+        payload.pop("expires_in")
+    endpoint.replies.append(Reply(body=json.dumps(payload).encode(), headers=reply.headers))
+    result, deposits = await run(profile, endpoint)
+    assert result == RefreshRefreshed(expires_at_ms=expires_at)
+    assert deposits == []
+    block = json.loads(cred_path(profile).read_bytes())["agentOauth"]
+    assert block["accessToken"] == payload["access_token"]
+    assert block["expiresAt"] == expires_at
+    if refresh is None:
+        assert "refreshToken" not in block  # the spent one is gone too: login-required later
+        assert "refreshTokenExpiresAt" not in block
+    else:
+        assert block["refreshToken"] == payload["refresh_token"]
+        assert block.get("refreshTokenExpiresAt") == refresh_expires_at
     assert_clean(profile)
 
 
@@ -525,7 +625,7 @@ async def test_write_failed_when_rotated_and_io_when_not(
         raise OSError(28, "No space left on device")
 
     before = seed(profile, credentials(expires_at_ms=NOW - 1))
-    monkeypatch.setattr(os, "rename", refuse)
+    monkeypatch.setattr(install_module, "rename_exchange", refuse)
     endpoint.replies.append(ok_body(rotate=True))
     result, deposits = await run(profile, endpoint)
     assert result == RefreshFailed(failure="write-failed", deposited=True)
@@ -539,7 +639,7 @@ async def test_write_failed_when_rotated_and_io_when_not(
     assert_clean(profile)
 
 
-async def test_write_failed_when_the_temp_cannot_be_created(
+async def test_io_before_any_request_when_the_temp_cannot_be_created(
     profile: Profile, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_open = os.open
@@ -549,11 +649,15 @@ async def test_write_failed_when_the_temp_cannot_be_created(
             raise OSError(13, "Permission denied")
         return real_open(path, flags, *args, **kwargs)
 
-    seed(profile, credentials(expires_at_ms=NOW - 1))
+    before = seed(profile, credentials(expires_at_ms=NOW - 1))
     monkeypatch.setattr(os, "open", no_temp)
     endpoint.replies.append(ok_body(rotate=True))
     result, _ = await run(profile, endpoint)
-    assert result == RefreshFailed(failure="write-failed", deposited=True)
+    # Space before spending: the temp file comes before the request, so the token is unspent.
+    assert result == RefreshFailed(failure="io", deposited=True)
+    assert endpoint.requests == []
+    assert cred_path(profile).read_bytes() == before
+    assert_clean(profile)
 
 
 # --- steps 3 and 6: other writers ------------------------------------------------------------
@@ -651,7 +755,7 @@ async def test_step6b_half_written_file_is_read_again_after_a_wait(
     seed(profile, credentials(expires_at_ms=NOW - 1))
     path = cred_path(profile)
     whole = path.read_bytes()
-    real: Callable[..., bytearray | None] = getattr(refresh_module, "read_gated")  # noqa: B009
+    real: Callable[..., bytearray | None] = getattr(install_module, "read_gated")  # noqa: B009
     calls: list[int] = []
 
     def flaky(p: str, **kwargs: Any) -> bytearray | None:
@@ -663,7 +767,7 @@ async def test_step6b_half_written_file_is_read_again_after_a_wait(
             path.write_bytes(whole)  # the writer finished
         return real(p, **kwargs)
 
-    monkeypatch.setattr(refresh_module, "read_gated", flaky)
+    monkeypatch.setattr(install_module, "read_gated", flaky)
     endpoint.replies.append(ok_body())
     result, _ = await run(profile, endpoint)
     assert result.status == "refreshed"
@@ -703,7 +807,7 @@ async def test_step6d_write_conflict_after_four_attempts(
     ],
 )
 def test_deposit_ids_and_unlabelled_form(label: str, expected: str) -> None:
-    relogin = RefreshFailureDeposit.for_failure(label, "http-401", NOW)
+    relogin = RefreshFailureDeposit.for_failure(label, "http", NOW, http_status=401)
     other = RefreshFailureDeposit.for_failure(label, "network", NOW)
     assert relogin.deposit_id == f"token-refresh-{expected}-relogin-2025-10-09"
     assert other.deposit_id == f"token-refresh-{expected}-2025-10-09"
@@ -733,7 +837,7 @@ async def test_on_failure_raising_gives_deposited_false(
         now_ms=NOW,
         on_failure=broken,
     )
-    assert result == RefreshFailed(failure="http-500", deposited=False)
+    assert result == RefreshFailed(failure="http", http_status=500, deposited=False)
 
 
 async def test_async_on_failure_is_awaited_once(profile: Profile, endpoint: Endpoint) -> None:
@@ -752,7 +856,7 @@ async def test_async_on_failure_is_awaited_once(profile: Profile, endpoint: Endp
         now_ms=NOW,
         on_failure=deposit,
     )
-    assert result == RefreshFailed(failure="http-500", deposited=True)
+    assert result == RefreshFailed(failure="http", http_status=500, deposited=True)
     assert len(got) == 1
 
 
@@ -797,11 +901,11 @@ async def test_timeout_is_capped_at_thirty_seconds(
 ) -> None:
     seen: list[float] = []
 
-    async def fake_exchange(client: Any, url: str, body: Any, timeout_s: float, now: Any) -> Any:
+    async def fake_exchange(client: Any, url: str, body: Any, timeout_s: float) -> Any:
         seen.append(timeout_s)
-        raise refresh_module._Fail("network")
+        raise RefreshStop(failure="network")
 
-    monkeypatch.setattr(refresh_module, "_exchange", fake_exchange)
+    monkeypatch.setattr(refresh_module, "send_token_request", fake_exchange)
     seed(profile, credentials(expires_at_ms=NOW - 1))
     await refresh_if_needed(
         profile, margin_ms=MARGIN, now_ms=NOW, timeout=3600, auth_url="https://a.test"

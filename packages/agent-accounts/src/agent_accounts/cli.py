@@ -33,6 +33,8 @@ EXIT_LOGIN: Final = 2
 EXIT_USAGE: Final = 64
 EXIT_INTERRUPTED: Final = 130
 REFRESH_MARGIN_MS: Final = 10 * 60 * 1000
+LOCK_REPORT_AFTER_S: Final = 30
+"""A refresh lock older than the 30 s refresh cap is reported by `status` on stderr."""
 API_BASE_ENV: Final = "AGENT_API_BASE_URL"
 AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
 CONFIG_DIR_ENV: Final = "AGENT_CONFIG_DIR"
@@ -150,6 +152,7 @@ def _status(as_json: bool) -> int:
     import json
 
     from agent_accounts.io import discover_profiles, read_login_state, read_usage
+    from agent_accounts.io._locks import held_lock_age
 
     code = EXIT_OK
     rows: list[dict[str, Any]] = []
@@ -168,6 +171,9 @@ def _status(as_json: bool) -> int:
         if login is not None and login.status != "present":
             code = EXIT_LOGIN
             _err(_login_line(label, login))
+        lock_age = held_lock_age(str(profile.config_dir))
+        if lock_age is not None and lock_age > LOCK_REPORT_AFTER_S:
+            _err(f"{label}: refresh lock held")
         try:
             usage = read_usage(profile.config_dir)
         except OSError:
@@ -186,6 +192,7 @@ def _status(as_json: bool) -> int:
                     "age_seconds": usage.age_seconds,
                     "rate_limits": usage.reading["rate_limits"],
                 },
+                "refreshLock": None if lock_age is None else {"age_seconds": int(lock_age)},
             }
         )
     if as_json:
@@ -193,6 +200,8 @@ def _status(as_json: bool) -> int:
         return code
     for row in rows:
         parts = [f"login {row['login']['status']}"]
+        if row["refreshLock"] is not None:
+            parts.append(f"refresh lock held {row['refreshLock']['age_seconds']}s")
         usage_row = row["usage"]
         if usage_row is None:
             parts.append("no reading")
@@ -264,8 +273,11 @@ async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int
         if result.status == "refreshed":
             sys.stdout.write(f"{_shown(profile.label)}: token refreshed\n")
         elif result.status == "failed":
-            _err(f"{_shown(profile.label)}: token refresh failed: {result.failure}")
+            _err(f"{_shown(profile.label)}: token refresh failed: {result.failure_text}")
             code = EXIT_FAILED
+        elif result.status == "locked":
+            # Never silent: a lock that blocks is named, and `status` shows its age.
+            _err(f"{_shown(profile.label)}: token refresh locked: another refresh holds the lock")
     return code
 
 

@@ -1,16 +1,85 @@
-"""Atomic writes: an exclusive 0600 temp file in the target dir, fsync, rename, dir fsync."""
+"""File primitives: the one exclusive-create writer, atomic replace, and Linux `renameat2`.
+
+Every file this package creates goes through `create_exclusive` (O_EXCL, O_NOFOLLOW, 0600), so a
+planted name or symlink fails the create instead of being written through. `rename_noreplace` and
+`rename_exchange` are `renameat2(2)` through libc: the refresher takes its locks with the first
+(a prepared dir appears at the lock path whole, or not at all) and installs renewed credentials
+with the second (what comes out is compared with what was read, and swapped back if it differs).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 
-__all__ = ["atomic_write", "ensure_private_dir"]
+TYPE_CHECKING = False  # not typing's: write_reading runs on every poll
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "RenameUnsupported",
+    "atomic_write",
+    "create_exclusive",
+    "ensure_private_dir",
+    "rename_exchange",
+    "rename_noreplace",
+    "sync_dir",
+    "write_all",
+    "write_new",
+]
+
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+
+
+class RenameUnsupported(OSError):
+    """This filesystem or libc has no `renameat2` with the flag asked for."""
 
 
 def ensure_private_dir(path: str) -> None:
     """Create `path` (and its parents) with mode 0700 when missing."""
     os.makedirs(path, mode=0o700, exist_ok=True)
+
+
+def create_exclusive(path: str) -> int:
+    """Create `path` exclusively (no symlink followed), mode 0600; return the write descriptor."""
+    return os.open(path, _CREATE_FLAGS, 0o600)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd`."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_new(path: str, data: bytes, *, sync: bool = False) -> None:
+    """Create `path` exclusively with `data` (synced if asked); nothing is left on failure."""
+    fd = create_exclusive(path)
+    try:
+        try:
+            write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+
+
+def sync_dir(directory: str) -> None:
+    """Sync a directory's entries, best effort (the rename already happened)."""
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def atomic_write(directory: str, name: str, data: bytes) -> str:
@@ -22,24 +91,61 @@ def atomic_write(directory: str, name: str, data: bytes) -> str:
     target = os.path.join(directory, name)
     # os.urandom, not `secrets`: its hmac/hashlib imports cost ~10 ms for six random bytes.
     temp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    write_new(temp, data, sync=True)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         os.rename(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    with contextlib.suppress(OSError):  # best effort: the rename already happened
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    sync_dir(directory)
     return target
+
+
+_renameat2: Callable[[int, bytes, int, bytes, int], int] | None = None
+
+
+def _libc_renameat2() -> Callable[[int, bytes, int, bytes, int], int]:
+    global _renameat2
+    if _renameat2 is None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            function = libc.renameat2
+        except AttributeError:
+            raise RenameUnsupported(errno.ENOSYS, "renameat2") from None
+        function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+        function.argtypes += [ctypes.c_uint]
+        function.restype = ctypes.c_int
+
+        def call(olddir: int, old: bytes, newdir: int, new: bytes, flags: int) -> int:
+            if function(olddir, old, newdir, new, flags) == 0:
+                return 0
+            return ctypes.get_errno()
+
+        _renameat2 = call
+    return _renameat2
+
+
+def _rename2(old: str, new: str, flags: int) -> None:
+    code = _libc_renameat2()(_AT_FDCWD, os.fsencode(old), _AT_FDCWD, os.fsencode(new), flags)
+    if code == 0:
+        return
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        raise RenameUnsupported(code, os.strerror(code))
+    if code == errno.EEXIST:
+        raise FileExistsError(code, os.strerror(code))
+    if code == errno.ENOENT:
+        raise FileNotFoundError(code, os.strerror(code))
+    raise OSError(code, os.strerror(code))
+
+
+def rename_noreplace(old: str, new: str) -> None:
+    """Rename `old` to `new` unless `new` exists (FileExistsError); atomic."""
+    _rename2(old, new, _RENAME_NOREPLACE)
+
+
+def rename_exchange(first: str, second: str) -> None:
+    """Swap the two names atomically; both must exist."""
+    _rename2(first, second, _RENAME_EXCHANGE)

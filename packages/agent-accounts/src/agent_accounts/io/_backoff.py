@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 from dataclasses import dataclass
 from typing import Final
+
+from agent_accounts._numbers import plain_number
 
 from ._atomic import atomic_write, ensure_private_dir
 from ._gate import GateRefused, read_gated, zero
@@ -55,10 +56,8 @@ class Backoff:
 
 
 def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    number = plain_number(value)
+    return None if number is None else float(number)
 
 
 def backoff_from_bytes(raw: bytes | bytearray, *, now: float) -> Backoff | None:

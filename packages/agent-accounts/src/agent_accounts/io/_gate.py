@@ -39,9 +39,10 @@ class GateRefused(Exception):
         self.reason: GateReason = reason
 
 
-def zero(buffer: bytearray) -> None:
-    """Overwrite a buffer that held file contents."""
-    buffer[:] = bytes(len(buffer))
+def zero(buffer: bytearray | None) -> None:
+    """Overwrite a buffer that held file contents or a token answer (the package's one zeroer)."""
+    if buffer is not None:
+        buffer[:] = bytes(len(buffer))
 
 
 def _check(fd: int, before: os.stat_result, *, uid: int, max_bytes: int, strict: bool) -> None:

@@ -1,16 +1,24 @@
-"""Refresh locks compatible with the agent client's `proper-lockfile` scheme, and the holder record.
+"""Refresh locks in the agent client's `proper-lockfile` scheme, taken so a crash is always undone.
 
-A lock is a directory made with `mkdir`; whoever made it holds it, and its mtime is the heartbeat
-other holders judge staleness by (the agent client treats a lock older than 60 s as stale and
-removes it with `rmdir`). This module never steals a held lock. The only lock it removes besides
-its own is one left by a crash, and only through the holder record: a small JSON file beside the
-lock naming the holder's pid and the device, inode and ctime of each lock dir it made. A recorded
-pid that has exited plus a lock dir whose identity still matches is the proof of a crash; anything
-less (no record, a live pid, a changed identity, a record that is not this uid's own private
-regular file) leaves the lock alone.
+A lock is a directory at the lock path; whoever put it there holds it, and its mtime is the
+heartbeat (`proper-lockfile` touches its locks every stale/2 and judges a lock whose mtime is older
+than `stale`, 60 s for the agent client, stale: it removes it with `rmdir` and takes it anew).
 
-Touching a dir's mtime also moves its ctime, so each heartbeat rewrites the record with the new
-ctime (write-then-rename, so the record never disappears while the locks are held).
+Intent before effect: a lock dir is first made under a private staging name, then its identity
+(device, inode, mtime) is written to a holder record, and only then is it renamed onto the lock
+path with `renameat2(RENAME_NOREPLACE)`, which fails on a held lock and never replaces it. A crash
+at any step therefore leaves either no lock, or a lock that a record of a dead pid names exactly:
+the next run proves it was a crashed holder's (pid gone, identity equal) and takes it over. Each
+heartbeat writes the mtime it is about to set into the record before setting it.
+
+A lock is taken over only when it is proven a dead holder's, or stale by the agent client's rule
+(mtime older than 60 s). The takeover is an atomic exchange with our own prepared dir: what comes
+out is compared with what was judged, and swapped back if it is not the same dir, so a lock that
+another refresher took in between is never removed. A fresh lock of a live holder is never stolen.
+
+Records: `.oauth_refresh.lock.holder.<pid>.<hex>.intent` while the locks are being taken, renamed
+to `.oauth_refresh.lock.holder` once both are held. They sit outside the lock dirs because the
+agent client removes a stale lock with `rmdir`, and are read through the credentials gate.
 """
 
 from __future__ import annotations
@@ -20,22 +28,28 @@ import contextlib
 import errno
 import json
 import os
-import secrets
+import re
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
+
+from ._atomic import RenameUnsupported, rename_exchange, rename_noreplace, write_new
+from ._gate import zero
 
 __all__ = [
     "HEARTBEAT_INTERVAL_S",
     "HOLDER_RECORD_MAX_BYTES",
     "HOLDER_RECORD_NAME",
     "LOCK_DIR_NAME",
+    "STALE_AFTER_S",
     "LockHeldError",
     "LockIOError",
     "LockIdentity",
     "RecordReader",
     "RefreshLocks",
+    "held_lock_age",
     "holder_record_path",
     "keep_fresh",
     "lock_paths",
@@ -45,6 +59,8 @@ __all__ = [
 LOCK_DIR_NAME: Final = ".oauth_refresh.lock"
 HOLDER_RECORD_NAME: Final = ".oauth_refresh.lock.holder"
 HOLDER_RECORD_MAX_BYTES: Final = 4096
+STALE_AFTER_S: Final = 60.0
+"""The agent client's `proper-lockfile` stale time: an older lock dir may be removed and retaken."""
 # proper-lockfile refreshes its mtime every stale/2 (30 s for the agent client's 60 s); a refresh
 # holds its locks for at most the 30 s request cap plus file work, so a shorter beat keeps a wide
 # margin even when the event loop is briefly busy.
@@ -53,14 +69,18 @@ HEARTBEAT_INTERVAL_S: Final = 10.0
 # The legacy lock beside the config dir may sit on a path the unit's sandbox makes read-only.
 _UNUSABLE_ERRNOS: Final = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 _DIR_OPEN_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_LEFTOVER: Final = re.compile(r"\.(\d+)\.[0-9a-f]+\.(?:tmp|intent)")
 
 RecordReader: TypeAlias = Callable[[str], bytes | bytearray | None]
-"""Read the holder record through the gate: bytes, None when absent; raise when refused."""
+"""Read a holder record through the gate: bytes, None when absent; raise when refused."""
 
 
 class LockHeldError(Exception):
     """A refresh lock is held by someone else (the refresh answers `locked`)."""
+
+    def __init__(self, age_seconds: float | None) -> None:
+        super().__init__("lock held")
+        self.age_seconds = age_seconds
 
 
 class LockIOError(Exception):
@@ -69,24 +89,23 @@ class LockIOError(Exception):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LockIdentity:
-    """Where a lock dir is and which inode, at which ctime, this holder made there."""
+    """A lock dir this holder made: where, which inode, and the mtimes it may carry."""
 
     path: str
     dev: int
     ino: int
-    ctime_ns: int
+    mtimes_ns: tuple[int, ...]
 
     def to_json(self) -> dict[str, object]:
         """Return the record entry for this lock dir."""
-        return {"path": self.path, "dev": self.dev, "ino": self.ino, "ctime_ns": self.ctime_ns}
+        return {"path": self.path, "dev": self.dev, "ino": self.ino, "mtimes_ns": self.mtimes_ns}
 
     def matches(self, st: os.stat_result) -> bool:
         """Tell whether `st` is this very lock dir, untouched by anyone else."""
         return (
             stat.S_ISDIR(st.st_mode)
-            and st.st_dev == self.dev
-            and st.st_ino == self.ino
-            and st.st_ctime_ns == self.ctime_ns
+            and (st.st_dev, st.st_ino) == (self.dev, self.ino)
+            and st.st_mtime_ns in self.mtimes_ns
         )
 
 
@@ -113,39 +132,62 @@ def pid_is_gone(pid: int) -> bool:
     return False
 
 
-def _identity_of(path: str, st: os.stat_result) -> LockIdentity:
-    return LockIdentity(path=path, dev=st.st_dev, ino=st.st_ino, ctime_ns=st.st_ctime_ns)
+def held_lock_age(config_dir: str, now: float | None = None) -> float | None:
+    """Return the age in seconds of the oldest refresh lock present, or None when none is."""
+    ages = []
+    for path in lock_paths(config_dir):
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
+                ages.append(max(0.0, (time.time() if now is None else now) - st.st_mtime))
+    return max(ages) if ages else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Record:
-    pid: int
-    locks: tuple[LockIdentity, ...]
+def _is_stale(st: os.stat_result) -> bool:
+    return st.st_mtime < time.time() - STALE_AFTER_S
 
 
-def _parse_record(raw: bytes | bytearray) -> _Record | None:
+def _parse_record(raw: bytes | bytearray) -> tuple[int, list[LockIdentity]] | None:
     try:
         value = json.loads(bytes(raw).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(value, dict):
         return None
-    pid = value.get("pid")
-    entries = value.get("locks")
+    pid, entries = value.get("pid"), value.get("locks")
     if type(pid) is not int or pid <= 0 or not isinstance(entries, list):
         return None
     locks: list[LockIdentity] = []
     for entry in entries:
         if not isinstance(entry, dict):
             return None
-        path, dev, ino, ctime_ns = (entry.get(k) for k in ("path", "dev", "ino", "ctime_ns"))
-        if not isinstance(path, str) or not all(type(n) is int for n in (dev, ino, ctime_ns)):
+        path, dev, ino, mtimes = (entry.get(k) for k in ("path", "dev", "ino", "mtimes_ns"))
+        if not isinstance(path, str) or type(dev) is not int or type(ino) is not int:
             return None
-        assert isinstance(dev, int)
-        assert isinstance(ino, int)
-        assert isinstance(ctime_ns, int)
-        locks.append(LockIdentity(path=path, dev=dev, ino=ino, ctime_ns=ctime_ns))
-    return _Record(pid=pid, locks=tuple(locks))
+        if not isinstance(mtimes, list) or not all(type(m) is int for m in mtimes):
+            return None
+        locks.append(LockIdentity(path=path, dev=dev, ino=ino, mtimes_ns=tuple(mtimes)))
+    return pid, locks
+
+
+def _remove_if(path: str, ident: Callable[[os.stat_result], bool]) -> bool:
+    """rmdir `path` when the dir there satisfies `ident`; tell whether it did."""
+    try:
+        fd = os.open(path, _DIR_OPEN_FLAGS)
+    except OSError:
+        return False
+    try:
+        if not ident(os.fstat(fd)):
+            return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 @dataclass(slots=True, kw_only=True)
@@ -157,162 +199,260 @@ class RefreshLocks:
     pid: int = field(default_factory=os.getpid)
     made: list[LockIdentity] = field(default_factory=list)
     legacy_unusable: bool = False
-    _stale: _Record | None = None
-    _stale_read: bool = False
+    _tag: str = field(default_factory=lambda: os.urandom(6).hex())
+    _staged: LockIdentity | None = None
+    _record: str | None = None
 
     @property
     def record_path(self) -> str:
-        """Return the holder record's path."""
+        """Return the holder record's path (once both locks are held)."""
         return holder_record_path(self.config_dir)
 
+    @property
+    def intent_path(self) -> str:
+        """Return this call's own record while it takes the locks."""
+        return f"{self.record_path}.{self.pid}.{self._tag}.intent"
+
     def acquire(self, *, between: Callable[[], None] | None = None) -> None:
-        """Take both locks, reclaiming a crashed holder's; raise LockHeldError or LockIOError."""
+        """Take both locks, taking over a dead or stale holder's; raise LockHeld/LockIOError."""
         config_lock, legacy_lock = lock_paths(self.config_dir)
-        self._take(config_lock, legacy=False)
+        self._record = self.intent_path
         try:
-            # Holding the config lock makes any record on disk stale: keep what it says (it may
-            # name a crashed holder's legacy lock) before replacing it with ours.
-            self._load_stale_record()
-            self._create_record()
+            self._take(config_lock, legacy=False)
             if between is not None:
                 between()
             self._take(legacy_lock, legacy=True)
-            if not self.legacy_unusable:
-                self._replace_record()
+            # Both held: our record becomes the holder record (any record there is a dead one's).
+            os.rename(self.intent_path, self.record_path)
+            self._record = self.record_path
+        except OSError as exc:
+            self.release()
+            raise LockIOError(exc.errno) from None
         except BaseException:
             self.release()
             raise
+        self._sweep_leftovers()
+
+    # ---- taking one lock ----------------------------------------------------------------------
+
+    def _staging(self, path: str) -> str:
+        return f"{path}.{self.pid}.{self._tag}.tmp"
 
     def _take(self, path: str, *, legacy: bool) -> None:
+        staging = self._staging(path)
+        try:
+            os.mkdir(staging, 0o700)
+        except OSError as exc:
+            if legacy and exc.errno in _UNUSABLE_ERRNOS:
+                self.legacy_unusable = True
+                return
+            raise LockIOError(exc.errno) from None
+        try:
+            st = os.lstat(staging)
+            ident = LockIdentity(
+                path=path, dev=st.st_dev, ino=st.st_ino, mtimes_ns=(st.st_mtime_ns,)
+            )
+            self._staged = ident
+            self._write_record()  # intent before effect
+            placed = self._place(staging, path, ident)
+        finally:
+            with contextlib.suppress(OSError):
+                os.rmdir(staging)  # ours unplaced, or the dead or stale lock we took over
+        self.made.append(placed)
+        self._staged = None
+        self._write_record()
+
+    def _place(self, staging: str, path: str, ident: LockIdentity) -> LockIdentity:
+        """Put the staged dir at `path`; return the identity of the lock now held there."""
+        try:
+            rename_noreplace(staging, path)
+            return ident
+        except FileExistsError:
+            pass
+        except RenameUnsupported:
+            return self._place_by_mkdir(path)
+        try:
+            fd = os.open(path, _DIR_OPEN_FLAGS)
+        except FileNotFoundError:
+            try:
+                rename_noreplace(staging, path)  # released meanwhile
+            except FileExistsError:
+                raise LockHeldError(0.0) from None
+            return ident
+        try:
+            judged = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if not (self._dead_holder_made(judged, path) or _is_stale(judged)):
+            raise LockHeldError(time.time() - judged.st_mtime)
+        # Take over atomically: our dir goes in, the judged one comes out under our staging name.
+        rename_exchange(staging, path)
+        out = os.lstat(staging)
+        if (out.st_dev, out.st_ino, out.st_mtime_ns) != (
+            judged.st_dev,
+            judged.st_ino,
+            judged.st_mtime_ns,
+        ):
+            rename_exchange(staging, path)  # someone else's fresh lock came out: put it back
+            raise LockHeldError(0.0)
+        return ident  # the old lock is under our staging name now; `_take` removes it
+
+    def _place_by_mkdir(self, path: str) -> LockIdentity:
+        # No renameat2 on this filesystem: plain mkdir, recorded right after (a crash in between
+        # leaves a lock that only the 60 s staleness frees).
         for attempt in range(2):
             try:
                 os.mkdir(path, 0o700)
+                break
             except FileExistsError:
-                if attempt == 0 and self._reclaim(path):
+                if attempt == 0 and _remove_if(
+                    path, lambda st: self._dead_holder_made(st, path) or _is_stale(st)
+                ):
                     continue
-                raise LockHeldError(path) from None
-            except OSError as exc:
-                if legacy and exc.errno in _UNUSABLE_ERRNOS:
-                    self.legacy_unusable = True
-                    return
-                raise LockIOError(exc.errno) from None
-            try:
-                st = os.lstat(path)
-            except OSError as exc:
-                raise LockIOError(exc.errno) from None
-            self.made.append(_identity_of(path, st))
-            return
+                age = held_lock_age(self.config_dir)
+                raise LockHeldError(age) from None
+        st = os.lstat(path)
+        return LockIdentity(path=path, dev=st.st_dev, ino=st.st_ino, mtimes_ns=(st.st_mtime_ns,))
 
-    def _load_stale_record(self) -> _Record | None:
-        if not self._stale_read:
-            self._stale_read = True
-            try:
-                raw = self.read_record(self.record_path)
-            except Exception:
-                # Refused by the gate (FIFO, symlink, foreign owner, ...): it names no lock.
-                raw = None
-            if raw is not None:
-                try:
-                    self._stale = _parse_record(raw)
-                finally:
-                    if isinstance(raw, bytearray):
-                        raw[:] = bytes(len(raw))
-        return self._stale
+    # ---- records --------------------------------------------------------------------------------
 
-    def _reclaim(self, path: str) -> bool:
-        """Remove the lock dirs a crashed holder's record proves; tell whether `path` was freed."""
-        record = self._load_stale_record()
-        if record is None or record.pid == self.pid or not pid_is_gone(record.pid):
-            return False
-        allowed = set(lock_paths(self.config_dir))
-        freed = False
-        for ident in record.locks:
-            if ident.path not in allowed:
+    def _records(self) -> list[str]:
+        try:
+            names = os.listdir(self.config_dir)
+        except OSError:
+            return []
+        prefix = HOLDER_RECORD_NAME + "."
+        return [
+            os.path.join(self.config_dir, n)
+            for n in names
+            if n == HOLDER_RECORD_NAME or (n.startswith(prefix) and n.endswith(".intent"))
+        ]
+
+    def _dead_holder_made(self, st: os.stat_result, path: str) -> bool:
+        """Tell whether a record of a dead pid names this very dir at `path`."""
+        for record_path in self._records():
+            try:
+                raw = self.read_record(record_path)
+            except Exception:  # refused by the gate (FIFO, symlink, foreign owner...)
+                raw = None  # names no lock
+            if raw is None:
                 continue
-            if self._remove_if_ours(ident) and ident.path == path:
-                freed = True
-        return freed
-
-    @staticmethod
-    def _remove_if_ours(ident: LockIdentity) -> bool:
-        try:
-            fd = os.open(ident.path, _DIR_OPEN_FLAGS)
-        except OSError:
-            return False
-        try:
-            if not ident.matches(os.fstat(fd)):
-                return False
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
-        try:
-            os.rmdir(ident.path)
-        except OSError:
-            return False
-        return True
+            try:
+                parsed = _parse_record(raw)
+            finally:
+                if isinstance(raw, bytearray):
+                    zero(raw)
+            if parsed is None:
+                continue
+            pid, locks = parsed
+            if pid == self.pid or not pid_is_gone(pid):
+                continue
+            if any(ident.path == path and ident.matches(st) for ident in locks):
+                return True
+        return False
 
     def _record_bytes(self) -> bytes:
-        body = {"pid": self.pid, "locks": [ident.to_json() for ident in self.made]}
+        locks = [*self.made, *([self._staged] if self._staged is not None else [])]
+        body = {"pid": self.pid, "locks": [ident.to_json() for ident in locks]}
         return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
-    @staticmethod
-    def _write_new(path: str, data: bytes) -> None:
-        fd = os.open(path, _CREATE_FLAGS, 0o600)
+    def _write_record(self) -> None:
+        """Replace our record in one rename, so it never disappears or shows half."""
+        assert self._record is not None
+        temp = f"{self.record_path}.{self.pid}.{os.urandom(6).hex()}.tmp"
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-
-    def _create_record(self) -> None:
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.record_path)
-            self._write_new(self.record_path, self._record_bytes())
-        except Exception:
-            raise LockIOError("holder record") from None
-
-    def _replace_record(self) -> None:
-        # Write-then-rename so the record never vanishes while the locks are held.
-        temp = f"{self.record_path}.{self.pid}.{secrets.token_hex(6)}.tmp"
-        try:
-            self._write_new(temp, self._record_bytes())
-            os.rename(temp, self.record_path)
-        except OSError:
+            write_new(temp, self._record_bytes())
+            os.rename(temp, self._record)
+        except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
+            raise
+
+    def _sweep_leftovers(self) -> None:
+        """Holding both locks, remove what dead holders left: records, temp files, staging dirs."""
+        spots = [
+            (self.config_dir, HOLDER_RECORD_NAME + "."),
+            (self.config_dir, LOCK_DIR_NAME + "."),
+        ]
+        legacy = lock_paths(self.config_dir)[1]
+        spots.append((os.path.dirname(legacy), os.path.basename(legacy) + "."))
+        for directory, prefix in spots:
+            with contextlib.suppress(OSError):
+                names = os.listdir(directory)
+                for name in names:
+                    match = _LEFTOVER.fullmatch(name[len(prefix) - 1 :])
+                    if not name.startswith(prefix) or match is None:
+                        continue
+                    if not pid_is_gone(int(match.group(1))):
+                        continue
+                    path = os.path.join(directory, name)
+                    with contextlib.suppress(OSError):
+                        st = os.lstat(path)
+                        if st.st_uid != os.getuid():
+                            continue
+                        if stat.S_ISDIR(st.st_mode):
+                            os.rmdir(path)  # an empty staging dir only
+                        elif stat.S_ISREG(st.st_mode):
+                            os.unlink(path)
+
+    # ---- holding and releasing ------------------------------------------------------------------
 
     def heartbeat(self) -> None:
-        """Touch each held lock dir's mtime, as proper-lockfile does, and re-record its ctime."""
-        renewed: list[LockIdentity] = []
+        """Touch each held lock dir's mtime, as proper-lockfile does, recording it first."""
+        now_ns = time.time_ns()
+        kept: list[LockIdentity] = []
         for ident in self.made:
             try:
                 fd = os.open(ident.path, _DIR_OPEN_FLAGS)
             except OSError:
                 continue  # gone: someone judged it stale; never recreate or touch another's
             try:
-                if not ident.matches(os.fstat(fd)):
-                    continue
-                os.utime(fd)
-                renewed.append(_identity_of(ident.path, os.fstat(fd)))
+                st = os.fstat(fd)
+                if ident.matches(st):
+                    kept.append(ident)
+            finally:
+                os.close(fd)
+        # A lock dir that is no longer ours is dropped, so release never removes it.
+        self.made[:] = [
+            LockIdentity(path=i.path, dev=i.dev, ino=i.ino, mtimes_ns=(*i.mtimes_ns[-1:], now_ns))
+            for i in kept
+        ]
+        with contextlib.suppress(OSError):
+            self._write_record()  # the mtime about to be set is on record before it is set
+        renewed: list[LockIdentity] = []
+        for ident in self.made:
+            try:
+                fd = os.open(ident.path, _DIR_OPEN_FLAGS)
+            except OSError:
+                continue
+            try:
+                if ident.matches(os.fstat(fd)):
+                    os.utime(fd, ns=(now_ns, now_ns))
+                renewed.append(
+                    LockIdentity(path=ident.path, dev=ident.dev, ino=ident.ino, mtimes_ns=(now_ns,))
+                )
             except OSError:
                 renewed.append(ident)
             finally:
                 os.close(fd)
-        # A lock dir that is no longer ours is dropped, so release never removes it.
         self.made[:] = renewed
-        self._replace_record()
+        with contextlib.suppress(OSError):
+            self._write_record()
 
     def release(self) -> None:
-        """Remove the record, then every lock dir this call made (and only those); never raise."""
-        # The result already reached stands and the locks must still be freed.
-        with contextlib.suppress(Exception):
-            os.unlink(self.record_path)
+        """Remove every lock dir this call made (and only those), then its record; never raise."""
         for ident in reversed(self.made):
-            self._remove_if_ours(ident)
+            _remove_if(ident.path, ident.matches)
         self.made.clear()
+        # The result already reached stands and the locks are already free.
+        for path in (
+            self.intent_path,
+            self.record_path if self._record == self.record_path else None,
+        ):
+            if path is not None:
+                with contextlib.suppress(Exception):
+                    os.unlink(path)
+        self._record = None
 
 
 async def keep_fresh(locks: RefreshLocks, interval: float = HEARTBEAT_INTERVAL_S) -> None:
