@@ -210,7 +210,9 @@ async def _agent_client_writer(
     async with httpx.AsyncClient() as client:
         turn = 0
         while not stop.is_set():
-            await asyncio.sleep(0.05)
+            # Not back to back: on a loaded machine a writer refreshing every few ms would win
+            # every race, and the CLI runs (what the race is about) would never refresh.
+            await asyncio.sleep(0.25)
             try:
                 os.mkdir(lock)
             except FileExistsError:

@@ -70,7 +70,7 @@ from ._refresh_results import (
     RefreshStop,
 )
 from ._refused import is_refused, remember_refused
-from ._token_request import send_token_request
+from ._token_request import send_token_request, warm_up
 from ._urls import check_base_url
 
 if TYPE_CHECKING:
@@ -174,6 +174,7 @@ async def _refresh(
     body = refresh_request_body(block, spent)
 
     # Step 2: both locks; a heartbeat keeps them fresh while held.
+    warm_up()
     locks = RefreshLocks(config_dir=config_dir, read_record=_record_reader(uid))
     try:
         locks.acquire(between=lambda: pause_sync("config-locked"))

@@ -20,7 +20,25 @@ from ._refresh_results import RefreshStop
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["send_token_request"]
+__all__ = ["send_token_request", "warm_up"]
+
+
+def warm_up() -> None:
+    """Load, before the locks are taken, what the request and the install would load lazily.
+
+    httpx loads its anyio backend on the first connection and the install loads libc's
+    `renameat2` on first use: done here, the locked section (and the window between the answer
+    and the synced temp file) holds only the refresh's own system calls.
+    """
+    import importlib
+
+    from ._atomic import RenameUnsupported, _libc_renameat2
+
+    for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    with contextlib.suppress(RenameUnsupported):
+        _libc_renameat2()
 
 
 async def send_token_request(
