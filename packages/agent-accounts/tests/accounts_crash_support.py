@@ -1,0 +1,244 @@
+"""Crash harness: a real `account-cli poll --write --refresh` killed at chosen system calls.
+
+A reference run under `strace -f` lists the CLI's system calls. Every call from the first lock
+step to the final release that changes state on disk or on the wire is a kill point, killed at
+its entry (the call never runs) and at the call right after it (it ran): between two such calls
+nothing the next run can see differs, so these points cover every distinct state a crash can
+leave. Each point is then run with `strace -e inject=<call>:signal=KILL:when=<n>` (counted per
+call, as strace counts), and the next two runs must clean up after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accounts_refresh_support import (
+    TokenServer,
+    account_cli,
+    canary_token,
+    credentials,
+    dump,
+    leftovers,
+    write_file,
+)
+
+# Calls that change what the next run (or the token server) sees, and the response read that
+# opens the one window no design can close.
+EFFECTS = frozenset(
+    {
+        "mkdir",
+        "rmdir",
+        "rename",
+        "renameat2",
+        "unlink",
+        "write",
+        "pwrite64",
+        "ftruncate",
+        "fallocate",
+        "fsync",
+        "utimensat",
+        "connect",
+        "sendto",
+        "recvfrom",
+    }
+)
+_LINE = re.compile(r"^(\d+)\s+([a-z0-9_]+)\((.*)$")
+DUE_IN_MS = 120_000  # due for the CLI's 10-minute margin
+CLI_TIMEOUT_S = 120
+
+
+def strace() -> str:
+    """Return the strace binary (`make setup` installs the Debian package)."""
+    found = shutil.which("strace")
+    assert found is not None, "strace missing: run make setup (apt-get install strace)"
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class KillPoint:
+    """Kill at the entry of the `nth` call of `syscall` (counted per call, from exec)."""
+
+    syscall: str
+    nth: int
+    what: str
+
+
+@dataclass
+class Scene:
+    """One profile, one token server, the login it started with."""
+
+    home: Path
+    config: Path
+    server: TokenServer
+    original: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def credentials(self) -> Path:
+        return self.config / ".credentials.json"
+
+
+async def new_scene(root: Path) -> Scene:
+    """Make a home with one due login and a rotating token server that knows it."""
+    home = root / "home"
+    config = home / ".agent"
+    config.mkdir(parents=True, mode=0o700)
+    server = TokenServer(expires_in=300)  # 5 min: due again for the next run's 10-minute margin
+    await server.start()
+    token = canary_token("ort")
+    server.seed(token)
+    doc = credentials(expires_at_ms=int(time.time() * 1000) + DUE_IN_MS, refresh=token)
+    write_file(config / ".credentials.json", dump(doc))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+    env.update(HOME=str(home), AGENT_AUTH_URL=server.url, AGENT_API_BASE_URL=server.url)
+    return Scene(home=home, config=config, server=server, original=token, env=env)
+
+
+async def run_cli(scene: Scene, prefix: list[str]) -> int:
+    """Run `account-cli poll --write --refresh` (under `prefix`); return its exit status."""
+    proc = await asyncio.create_subprocess_exec(
+        *prefix,
+        account_cli(),
+        "poll",
+        "--write",
+        "--refresh",
+        env=scene.env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        return await asyncio.wait_for(proc.wait(), CLI_TIMEOUT_S)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+
+
+def kill_points(log: str) -> list[KillPoint]:
+    """List the kill points of a reference `strace -f` log (see the module docstring)."""
+    counts: Counter[str] = Counter()
+    calls: list[tuple[str, int, str]] = []
+    main_pid: str | None = None
+    for line in log.splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue  # `<... resumed>`, signals, exits
+        pid, name, rest = match.groups()
+        main_pid = main_pid or pid
+        if pid != main_pid:
+            continue
+        counts[name] += 1
+        calls.append((name, counts[name], rest[:120]))
+    marks = [i for i, (_, _, rest) in enumerate(calls) if ".oauth_refresh.lock" in rest]
+    assert marks, "the reference run took no lock"
+    first, last = marks[0], marks[-1]
+    points: dict[tuple[str, int], KillPoint] = {}
+    for index in range(first, last + 1):
+        name, nth, rest = calls[index]
+        if name not in EFFECTS:
+            continue
+        points.setdefault((name, nth), KillPoint(syscall=name, nth=nth, what=f"at {name}({rest}"))
+        if index + 1 < len(calls):
+            after, after_nth, _ = calls[index + 1]
+            key = (after, after_nth)
+            points.setdefault(key, KillPoint(syscall=after, nth=after_nth, what=f"after {name}"))
+    return list(points.values())
+
+
+async def reference_log(root: Path) -> str:
+    """Run the CLI once under `strace -f` and return the log."""
+    scene = await new_scene(root)
+    log = root / "reference.strace"
+    try:
+        code = await run_cli(scene, [strace(), "-f", "-qq", "-e", "signal=none", "-o", str(log)])
+    finally:
+        await scene.server.stop()
+    assert code == 0
+    return log.read_text(encoding="utf-8", errors="replace")
+
+
+@dataclass
+class Outcome:
+    """What one crash and the two runs after it did."""
+
+    point: str
+    killed: bool
+    category: str
+    results: list[str]
+
+
+def _refresh_token(path: Path) -> str | None:
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    block = doc.get("agentOauth") if isinstance(doc, dict) else None
+    token = block.get("refreshToken") if isinstance(block, dict) else None
+    return token if isinstance(token, str) else None
+
+
+def _on_disk(config: Path) -> set[str]:
+    """Refresh tokens held by a complete login in any file of the config dir."""
+    found = set()
+    for path in config.iterdir():
+        if path.is_file() and not path.is_symlink():
+            token = _refresh_token(path)
+            if token is not None:
+                found.add(token)
+    return found
+
+
+async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
+    """After a crashed run, check what it left and what the next two runs do."""
+    from agent_accounts.io import Profile, refresh_if_needed
+
+    server = scene.server
+    issued = set(server.valid) | set(server.spent)  # every token the server ever knew
+    # A credentials file is always the old login or a new one, never a mix or a part.
+    crashed_token = _refresh_token(scene.credentials)
+    assert crashed_token in issued, (point, "credentials file is no login the server issued")
+    spent_by_crash = set(server.spent)
+    new_tokens = set(server.valid) - {scene.original}
+    reached_disk = _on_disk(scene.config) & (new_tokens | {scene.original})
+    lost_in_window = bool(new_tokens) and not (new_tokens & reached_disk)
+
+    profile = Profile(label="default", config_dir=str(scene.config))
+    results = []
+    for _ in range(2):
+        result = await refresh_if_needed(profile, margin_ms=600_000, auth_url=server.url)
+        results.append(getattr(result, "failure_text", result.status))
+        assert result.status != "locked", (point, "a lock the crash left still blocks")
+        token = _refresh_token(scene.credentials)
+        assert token in issued | set(server.valid), (point, "credentials file is no login")
+    # No stuck lock and nothing left behind: lock dirs, records, temp files.
+    assert leftovers(scene.config) == [], (point, leftovers(scene.config))
+    final = _refresh_token(scene.credentials)
+    received = Counter(server.received)
+    if lost_in_window:
+        # The one window: the answer was only in the dead process's memory. The next run may
+        # send the spent token once more (refused), then never again.
+        assert final not in server.valid, point
+        assert results[0] == "http-400", (point, results)
+        assert results[1] == "login-required", (point, results)
+        assert all(n <= 2 for n in received.values()), (point, received)
+        category = "window: answer in memory only, login lost"
+    else:
+        # Any login that reached the disk survives, and no token was ever sent twice.
+        assert final in server.valid, (point, results)
+        assert all(n == 1 for n in received.values()), (point, received)
+        if not spent_by_crash:
+            category = "before the request: old login kept, refreshed after"
+        elif results[0] == "refreshed" and crashed_token == scene.original:
+            category = "answer on disk: rolled forward"
+        else:
+            category = "new login installed before the crash"
+    return Outcome(point=point, killed=killed, category=category, results=results)
