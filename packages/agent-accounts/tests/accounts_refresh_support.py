@@ -212,7 +212,7 @@ async def _agent_client_writer(
         while not stop.is_set():
             # Not back to back: on a loaded machine a writer refreshing every few ms would win
             # every race, and the CLI runs (what the race is about) would never refresh.
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(1.0)
             try:
                 os.mkdir(lock)
             except FileExistsError:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+# `_collections_abc`, not `collections.abc`: the same classes, without importing `collections`
+# (and `operator`, `keyword`, `reprlib`...) on the status line.
+from _collections_abc import Mapping
 
 from ._numbers import plain_number, plain_text
 
@@ -23,13 +24,20 @@ KNOWN_WINDOWS: Final = (
     "seven_day_oauth_apps",
 )
 
-_WINDOW_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_WINDOW_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz")
+_WINDOW_REST = _WINDOW_FIRST | frozenset("0123456789_")
 _MAX_TEXT = 256
 
 
 def is_window_name(name: object) -> bool:
-    """Tell whether `name` is a short snake-case window name."""
-    return isinstance(name, str) and _WINDOW_NAME.fullmatch(name) is not None
+    """Tell whether `name` is a short snake-case window name (`[a-z][a-z0-9_]{0,63}`)."""
+    # No regex: `re` (with `enum` and `functools`) is most of the status line's import time.
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 64
+        and name[0] in _WINDOW_FIRST
+        and _WINDOW_REST.issuperset(name)
+    )
 
 
 def _short_text(value: object) -> str | None:

@@ -49,6 +49,22 @@ def _shown(text: str) -> str:
     return redact_secrets(text)
 
 
+_PLAIN_LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
+
+
+def _statusline_label(label: str) -> str:
+    """Redact a label for the status line, skipping `re` for a short plain one.
+
+    A label of at most 24 lower-case letters, digits, `.` and `_` (no `-`, so no `sk-...` key
+    prefix; no `:`, `=`, `%`, `&` or space, so no field, scheme or encoded form; far shorter than
+    the 32-character opaque run) is one `redact_secrets` returns unchanged, which a property test
+    holds it to; anything else goes through `redact_secrets`.
+    """
+    if len(label) <= 24 and _PLAIN_LABEL_CHARS.issuperset(label):
+        return label
+    return _shown(label)
+
+
 def _err(line: str) -> None:
     sys.stderr.write(f"{PROG}: {line}\n")
 
@@ -92,7 +108,7 @@ def _statusline() -> str:
     current = os.environ.get(CONFIG_DIR_ENV) or default_config_dir()
     lines: list[str] = []
     try:
-        mine = newest_reading(current, windows=_BOTH)
+        mine = newest_reading(current, windows=_BOTH, redact_text=False)
     except Exception:  # an unreadable dir is an unknown account, never a failed prompt
         mine = None
     if mine is None:
@@ -107,12 +123,12 @@ def _statusline() -> str:
             continue
         try:
             same = os.path.realpath(config_dir) == here
-            usage = None if same else newest_reading(config_dir, windows=_BOTH)
+            usage = None if same else newest_reading(config_dir, windows=_BOTH, redact_text=False)
         except Exception:  # one unreadable profile never hides the others
             usage = None
         if usage is not None:
             five, week, _, _, age = _statusline_fields(usage[0], usage[2])
-            lines.append(f"other|{_shown(label)}|{five}|{week}|{age}|")
+            lines.append(f"other|{_statusline_label(label)}|{five}|{week}|{age}|")
     return "\n".join(lines) + "\n"
 
 

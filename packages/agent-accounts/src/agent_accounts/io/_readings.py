@@ -6,13 +6,12 @@ module imports neither `typing` nor `dataclasses` (nor the login-state code of `
 
 from __future__ import annotations
 
+import _json
 import errno
-import json
 import math
 import os
 import time
 
-from agent_accounts._redact import redact_secrets
 from agent_accounts._usage import parse_usage_reading
 
 from ._gate import GateRefused, read_gated
@@ -48,7 +47,54 @@ def sessions_dir(config_dir: str) -> str:
     return os.path.join(status_cache_dir(config_dir), "sessions")
 
 
-def _load_reading(path: str) -> UsageReading | None:
+class _JsonContext:
+    """What `_json.make_scanner` reads from a decoder: `json.loads`'s defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.__getitem__
+    memo: dict[str, str] = {}  # noqa: RUF012 - the C scanner keeps its own
+
+
+# The C scanner behind `json.loads`, without `json` itself: importing `json` pulls in `re`,
+# `enum` and `functools`, most of the status line's start-up. Same parser, same values.
+# typeshed types the context as a scanner; any object with these attributes is what C reads.
+_scan = _json.make_scanner(_JsonContext())  # type: ignore[arg-type]
+_BLANK = " \t\n\r"
+
+
+def _json_loads(raw: bytes | bytearray) -> object:
+    """Parse a JSON document as `json.loads` does; ValueError when it is not one."""
+    data = bytes(raw)
+    if data.startswith(b"\xef\xbb\xbf"):  # json.loads takes a UTF-8 BOM on bytes
+        data = data[3:]
+    text = data.decode("utf-8", "surrogatepass")
+    index = len(text) - len(text.lstrip(_BLANK))
+    try:
+        value, end = _scan(text, index)
+    except StopIteration:
+        value, end = None, -1
+    if end < 0 or text[end:].strip(_BLANK):
+        raise ValueError("not a JSON document")
+    return value
+
+
+def _redact(text: str) -> str:
+    from agent_accounts._redact import redact_secrets
+
+    return redact_secrets(text)
+
+
+def _redact_error(exc: BaseException) -> BaseException:
+    from agent_accounts._redact import redact_secrets
+
+    return redact_secrets(exc)
+
+
+def _load_reading(path: str, *, redact: bool = True) -> UsageReading | None:
     """Read one session file; None when it is to be skipped. Raises OSError when unexpected."""
     try:
         raw = read_gated(path, uid=None, max_bytes=USAGE_MAX_BYTES, strict=False)
@@ -61,14 +107,14 @@ def _load_reading(path: str) -> UsageReading | None:
     if raw is None:
         return None
     try:
-        reading = parse_usage_reading(json.loads(raw))
+        reading = parse_usage_reading(_json_loads(raw))
     except (ValueError, RecursionError):
         return None
     if reading is None or not reading["rate_limits"]:
         return None
-    for key in ("session_id", "source", "account"):
+    for key in ("session_id", "source", "account") if redact else ():
         if key in reading:
-            reading[key] = redact_secrets(reading[key])
+            reading[key] = _redact(reading[key])
     return reading
 
 
@@ -77,12 +123,15 @@ def newest_reading(
     *,
     now: float | None = None,
     windows: Iterable[str] | None = None,
+    redact_text: bool = True,
 ) -> tuple[UsageReading, str, int] | None:
     """Return the newest reading in the sessions dir, its file and its age in whole seconds.
 
     The rules of `read_usage`, which wraps it: only readings with every one of `windows` count;
     ValueError for a non-finite `now`; an unexpected filesystem error is raised redacted,
-    without a cause; a missing sessions dir gives None.
+    without a cause; a missing sessions dir gives None. `redact_text=False` leaves the reading's
+    `session_id`, `source` and `account` unredacted, for a caller that prints none of them (the
+    status line prints numbers only).
     """
     checked: object = now  # callers outside mypy pass anything
     if checked is not None and (
@@ -103,14 +152,14 @@ def newest_reading(
             raise
         for name in names:
             path = os.path.join(directory, name)
-            reading = _load_reading(path)
+            reading = _load_reading(path, redact=redact_text)
             if reading is None or any(w not in reading["rate_limits"] for w in wanted):
                 continue
             written = float(reading["written_at"])
             if best is None or written > best[0]:  # ties: the first name in sorted order
                 best = (written, path, reading)
     except OSError as exc:
-        failure: BaseException | None = redact_secrets(exc)
+        failure: BaseException | None = _redact_error(exc)
     else:
         failure = None
     if failure is not None:
