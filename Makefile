@@ -23,7 +23,7 @@ SYSTEM_TOOLS := gh:gh git:git curl:curl chromium:chromium chromedriver:chromium-
 setup: ## install uv (and, as root on Debian, gh/git/chromium) when absent; sync the locked packages
 	@$(MAKE) --no-print-directory setup-system setup-python
 
-# The system tools only the tests need (gh, git, chromium, systemd-analyze, ip, unshare).
+# The system tools only the tests need (gh, git, chromium, systemd-analyze, ip, unshare, strace).
 setup-system:
 	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
 	if [ -n "$$missing" ]; then \
