@@ -115,7 +115,6 @@ async def test_kill_9_at_every_state_changing_syscall_and_at_random_times(
     # may come later or not at all in another (a heartbeat on a loaded machine adds calls); such
     # a run ended normally and was checked all the same.
     missed = [o.point for o in outcomes if not o.killed]
-    assert len(missed) <= len(outcomes) // 10, missed
     tally = Counter(o.category for o in outcomes)
     timed_tally = Counter(o.category for o in timed_outcomes)
     window = [o.point for o in outcomes if o.category.startswith("window")]
@@ -127,9 +126,11 @@ async def test_kill_9_at_every_state_changing_syscall_and_at_random_times(
         for category, count in sorted(tally.items()):
             print(f"  {count:4d}  {category}")
         print(f"  window points: {', '.join(window)}")
+        print(f"  not killed (call count moved): {', '.join(missed) or 'none'}")
         print(f"random kills 0-300 ms after the first lock step: {len(timed_outcomes)}")
         for category, count in sorted(timed_tally.items()):
             print(f"  {count:4d}  {category}")
+    assert len(missed) <= len(outcomes) // 10, missed
     # The unclosable window is the answer's read to its bytes in the temp file: a few calls.
     assert 1 <= len(window) <= 6, window
     assert tally["answer on disk: rolled forward"] >= 2

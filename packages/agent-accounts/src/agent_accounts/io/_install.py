@@ -154,6 +154,12 @@ def _complete_login(path: str, uid: int, spent: str) -> TokenAnswer | None:
         return None
     if raw is None:
         return None
+    # Allocated room not yet cut off: the login was written whole and the process died before
+    # the ftruncate. NUL is never part of JSON, so the login is exactly what precedes it.
+    end = len(raw)
+    while end and raw[end - 1] == 0:
+        end -= 1
+    del raw[end:]
     try:
         document = parse_json_object(raw)
     except LayoutError:

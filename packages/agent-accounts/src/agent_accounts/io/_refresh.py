@@ -174,7 +174,6 @@ async def _refresh(
     body = refresh_request_body(block, spent)
 
     # Step 2: both locks; a heartbeat keeps them fresh while held.
-    warm_up()
     locks = RefreshLocks(config_dir=config_dir, read_record=_record_reader(uid))
     try:
         locks.acquire(between=lambda: pause_sync("config-locked"))
@@ -265,6 +264,9 @@ async def refresh_if_needed(
     )
     config_dir = str(profile.config_dir)
     owner = os.getuid() if uid is None else uid
+    # Before the first read: loading modules between the read and the locks would widen the
+    # window in which another writer makes this run's read stale.
+    warm_up()
     failure: RefreshFailure = "io"
     http_status: int | None = None
     first: bytearray | None = None
