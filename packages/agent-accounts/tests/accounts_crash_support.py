@@ -184,7 +184,8 @@ class Outcome:
 
 def _refresh_token(path: Path) -> str | None:
     try:
-        doc = json.loads(path.read_bytes())
+        # A temp file killed before its ftruncate holds the whole login, then allocated NULs.
+        doc = json.loads(path.read_bytes().rstrip(b"\0"))
     except (OSError, ValueError):
         return None
     block = doc.get("agentOauth") if isinstance(doc, dict) else None
