@@ -18,10 +18,17 @@ from pathlib import Path
 
 import pytest
 import trustme
+from aiohttp import web
 
 from daemon_support import TESTS_DIR, http, running
 from gate_support import build_test_app, trustme_pair
-from local_daemon._listen import IDLE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT, AcceptErrorLog
+from local_daemon._auth import DaemonAuth
+from local_daemon._listen import (
+    IDLE_TIMEOUT,
+    SHUTDOWN_TIMEOUT,
+    TLS_HANDSHAKE_TIMEOUT,
+    AcceptErrorLog,
+)
 from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
 from local_daemon._tokenfile import ensure_token_file
 
@@ -370,3 +377,46 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
     assert text.count("cannot accept connections") == 1, text[-3000:]
     assert "Too many open files" in text
     assert "Traceback" not in text
+
+
+async def test_remote_close_does_not_wait_for_a_request_still_running(
+    ca: trustme.CA, tmp_path: Path
+) -> None:
+    entered = asyncio.Event()
+    never = asyncio.Event()
+
+    def build(gate: DaemonAuth, hosts: frozenset[str], origins: frozenset[str]) -> web.Application:
+        app = build_test_app(gate, hosts, origins)
+
+        async def slow(request: web.Request) -> web.Response:
+            entered.set()
+            await never.wait()
+            return web.Response()
+
+        app.router.add_get("/slow", slow)
+        return app
+
+    remote = RemoteOptions(
+        host="127.0.0.1",
+        token_file=ensure_token_file(tmp_path / "token"),
+        tls=trustme_pair(ca, tmp_path / "tls", "127.0.0.1", "box.test"),
+        tls_reload=3600.0,
+    )
+    listener = await open_remote_listener(remote=remote, port=0, build_app=build)
+    secret = (tmp_path / "token").read_text().strip()
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+    )
+    try:
+        writer.write(
+            f"GET /slow HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n"
+            f"Authorization: Bearer {secret}\r\n\r\n".encode()
+        )
+        await writer.drain()
+        await asyncio.wait_for(entered.wait(), BOUND)
+        # The request is cancelled after the shutdown grace (2 s); aiohttp's own default would
+        # hold the close for 60 s, past this bound.
+        await asyncio.wait_for(listener.close(), SHUTDOWN_TIMEOUT + 25)
+        assert await _closed_by_server(reader)
+    finally:
+        writer.close()

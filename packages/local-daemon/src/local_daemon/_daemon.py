@@ -28,7 +28,12 @@ from ._app import Lifecycle, build_http_app
 from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
-from ._listen import AcceptErrorLog, check_loopback_listener, is_loopback_host
+from ._listen import (
+    SHUTDOWN_TIMEOUT,
+    AcceptErrorLog,
+    check_loopback_listener,
+    is_loopback_host,
+)
 from ._pidfile import (
     DaemonPaths,
     daemon_paths,
@@ -49,8 +54,6 @@ __all__ = ["DaemonHandle", "run_daemon_until_signal", "start_daemon"]
 
 _log = logging.getLogger("local_daemon")
 
-# In-flight requests get this long to finish when the daemon closes; then they are cancelled.
-SHUTDOWN_TIMEOUT = 2.0
 _BACKLOG = 128
 
 

@@ -30,6 +30,7 @@ from ._errors import RemoteBindError
 __all__ = [
     "IDLE_TIMEOUT",
     "MAX_UNAUTHENTICATED",
+    "SHUTDOWN_TIMEOUT",
     "TLS_HANDSHAKE_TIMEOUT",
     "AcceptErrorLog",
     "TlsAcceptor",
@@ -43,6 +44,9 @@ __all__ = [
 # `keepalive_timeout` is both: its timer starts at `connection_made` and again after each
 # response, and it fires whenever the connection is still waiting for a complete request.
 IDLE_TIMEOUT = 5.0
+# In-flight requests get this long to finish when the daemon closes (both listeners); then they
+# are cancelled.
+SHUTDOWN_TIMEOUT = 2.0
 # A TLS client must finish its handshake within this many seconds of being accepted.
 TLS_HANDSHAKE_TIMEOUT = 10.0
 # ... and a TLS close_notify exchange within this many.

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from local_daemon._auth import DaemonAuth, create_daemon_auth
 from local_daemon._errors import RemoteBindError, TlsFileError
-from local_daemon._listen import IDLE_TIMEOUT, TlsAcceptor
+from local_daemon._listen import IDLE_TIMEOUT, SHUTDOWN_TIMEOUT, TlsAcceptor
 from local_daemon._types import AUTH_RECORD_KEY
 
 if TYPE_CHECKING:
@@ -316,7 +316,13 @@ async def open_remote_listener(
         # The request-head bound holds whatever app `build_app` made (the daemon's carries it
         # in its handler_args too).
         runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, keepalive_timeout=IDLE_TIMEOUT
+            app,
+            handle_signals=False,
+            access_log=None,
+            keepalive_timeout=IDLE_TIMEOUT,
+            # The loopback listener's grace, not aiohttp's 60 s: a remote request still running
+            # must not hold the daemon's close (and SIGTERM) for a minute.
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
         )
         await runner.setup()
     except BaseException:
