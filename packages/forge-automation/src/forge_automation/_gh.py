@@ -24,7 +24,6 @@ from typing import Any
 from ._errors import ForgeCliError, ForgeFailure
 from ._exec import ExecOptions, ExecResult, GhExec, run_child
 from ._ghenv import API_VERSION, gh_child_env, rest_args
-from ._redact import redact_forge_secrets, redact_split
 
 __all__ = [
     "API_VERSION",
@@ -127,6 +126,9 @@ def failure_of(
     result: ExecResult, response: GhResponse | None, secrets: Sequence[str] = ()
 ) -> ForgeCliError:
     """Return the ForgeCliError for a call that did not succeed, its kind and wait included."""
+    # Imported here: a call that succeeds (pr-status's every call, mostly) never needs it.
+    from ._redact import redact_forge_secrets, redact_split
+
     if response is None:
         out, err = redact_split(
             result.stdout.decode("utf-8", "replace"),

@@ -18,7 +18,6 @@ from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
 from ._ghenv import gh_child_env, rest_args
-from ._redact import redact_forge_secrets
 from ._types import (
     Ancestry,
     CheckRun,
@@ -468,6 +467,8 @@ class _GhCliWire:
             )
         errors = data.get("errors")
         if errors:
+            from ._redact import redact_forge_secrets
+
             first = errors[0] if isinstance(errors, list) and errors else errors
             message = first.get("message") if isinstance(first, Mapping) else str(first)
             raise ForgeCliError(
@@ -745,6 +746,8 @@ class _GhCliWire:
         try:
             token = provider()
         except Exception as exc:
+            from ._redact import redact_forge_secrets
+
             # The provider's own error may quote the token, JWT or key it was handling: only
             # redacted text leaves this block, so nothing is chained as __context__ either.
             failure = redact_forge_secrets(

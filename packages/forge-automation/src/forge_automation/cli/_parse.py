@@ -90,7 +90,8 @@ def _option(
     )
 
 
-def _build() -> tuple[_Parser, dict[str, _Parser]]:
+def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
+    """Build the parser; with `only`, just that command's subparser (pr-status runs often)."""
     top = _Parser(
         prog=PROG, description=DESCRIPTION, allow_abbrev=False, formatter_class=_formatter
     )
@@ -99,6 +100,9 @@ def _build() -> tuple[_Parser, dict[str, _Parser]]:
     commands: dict[str, _Parser] = {}
 
     def command(name: str, help: str) -> _Parser:
+        if only is not None and name != only:
+            # Not added to the top parser: its arguments below land on a throwaway one.
+            return _Parser(prog=name, add_help=False, formatter_class=_formatter)
         parser: _Parser = sub.add_parser(
             name, help=help, description=help, allow_abbrev=False, formatter_class=_formatter
         )
@@ -151,7 +155,7 @@ def _build() -> tuple[_Parser, dict[str, _Parser]]:
 
 def parse(args: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """Return (command, keyword arguments) for `args`, or raise UsageError; -h exits 0."""
-    top, commands = _build()
+    top, commands = _build(args[0] if args and args[0] in COMMANDS else None)
     if not args:
         raise UsageError(f"missing command ({', '.join(COMMANDS)})", usage=_usage_line(top))
     if not args[0].startswith("-") and args[0] not in commands:
@@ -177,5 +181,5 @@ def parse(args: Sequence[str]) -> tuple[str, dict[str, Any]]:
 
 def usage_of(command: str | None) -> str:
     """Return the usage line of `command` (the top level's when None or unknown)."""
-    top, commands = _build()
+    top, commands = _build(command if command in COMMANDS else None)
     return _usage_line(commands.get(command or "", top))
