@@ -86,6 +86,10 @@ class FixtureRegistry:
         raise UnknownCommandError(name)
 
 
+# What `local-daemon mcp-stdio daemon_mcp_fixture:registry` serves.
+registry = FixtureRegistry()
+
+
 def context_factory(surface: Surface, auth: AuthRecord | None) -> dict[str, Any]:
     """Build a context that shows which surface and auth it was built for."""
     return {"surface": surface, "auth": None if auth is None else auth.credential}

@@ -65,3 +65,37 @@ async def test_stdio_client_lists_and_calls_tools(mode: str) -> None:
     assert CANARY not in stderr
     assert unknown.is_error
     assert envelope_of(unknown)["error"]["code"] == 64
+
+
+@pytest.mark.parametrize(
+    ("prefix_args", "prefix"), [([], ""), (["--tool-prefix", "acme"], "acme_")]
+)
+async def test_cli_mcp_stdio_names_tools(prefix_args: list[str], prefix: str) -> None:
+    # `local-daemon mcp-stdio MODULE:ATTR` runs without --tool-prefix: tools are the command names.
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "local_daemon.cli",
+            "mcp-stdio",
+            "daemon_mcp_fixture:registry",
+            *prefix_args,
+            "--version",
+            "4.5.6",
+        ],
+        env={"PYTHONPATH": str(TESTS_DIR)},
+        cwd=TESTS_DIR,
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            assert client.session.initialize_result is not None
+            assert client.session.initialize_result.server_info.version == "4.5.6"
+            listed = await client.list_tools()
+            echoed = await client.call_tool(f"{prefix}echo", {"text": "bare"})
+            other = await client.call_tool("acme_echo" if not prefix else "echo", {"text": "x"})
+    assert [tool.name for tool in listed.tools] == [
+        f"{prefix}{info.name}" for info in FixtureRegistry().commands()
+    ]
+    assert envelope_of(echoed) == {"ok": True, "data": {"text": "bare"}}
+    assert other.is_error
+    assert envelope_of(other)["error"]["code"] == 64

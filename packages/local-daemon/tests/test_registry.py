@@ -59,7 +59,7 @@ def test_schema_from_signature() -> None:
         "scale": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
     }
     pick = infos["pick"].input_schema
-    assert pick["properties"]["kind"] == {"enum": ["a", "b", 1]}
+    assert pick["properties"]["kind"] == {"enum": ["a", "b", 1], "type": ["integer", "string"]}
     assert pick["properties"]["tags"]["anyOf"][0] == {
         "type": "object",
         "additionalProperties": {"type": "integer"},

@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,9 @@ def _bound_port(request: web.Request) -> int | None:
     return None
 
 
-def _guards_by_bound_port(host: str | None, guards: Guards | None) -> Middleware:
+def _guards_by_bound_port(
+    host: str | None, guards: Guards | None, exempt: Callable[[web.Request], bool] | None
+) -> Middleware:
     chains: dict[int | None, list[Any]] = {}
 
     @web.middleware
@@ -67,7 +70,9 @@ def _guards_by_bound_port(host: str | None, guards: Guards | None) -> Middleware
         chain = chains.get(port)
         if chain is None:
             hosts, origins = loopback_allowlist(host=host or "127.0.0.1", port=port, guards=guards)
-            chain = chains[port] = list(guard_middlewares(hosts, origins))
+            chain = chains[port] = list(
+                guard_middlewares(hosts, origins, client_header_exempt=exempt)
+            )
         call: Handler = handler
         for middleware in reversed(chain):
             call = functools.partial(middleware, handler=call)
@@ -104,9 +109,16 @@ def build_http_app(
     log = logger or _log
     event_hub = hub if hub is not None else EventHub(logger=log)
     state = lifecycle if lifecycle is not None else Lifecycle(ready=True, port=port or None)
+    mcp_route: list[Callable[..., Any]] = []  # the `/mcp` handler, once it is added below
+    exempt: Callable[[web.Request], bool] | None = None
+    if tool_prefix is not None and not (guards is not None and guards.mcp_client_header):
+        # `/mcp` takes stock MCP clients, which send no x-local-client (README, Security).
+        def exempt(request: web.Request) -> bool:
+            return bool(mcp_route) and request.match_info.handler is mcp_route[0]
+
     if port == 0 and allowed_hosts is None and allowed_origins is None:
         # Built before its socket was bound: take the port each request arrived on.
-        middlewares: list[Middleware] = [_guards_by_bound_port(host, guards)]
+        middlewares: list[Middleware] = [_guards_by_bound_port(host, guards, exempt)]
     else:
         hosts, origins = loopback_allowlist(
             host=host or "127.0.0.1", port=port or None, guards=guards
@@ -115,7 +127,7 @@ def build_http_app(
             hosts = frozenset(allowed_hosts)
         if allowed_origins is not None:
             origins = frozenset(allowed_origins)
-        middlewares = list(guard_middlewares(hosts, origins))  # type: ignore[arg-type]
+        middlewares = list(guard_middlewares(hosts, origins, client_header_exempt=exempt))  # type: ignore[arg-type]
     if gate is not None:
         # Imported here: only a gated app (the remote listener's) pays for the gate's module.
         from ._gate import gate_middleware
@@ -187,9 +199,7 @@ def build_http_app(
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
         from ._mcp import mcp_http_handler
 
-        app.router.add_route(
-            "*",
-            "/mcp",
+        mcp_route.append(
             mcp_http_handler(
                 registry=registry,
                 tool_prefix=tool_prefix,
@@ -198,8 +208,9 @@ def build_http_app(
                 format_error=format_error,
                 logger=log,
                 max_body_bytes=(rpc_body_limit or RpcBodyLimit()).max_bytes,
-            ),
+            )
         )
+        app.router.add_route("*", "/mcp", mcp_route[0])
     if mount_routes is not None:
         mount_routes(app)
     return app

@@ -2,11 +2,13 @@
 
 1. `Host` must be in the host allowlist (DNS rebinding), else 403.
 2. A state-changing request with an `Origin` must name an allowed origin (cross-site), else 403.
-3. A state-changing request without `Origin` must send a non-empty `x-local-client`, else 403.
+3. A state-changing request without `Origin` must send a non-empty `x-local-client`, else 403
+   (`/mcp` is exempt unless `Guards.mcp_client_header` is set: stock MCP clients cannot send it).
 4. A state-changing request must say `Content-Type: application/json`, else 415.
 
 Browsers cannot send `x-local-client` cross-site without a preflight the daemon never answers, and
-a JSON content type cannot be sent by an HTML form: together the two keep web pages out.
+a JSON content type cannot be sent by an HTML form (nor by `fetch` without that same preflight):
+either one keeps web pages out, and `/mcp` keeps the second along with the Host and Origin guards.
 """
 
 from __future__ import annotations
@@ -39,10 +41,15 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Guards:
-    """Extra Host names and origins the loopback listener accepts beside its defaults."""
+    """Extra Host names and origins the loopback listener accepts beside its defaults.
+
+    `mcp_client_header=True` makes `/mcp` demand `x-local-client` like every other route; off by
+    default, since stock MCP clients send no custom header (the other three guards still apply).
+    """
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    mcp_client_header: bool = False
 
 
 def guard_refusal(status: int, code: int, message: str) -> web.Response:
@@ -99,9 +106,16 @@ def _is_json(content_type: str) -> bool:
 
 
 def guard_middlewares(
-    allowed_hosts: Iterable[str], allowed_origins: Iterable[str]
+    allowed_hosts: Iterable[str],
+    allowed_origins: Iterable[str],
+    *,
+    client_header_exempt: Callable[[web.Request], bool] | None = None,
 ) -> list[Middleware]:
-    """Return the four guards as middlewares, in order, over exactly these allowlists."""
+    """Return the four guards as middlewares, in order, over exactly these allowlists.
+
+    `client_header_exempt(request)` true lets a request without `Origin` through guard 3 without
+    `x-local-client`; it is asked only for such requests, so routes that send it pay nothing.
+    """
     hosts = frozenset(entry.lower() for entry in allowed_hosts)
     origins = frozenset(_origin_form(origin) for origin in allowed_origins)
     safe = _SAFE_METHODS
@@ -126,7 +140,11 @@ def guard_middlewares(
     async def client_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method not in safe:
             headers = request.headers
-            if "Origin" not in headers and not headers.get(CLIENT_HEADER, "").strip():
+            if (
+                "Origin" not in headers
+                and not headers.get(CLIENT_HEADER, "").strip()
+                and not (client_header_exempt is not None and client_header_exempt(request))
+            ):
                 return guard_refusal(
                     403, _FORBIDDEN, f"a request without Origin must send {CLIENT_HEADER}"
                 )

@@ -41,38 +41,55 @@ _log = logging.getLogger("local_daemon")
 # A tools/call body carries one command's arguments, so it gets the RPC default cap.
 DEFAULT_MCP_BODY_LIMIT = 1024 * 1024
 
-# The daemon's own guards (Host allowlist, Origin allowlist, x-local-client, JSON content type)
-# run before /mcp on every listener with that listener's allowlist; a second, differently
+# The daemon's own guards (Host allowlist, Origin allowlist, JSON content type) run before /mcp
+# with the listener's allowlist; a second, differently
 # configured allowlist inside the transport could only disagree with them, so it is off.
 _TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"})
 
 
-def tool_name_for(tool_prefix: str, command: str) -> str:
-    """Return the MCP tool name of `command`: `<tool_prefix>_<command>`."""
-    return f"{tool_prefix}_{command}"
+def tool_name_for(tool_prefix: str | None, command: str) -> str:
+    """Return the MCP tool name of `command`: `<tool_prefix>_<command>`, or `command` alone when
+    there is no prefix (`None` or empty)."""
+    return f"{tool_prefix}_{command}" if tool_prefix else command
 
 
-def _command_for(tool_prefix: str, tool_name: str) -> str | None:
+def _command_for(tool_prefix: str | None, tool_name: str) -> str | None:
+    if not tool_prefix:
+        return tool_name
     head = tool_prefix + "_"
     if tool_name.startswith(head) and len(tool_name) > len(head):
         return tool_name[len(head) :]
     return None
 
 
-def list_tools(registry: CommandRegistry, *, tool_prefix: str) -> list[types.Tool]:
+def list_tools(registry: CommandRegistry, *, tool_prefix: str | None) -> list[types.Tool]:
     """Return every command of `registry` as an MCP tool named `<tool_prefix>_<command>`."""
     return [_tool(tool_prefix, info) for info in registry.commands()]
 
 
-def _tool(tool_prefix: str, info: CommandInfo) -> types.Tool:
+def _tool(tool_prefix: str | None, info: CommandInfo) -> types.Tool:
     schema = dict(info.input_schema)
     schema.setdefault("type", "object")
+    # `getattr`: a hand-written registry may hand over an older or a look-alike CommandInfo.
+    title = getattr(info, "title", None)
+    hints = {
+        "read_only_hint": getattr(info, "read_only", None),
+        "destructive_hint": getattr(info, "destructive", None),
+        "idempotent_hint": getattr(info, "idempotent", None),
+    }
+    annotations = None
+    if title is not None or any(value is not None for value in hints.values()):
+        annotations = types.ToolAnnotations(title=title, **hints)
+    output_schema = getattr(info, "output_schema", None)
     return types.Tool(
         name=tool_name_for(tool_prefix, info.name),
+        title=title,
         description=info.description or None,
         input_schema=schema,
+        output_schema=dict(output_schema) if output_schema is not None else None,
+        annotations=annotations,
     )
 
 
@@ -81,7 +98,7 @@ async def invoke_tool(
     tool_name: str,
     arguments: Mapping[str, Any] | None,
     *,
-    tool_prefix: str,
+    tool_prefix: str | None,
     context: Any = None,
     format_error: ErrorFormatter | None = None,
     logger: logging.Logger | None = None,
@@ -119,7 +136,7 @@ def envelope_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
 def create_mcp_server(
     registry: CommandRegistry,
     *,
-    tool_prefix: str,
+    tool_prefix: str | None,
     version: str,
     create_context: ContextFactory | None = None,
     format_error: ErrorFormatter | None = None,
@@ -162,7 +179,7 @@ def create_mcp_server(
         return None
 
     return Server(
-        tool_prefix,
+        tool_prefix or "local-daemon",
         version=version,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
@@ -173,7 +190,7 @@ def create_mcp_server(
 async def run_mcp_stdio(
     registry: CommandRegistry,
     *,
-    tool_prefix: str,
+    tool_prefix: str | None,
     version: str,
     create_context: ContextFactory | None = None,
     format_error: ErrorFormatter | None = None,
@@ -269,7 +286,7 @@ def _jsonrpc_error(status: int, message: str, **headers: str) -> web.Response:
 def mcp_http_handler(
     *,
     registry: CommandRegistry,
-    tool_prefix: str,
+    tool_prefix: str | None,
     version: str,
     create_context: ContextFactory | None,
     format_error: ErrorFormatter | None,

@@ -1,9 +1,12 @@
 """`Registry`: a ready command registry built from typed functions.
 
 `@registry.command` reads the function's signature once, at registration: each parameter becomes a
-JSON Schema property (its annotation gives the type, a default makes it optional) and the same
-description validates the arguments of every call. A parameter named `context` is not an argument:
-it receives the per-request context. Sync functions run in a worker thread.
+JSON Schema property (its annotation gives the type, a default makes it optional, the docstring's
+`Args:` section its description) and the same description validates the arguments of every call.
+The return annotation, when it has a JSON form, becomes the command's output schema. A parameter
+named `context` is not an argument: it receives the per-request context. Sync functions run in a
+worker thread. `title`, `read_only`, `destructive` and `idempotent` describe the command to MCP
+clients (tool annotations); they change nothing about how it runs.
 """
 
 from __future__ import annotations
@@ -144,7 +147,13 @@ def _describe_literal(values: tuple[Any, ...]) -> tuple[dict[str, Any], Check, s
             raise _refuse(path, label)
         return value
 
-    return {"enum": list(values)}, check, label
+    schema: dict[str, Any] = {"enum": list(values)}
+    kinds = sorted({_JSON_TYPE[type(value)] for value in values})
+    schema["type"] = kinds[0] if len(kinds) == 1 else kinds
+    return schema, check, label
+
+
+_JSON_TYPE = {str: "string", int: "integer", bool: "boolean", type(None): "null"}
 
 
 def _describe_list(item: Any) -> tuple[dict[str, Any], Check, str]:
@@ -195,13 +204,95 @@ def _json_default(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _build(fn: Callable[..., Any], name: str, description: str | None) -> _Command:
+_ARGS_HEADING = re.compile(r"(?:Args|Arguments|Parameters|Params):\s*")
+_ARG_LINE = re.compile(r"\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)")
+
+
+def _arg_descriptions(doc: str) -> dict[str, str]:
+    """Return each parameter's description from a Google-style `Args:` section of `doc`."""
+    found: dict[str, list[str]] = {}
+    lines = doc.splitlines()
+    start = next(
+        (at for at, line in enumerate(lines) if _ARGS_HEADING.fullmatch(line.strip())), None
+    )
+    if start is None:
+        return {}
+    heading_indent = len(lines[start]) - len(lines[start].lstrip())
+    entry_indent: int | None = None
+    current: list[str] | None = None
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent <= heading_indent:
+            break  # the next section (`Returns:`, `Raises:`) or the body's text
+        match = _ARG_LINE.fullmatch(line.strip())
+        if match is not None and (entry_indent is None or indent == entry_indent):
+            entry_indent = indent
+            current = found.setdefault(match.group(1), [])
+            if match.group(2):
+                current.append(match.group(2).strip())
+        elif current is not None and entry_indent is not None and indent > entry_indent:
+            current.append(line.strip())
+    return {name: " ".join(words) for name, words in found.items() if words}
+
+
+def _output_schema(hints: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the JSON Schema of a call's envelope for the return annotation, if it has one.
+
+    A tool's structured result is the whole envelope (`{"ok": true, "data": ...}` or the error
+    envelope), so the schema describes that, with `data` typed by the annotation.
+    """
+    if "return" not in hints:
+        return None
+    try:
+        data, _, _ = _describe(hints["return"])
+    except TypeError:
+        return None  # a return type with no JSON form (a class, a TypedDict): say nothing
+    return {
+        "type": "object",
+        "anyOf": [
+            {
+                "properties": {"ok": {"const": True}, "data": data},
+                "required": ["ok", "data"],
+            },
+            {
+                "properties": {
+                    "ok": {"const": False},
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "integer"},
+                            "message": {"type": "string"},
+                        },
+                        "required": ["code", "message"],
+                    },
+                },
+                "required": ["ok", "error"],
+            },
+        ],
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Hints:
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+
+
+def _build(
+    fn: Callable[..., Any], name: str, description: str | None, hints_in: _Hints = _Hints()
+) -> _Command:
     signature = inspect.signature(fn)
     hints = typing.get_type_hints(fn)
     properties: dict[str, Any] = {}
     required: list[str] = []
     params: list[_Param] = []
     takes_context = False
+    doc = inspect.getdoc(fn) or ""
+    described = _arg_descriptions(doc)
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"command {name}: parameter {param.name} must be passable by keyword")
@@ -214,6 +305,8 @@ def _build(fn: Callable[..., Any], name: str, description: str | None) -> _Comma
             required.append(param.name)
         elif _json_default(param.default):
             schema["default"] = param.default
+        if param.name in described:
+            schema["description"] = described[param.name]
         properties[param.name] = schema
         params.append(_Param(name=param.name, check=check, required=is_required))
     input_schema: dict[str, Any] = {
@@ -224,10 +317,18 @@ def _build(fn: Callable[..., Any], name: str, description: str | None) -> _Comma
     if required:
         input_schema["required"] = required
     if description is None:
-        doc = inspect.getdoc(fn) or ""
         description = doc.strip().splitlines()[0].strip() if doc.strip() else ""
     return _Command(
-        info=CommandInfo(name=name, description=description, input_schema=input_schema),
+        info=CommandInfo(
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            output_schema=_output_schema(hints),
+            title=hints_in.title,
+            read_only=hints_in.read_only,
+            destructive=hints_in.destructive,
+            idempotent=hints_in.idempotent,
+        ),
         fn=fn,
         params=tuple(params),
         takes_context=takes_context,
@@ -262,7 +363,14 @@ class Registry:
 
     @overload
     def command(
-        self, *, name: str | None = None, description: str | None = None
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def command(
@@ -271,8 +379,20 @@ class Registry:
         *,
         name: str | None = None,
         description: str | None = None,
+        title: str | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
     ) -> Any:
-        """Register a typed function as a command (`@registry.command` or with options)."""
+        """Register a typed function as a command (`@registry.command` or with options).
+
+        `title` is the display name MCP clients show; `read_only` (changes nothing),
+        `destructive` (may delete or overwrite) and `idempotent` (a repeat has no further effect)
+        become the tool's `readOnlyHint`, `destructiveHint` and `idempotentHint`.
+        """
+        tool_hints = _Hints(
+            title=title, read_only=read_only, destructive=destructive, idempotent=idempotent
+        )
 
         def register(target: Callable[..., Any]) -> Callable[..., Any]:
             command_name = name if name is not None else target.__name__
@@ -280,7 +400,7 @@ class Registry:
                 raise ValueError(f"invalid command name: {command_name!r}")
             if command_name in self._commands:
                 raise ValueError(f"command already registered: {command_name}")
-            self._commands[command_name] = _build(target, command_name, description)
+            self._commands[command_name] = _build(target, command_name, description, tool_hints)
             return target
 
         if fn is not None:

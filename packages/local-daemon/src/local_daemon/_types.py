@@ -35,13 +35,23 @@ Surface: TypeAlias = Literal["http", "mcp"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandInfo:
-    """One command as MCP `tools/list` shows it: name, description and JSON Schema of its args."""
+    """One command as MCP `tools/list` shows it: name, description and JSON Schema of its args.
+
+    The optional rest is what a tool listing can say beyond that: `output_schema` describes the
+    command's result (the `data` of a successful envelope), `title` is a display name, and
+    `read_only`, `destructive`, `idempotent` become the tool's annotation hints (`None`: unsaid).
+    """
 
     name: str
     description: str = ""
     input_schema: Mapping[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
+    output_schema: Mapping[str, Any] | None = None
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
 
 
 @runtime_checkable

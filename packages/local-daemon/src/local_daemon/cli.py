@@ -210,11 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "mcp-stdio",
         "serve MODULE:ATTR's commands as MCP tools on stdin/stdout",
-        usage="%(prog)s MODULE:ATTR --tool-prefix PREFIX [--version V]",
+        usage="%(prog)s MODULE:ATTR [--tool-prefix PREFIX] [--version V]",
     )
     mcp.add_argument("target", metavar="MODULE:ATTR", help=target_help)
     mcp.add_argument(
-        "--tool-prefix", **once, required=True, metavar="PREFIX", help="tools are PREFIX_<command>"
+        "--tool-prefix",
+        **once,
+        default=None,
+        metavar="PREFIX",
+        help="tools are PREFIX_<command> (default: the command names)",
     )
     mcp.add_argument("--version", **once, default="0.0.0", metavar="V", help="told to clients")
 

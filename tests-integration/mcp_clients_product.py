@@ -1,0 +1,65 @@
+"""The registry the stock-MCP-client tests serve: `local-daemon serve mcp_clients_product:registry`.
+
+`test_simple_text` and `test_error_handling` are the tools the official conformance suite's
+`tools-call-simple-text` and `tools-call-error` scenarios call by name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from local_daemon import CommandError, Registry
+
+__all__ = ["SIMPLE_TEXT", "registry"]
+
+SIMPLE_TEXT = "This is a simple text response for testing."
+
+registry = Registry()
+
+
+@registry.command(title="Simple text", read_only=True, idempotent=True)
+def test_simple_text() -> str:
+    """Return a simple text response for testing."""
+    return SIMPLE_TEXT
+
+
+@registry.command(title="Error handling", read_only=True)
+def test_error_handling() -> str:
+    """Fail on purpose with a refusal the client sees as a tool error."""
+    raise CommandError("This tool intentionally returns an error for testing", 65)
+
+
+@registry.command(title="Echo", read_only=True, idempotent=True)
+def echo(text: str, mode: Literal["plain", "upper"] = "plain") -> dict[str, str]:
+    """Echo the text back.
+
+    Args:
+        text: The text to send back.
+        mode: `upper` sends it back in capitals.
+    """
+    return {"text": text.upper() if mode == "upper" else text}
+
+
+def _serve_strict(argv: list[str]) -> None:
+    """`python -m mcp_clients_product --strict --state-dir DIR --version V`: the same registry
+    behind a daemon that demands x-local-client on /mcp too."""
+    import asyncio
+
+    from local_daemon import Guards, run_daemon_until_signal
+
+    options = dict(zip(argv[1::2], argv[2::2], strict=False))
+    asyncio.run(
+        run_daemon_until_signal(
+            registry=registry,
+            version=options["--version"],
+            state_dir=options["--state-dir"],
+            tool_prefix="",
+            guards=Guards(mcp_client_header=True),
+        )
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    _serve_strict(sys.argv[1:])
