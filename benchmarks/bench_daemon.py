@@ -1,6 +1,7 @@
-"""The daemon's figures: RPC through every guard vs a bare aiohttp echo, SSE fan-out to 1,000
-subscribers, start to first healthy answer, `import local_daemon`, and RSS under a never-ending
-chunked body.
+"""The daemon's figures: RPC through every guard vs a bare aiohttp echo, MCP `tools/call` on `/mcp`
+vs the SDK's own `MCPServer` (stateless JSON, uvicorn) and vs the daemon's own `/rpc`, SSE fan-out
+to 1,000 subscribers, start to first healthy answer, `import local_daemon`, and RSS under a
+never-ending chunked body.
 
 Servers run in child processes (this script with `serve MODE`), so client and server never share
 an event loop; everything is on 127.0.0.1. Prints one JSON line per figure.
@@ -24,8 +25,23 @@ from typing import Any
 from _procstat import cpu_seconds
 
 REQUESTS = 4000
+MCP_REQUESTS = int(os.environ.get("BENCH_MCP_REQUESTS", "2000"))
 CONCURRENCY = 8
 ROUNDS = 5
+# What a stock client sends on every post-initialize request of a stateless server.
+MCP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-11-25",
+}
+MCP_CALL = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo_async", "arguments": {"text": "hello"}},
+    }
+)
 SUBSCRIBERS = 1000
 PUSH_BYTES = 1024 * 1024 * 1024
 HERE = Path(__file__).resolve()
@@ -58,6 +74,9 @@ def _registry() -> Any:
 async def _serve(mode: str, workdir: Path) -> None:
     from aiohttp import web
 
+    if mode == "mcp_sdk":
+        await _serve_mcp_sdk()  # uvicorn handles SIGTERM itself
+        return
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -91,12 +110,39 @@ async def _serve(mode: str, workdir: Path) -> None:
         app.router.add_post("/bench/broadcast", broadcast)
 
     handle = await start_daemon(
-        registry=_registry(), version="bench", state_dir=workdir / mode, mount_routes=mount
+        registry=_registry(),
+        version="bench",
+        state_dir=workdir / mode,
+        mount_routes=mount,
+        # `daemon_mcp` serves /mcp with tools named by command; `daemon` has no /mcp at all.
+        tool_prefix="" if mode == "daemon_mcp" else None,
     )
     hub_ref["hub"] = handle.hub
     print(handle.port, flush=True)
     await stop.wait()
     await handle.close()
+
+
+async def _serve_mcp_sdk() -> None:
+    """The SDK's own high-level server on the same function: stateless JSON under uvicorn."""
+    import socket
+
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench", log_level="WARNING")  # INFO logs a line per request
+
+    @server.tool()
+    async def echo_async(text: str) -> dict[str, str]:
+        return {"text": text}
+
+    app = server.streamable_http_app(json_response=True, stateless_http=True)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    print(sock.getsockname()[1], flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
 
 
 class _Server:
@@ -151,6 +197,91 @@ async def _requests_per_second(port: int) -> float:
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         return REQUESTS / (time.perf_counter() - started)
+
+
+async def _mcp_calls_per_second(port: int, path: str) -> float:
+    """`tools/call` round trips (or the same command on `/rpc` when `path` is not `/mcp`)."""
+    from aiohttp import ClientSession, TCPConnector
+
+    if path == "/mcp":
+        headers, body = MCP_HEADERS, MCP_CALL
+    else:
+        headers = {"x-local-client": "bench", "Content-Type": "application/json"}
+        body = json.dumps({"text": "hello"})
+    async with ClientSession(connector=TCPConnector(limit=CONCURRENCY)) as session:
+        url = f"http://127.0.0.1:{port}{path}"
+        remaining = MCP_REQUESTS
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                async with session.post(url, data=body, headers=headers) as response:
+                    answer = await response.read()
+                    assert response.status == 200, (response.status, answer[:200])
+                    assert b'"hello"' in answer, answer
+                    assert b'"isError":true' not in answer, answer
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))  # warm up
+        remaining = MCP_REQUESTS
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return MCP_REQUESTS / (time.perf_counter() - started)
+
+
+def _mcp_figures(workdir: Path) -> None:
+    """/mcp on the daemon vs the SDK's MCPServer and vs the daemon's /rpc, in alternating rounds."""
+    servers = {mode: _Server(mode, workdir) for mode in ("daemon_mcp", "mcp_sdk")}
+    sides = {
+        "daemon /mcp": (servers["daemon_mcp"], "/mcp"),
+        "daemon /rpc": (servers["daemon_mcp"], "/rpc/echo_async"),
+        "sdk /mcp": (servers["mcp_sdk"], "/mcp"),
+    }
+    rates: dict[str, list[float]] = {side: [] for side in sides}
+    cpu: dict[str, float] = dict.fromkeys(sides, 0.0)
+    try:
+        for _ in range(ROUNDS):
+            for side, (server, path) in sides.items():
+                before = server.cpu_seconds()
+                rates[side].append(asyncio.run(_mcp_calls_per_second(server.port, path)))
+                cpu[side] += server.cpu_seconds() - before
+    finally:
+        for server in servers.values():
+            server.close()
+
+    def ratio(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(rates[a], rates[b], strict=True))
+
+    mcp = statistics.median(rates["daemon /mcp"])
+    _emit(
+        name="MCP tools/call round trips on the daemon's /mcp (no extra header)",
+        value=round(mcp, 1),
+        unit="calls/s",
+        baseline="the SDK's MCPServer, stateless JSON under uvicorn, same function",
+        baseline_value=round(statistics.median(rates["sdk /mcp"]), 1),
+        ratio=round(ratio("daemon /mcp", "sdk /mcp"), 3),
+        target=">= 1.5 x MCPServer",
+    )
+    _emit(
+        name="MCP tools/call round trips on the daemon's /mcp vs its /rpc",
+        value=round(mcp, 1),
+        unit="calls/s",
+        baseline="the daemon's own POST /rpc for the same command",
+        baseline_value=round(statistics.median(rates["daemon /rpc"]), 1),
+        ratio=round(ratio("daemon /mcp", "daemon /rpc"), 3),
+        target=">= 0.6 x /rpc",
+    )
+    per_call = {side: cpu[side] / (ROUNDS * 2 * MCP_REQUESTS) for side in sides}
+    _emit(
+        name="server CPU per MCP tools/call on the daemon's /mcp",
+        value=round(per_call["daemon /mcp"] * 1e6, 1),
+        unit="us",
+        baseline="MCPServer (us); the daemon's /rpc is "
+        f"{round(per_call['daemon /rpc'] * 1e6, 1)} us",
+        baseline_value=round(per_call["sdk /mcp"] * 1e6, 1),
+        ratio=round(per_call["daemon /mcp"] / per_call["sdk /mcp"], 3),
+        target="information: lower is better",
+    )
 
 
 async def _open_sse(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -329,6 +460,8 @@ def main() -> None:
             target="information: the daemon's own cost is the difference",
         )
 
+        _mcp_figures(workdir)
+
         server = _Server("daemon", workdir)
         try:
             fanout = asyncio.run(_broadcast_time_to_all(server.port))
@@ -398,5 +531,8 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         asyncio.run(_serve(sys.argv[2], Path(sys.argv[3])))
+    elif sys.argv[1:2] == ["mcp"]:  # the MCP figures alone
+        with tempfile.TemporaryDirectory() as tmp:
+            _mcp_figures(Path(tmp))
     else:
         main()

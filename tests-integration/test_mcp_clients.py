@@ -30,7 +30,9 @@ NODE_DIR = HERE / "node"
 BIN = NODE_DIR / "node_modules" / ".bin"
 VERSION = "3.2.1-it"
 PRODUCT = "mcp_clients_product:registry"
-TIMEOUT = 120
+TIMEOUT = 180
+# The Inspector gives a server 15 s to connect; a loaded machine may need more.
+PATIENT = ("--connect-timeout", "120000")
 
 # The scenarios of `conformance list --server` that a tools-only, stateless server must pass.
 SCENARIOS = (
@@ -69,6 +71,8 @@ def node_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "NO_COLOR": "1",
+        # A loaded CI machine can take many seconds to start a Python MCP server.
+        "MCP_TIMEOUT": "120000",
         "CI": "true",
     }
 
@@ -188,7 +192,7 @@ def test_conformance_server_scenarios(
 
 
 def test_inspector_cli_over_http(node_env: dict[str, str], mcp_url: str, tmp_path: Path) -> None:
-    inspector = [str(BIN / "inspector"), "--cli", mcp_url, "--transport", "http"]
+    inspector = [str(BIN / "inspector"), "--cli", mcp_url, "--transport", "http", *PATIENT]
     listed = _run([*inspector, "--method", "tools/list"], node_env, tmp_path)
     assert listed.returncode == 0, listed.stderr
     tools = {tool["name"]: tool for tool in json.loads(listed.stdout)["tools"]}
@@ -225,6 +229,7 @@ def test_inspector_cli_over_stdio(node_env: dict[str, str], tmp_path: Path) -> N
         [
             str(BIN / "inspector"),
             "--cli",
+            *PATIENT,
             "--cwd",
             str(HERE),
             "-e",

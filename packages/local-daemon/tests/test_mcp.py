@@ -52,8 +52,9 @@ class Recorder:
 
 @asynccontextmanager
 async def mcp_port(
-    registry: Any = None, create_context: Any = None, **options: Any
+    registry: Any = None, create_context: Any = None, held: bool = True, **options: Any
 ) -> AsyncIterator[int]:
+    """Serve `/mcp` alone; `held` runs the handler's lifespan (one manager, as the daemon does)."""
     app = web.Application()
     handler = mcp_http_handler(
         registry=registry or FixtureRegistry(),
@@ -64,7 +65,9 @@ async def mcp_port(
         logger=logging.getLogger("local_daemon"),
         **options,
     )
-    app.router.add_route("*", "/mcp", handler)
+    app.router.add_route("*", "/mcp", handler.handle)
+    if held:
+        app.cleanup_ctx.append(handler.lifespan)
     async with serve_app(app) as port:
         yield port
 
@@ -103,10 +106,14 @@ def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
 MODES = ["legacy", "auto"]  # the initialize handshake and the 2026-07-28 per-request era
 
 
+@pytest.mark.parametrize("held", [True, False])
 @pytest.mark.parametrize("mode", MODES)
-async def test_http_client_lists_tools(mode: str) -> None:
-    async with mcp_port() as port, mcp_client(port, mode) as client:
+async def test_http_client_lists_tools(mode: str, held: bool) -> None:
+    # Held: one session manager for the app's life; not held: one per request (a bare mount).
+    async with mcp_port(held=held) as port, mcp_client(port, mode) as client:
         listed = await client.list_tools()
+        called = await client.call_tool("fx_echo", {"text": "x"})
+    assert envelope_of(called) == {"ok": True, "data": {"text": "x"}}
     names = {tool.name: tool for tool in listed.tools}
     assert set(names) == {f"fx_{info.name}" for info in FixtureRegistry().commands()}
     echo = names["fx_echo"]

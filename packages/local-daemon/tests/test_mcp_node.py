@@ -59,18 +59,16 @@ async def test_typescript_sdk_lists_and_calls_tools(node_client: Path) -> None:
         return {"surface": surface, "auth": auth}
 
     app = web.Application()
-    app.router.add_route(
-        "*",
-        "/mcp",
-        mcp_http_handler(
-            registry=FixtureRegistry(),
-            tool_prefix=TOOL_PREFIX,
-            version=VERSION,
-            create_context=create_context,
-            format_error=None,
-            logger=logging.getLogger("local_daemon"),
-        ),
+    handler = mcp_http_handler(
+        registry=FixtureRegistry(),
+        tool_prefix=TOOL_PREFIX,
+        version=VERSION,
+        create_context=create_context,
+        format_error=None,
+        logger=logging.getLogger("local_daemon"),
     )
+    app.router.add_route("*", "/mcp", handler.handle)
+    app.cleanup_ctx.append(handler.lifespan)
     calls: list[dict[str, Any]] = [
         {"name": "fx_echo", "arguments": {"text": "from node"}},
         {"name": "fx_whoami"},

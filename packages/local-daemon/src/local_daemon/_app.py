@@ -109,7 +109,7 @@ def build_http_app(
     log = logger or _log
     event_hub = hub if hub is not None else EventHub(logger=log)
     state = lifecycle if lifecycle is not None else Lifecycle(ready=True, port=port or None)
-    mcp_route: list[Callable[..., Any]] = []  # the `/mcp` handler, once it is added below
+    mcp_route: list[Any] = []  # the `/mcp` handler, once it is added below
     exempt: Callable[[web.Request], bool] | None = None
     if tool_prefix is not None and not (guards is not None and guards.mcp_client_header):
         # `/mcp` takes stock MCP clients, which send no x-local-client (README, Security).
@@ -199,18 +199,18 @@ def build_http_app(
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
         from ._mcp import mcp_http_handler
 
-        mcp_route.append(
-            mcp_http_handler(
-                registry=registry,
-                tool_prefix=tool_prefix,
-                version=version,
-                create_context=create_context,
-                format_error=format_error,
-                logger=log,
-                max_body_bytes=(rpc_body_limit or RpcBodyLimit()).max_bytes,
-            )
+        mcp = mcp_http_handler(
+            registry=registry,
+            tool_prefix=tool_prefix,
+            version=version,
+            create_context=create_context,
+            format_error=format_error,
+            logger=log,
+            max_body_bytes=(rpc_body_limit or RpcBodyLimit()).max_bytes,
         )
+        mcp_route.append(mcp.handle)  # one bound method: the exemption compares by identity
         app.router.add_route("*", "/mcp", mcp_route[0])
+        app.cleanup_ctx.append(mcp.lifespan)
     if mount_routes is not None:
         mount_routes(app)
     return app

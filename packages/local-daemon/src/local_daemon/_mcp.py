@@ -1,8 +1,9 @@
 """The MCP projection of a command registry: tools/list and tools/call over HTTP and stdio.
 
 Built on the `mcp` SDK's low-level `Server` and its streamable-HTTP transport; the protocol is
-never written by hand. `/mcp` is stateless: every HTTP request gets its own `Server` and its own
-session manager (which makes one transport for the request), bridged from aiohttp to ASGI.
+never written by hand. `/mcp` is stateless: every HTTP request gets its own transport from the
+SDK's stateless session manager, bridged from aiohttp to ASGI; the `Server` (a table of handlers
+holding no state) and the manager are built once per app.
 
 Importing this module imports `mcp` (over a second): the package imports it only when MCP is used.
 """
@@ -12,15 +13,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 import mcp_types as types
+import pydantic_core
 from aiohttp import hdrs, web
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.runner import ServerRunner, modern_error_data
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import MessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ._errors import UnknownCommandError
 from ._invoke import failure_outcome, invoke
@@ -28,6 +40,7 @@ from ._types import CommandInfo, CommandRegistry, ContextFactory, ErrorFormatter
 
 __all__ = [
     "DEFAULT_MCP_BODY_LIMIT",
+    "McpHttpHandler",
     "create_mcp_server",
     "invoke_tool",
     "list_tools",
@@ -120,14 +133,21 @@ async def invoke_tool(
         format_error=format_error,
         logger=log,
     )
-    return envelope_result(outcome.envelope)
+    return envelope_result(outcome.envelope, text=outcome.body)
 
 
-def envelope_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
-    """Wrap an RPC envelope as a tool result: JSON text plus the same object, structured."""
-    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+def envelope_result(
+    envelope: Mapping[str, Any], *, text: str | None = None
+) -> types.CallToolResult:
+    """Wrap an RPC envelope as a tool result: JSON text plus the same object, structured.
+
+    `text` is the envelope already encoded (as `/rpc` sends it), when the call has it.
+    """
+    if text is None:
+        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    # Built without re-validation: every field is already of its type (a str, a dict, a bool).
+    return types.CallToolResult.model_construct(
+        content=[types.TextContent.model_construct(type="text", text=text)],
         structured_content=dict(envelope),
         is_error=not envelope.get("ok", False),
     )
@@ -215,8 +235,9 @@ class _AsgiBridge:
     """One aiohttp request seen as an ASGI HTTP connection: body in through `receive`, answer out
     through `send` into a `web.StreamResponse` that streams as the ASGI app writes."""
 
-    def __init__(self, request: web.Request) -> None:
+    def __init__(self, request: web.Request, body: bytes | None = None) -> None:
         self.request = request
+        self._buffered = body  # the body, when it was already read off the connection
         self.response: web.StreamResponse | None = None
         self.finished = False
         self._status = 500
@@ -242,6 +263,9 @@ class _AsgiBridge:
         }
 
     async def receive(self) -> dict[str, Any]:
+        if self._buffered is not None and not self._body_done:
+            self._body_done = True
+            return {"type": "http.request", "body": self._buffered, "more_body": False}
         if not self._body_done:
             chunk = await self.request.content.readany()
             self._body_done = not chunk or self.request.content.at_eof()
@@ -283,23 +307,70 @@ def _jsonrpc_error(status: int, message: str, **headers: str) -> web.Response:
     return web.json_response(body, status=status, headers=headers or None)
 
 
-def mcp_http_handler(
-    *,
-    registry: CommandRegistry,
-    tool_prefix: str | None,
-    version: str,
-    create_context: ContextFactory | None,
-    format_error: ErrorFormatter | None,
-    logger: logging.Logger,
-    max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
-) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Return the aiohttp handler for `/mcp`: stateless, one server and transport per request."""
+_SINGLE_EXCHANGE = TransportContext(kind="streamable-http", can_send_request=False)
+_JSON_TYPE = "application/json"
 
-    async def handle(request: web.Request) -> web.StreamResponse:
-        if request.method != hdrs.METH_POST:
-            # Stateless: no standalone GET stream to open and no session to DELETE.
-            return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
-        server = create_mcp_server(
+
+class _Exchange:
+    """The SDK's `DispatchContext` for one JSON-answered request of a stateless server.
+
+    Like the SDK's own stateless JSON transport: the server cannot send requests (no session for
+    the reply to reach) and notifications have no wire (the answer is one JSON document).
+    """
+
+    can_send_request = False
+    transport = _SINGLE_EXCHANGE
+    message_metadata: MessageMetadata = None
+
+    def __init__(self, request_id: types.RequestId) -> None:
+        self.request_id = request_id
+        self.cancel_requested = anyio.Event()
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        return None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+
+class _Headers:
+    """What `check_accept_headers` reads of a request: its headers."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.headers = request.headers
+
+
+class McpHttpHandler:
+    """The aiohttp handler for `/mcp`: stateless, one transport per request.
+
+    The `Server` (a table of handlers) and the SDK's session manager are built once. While
+    `lifespan` (an aiohttp cleanup context) runs, the manager's task group is held open in one
+    background task and every request only gets its own stateless transport from it; outside it
+    (the handler mounted on a bare app) each request builds and runs a manager of its own, which
+    is correct but slower.
+    """
+
+    def __init__(
+        self,
+        *,
+        registry: CommandRegistry,
+        tool_prefix: str | None,
+        version: str,
+        create_context: ContextFactory | None,
+        format_error: ErrorFormatter | None,
+        logger: logging.Logger,
+        max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
+    ) -> None:
+        self._logger = logger
+        self._max_body_bytes = max_body_bytes
+        self._server = create_mcp_server(
             registry,
             tool_prefix=tool_prefix,
             version=version,
@@ -307,20 +378,133 @@ def mcp_http_handler(
             format_error=format_error,
             logger=logger,
         )
-        manager = StreamableHTTPSessionManager(
-            app=server,
+        # The SDK's one default middleware opens an OpenTelemetry span per message even with no
+        # exporter installed (a quarter of a tool call's cost); the SDK documents dropping it.
+        self._server.middleware.clear()
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._lifespan_state: Any = None
+
+    def _new_manager(self) -> StreamableHTTPSessionManager:
+        return StreamableHTTPSessionManager(
+            app=self._server,
             json_response=True,
             stateless=True,
             security_settings=_TRANSPORT_SECURITY,
-            max_request_body_size=max_body_bytes,
+            max_request_body_size=self._max_body_bytes,
         )
-        bridge = _AsgiBridge(request)
+
+    async def lifespan(self, app: web.Application) -> AsyncIterator[None]:
+        """Hold one session manager open from the app's start-up to its cleanup."""
+        manager = self._new_manager()
+        ready = asyncio.Event()
+        stop = asyncio.Event()
+
+        async def hold() -> None:
+            # anyio's task group must be entered and left in one task: this one.
+            server = self._server
+            async with manager.run(), server.lifespan(server) as state:
+                self._manager, self._lifespan_state = manager, state
+                ready.set()
+                await stop.wait()
+
+        holder = asyncio.ensure_future(hold())
+        waiting = asyncio.ensure_future(ready.wait())
+        await asyncio.wait({holder, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.is_set():
+            waiting.cancel()
+            await holder  # raises what stopped it
         try:
-            async with manager.run():
+            yield
+        finally:
+            self._manager = None
+            stop.set()
+            await holder
+
+    def _fits_single_exchange(self, request: web.Request) -> bool:
+        """True for the common case the fast path answers: a sized body under the cap, JSON
+        accepted, and a handshake-era protocol version (or none)."""
+        length = request.content_length
+        if length is None or length > self._max_body_bytes:
+            return False  # chunked, or too big: the SDK's transport answers (413 and the like)
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False  # the 2026-07-28 era and unknown versions: the SDK's modern entry
+        has_json, _ = check_accept_headers(_Headers(request))  # type: ignore[arg-type]
+        return has_json
+
+    async def _single_exchange(self, request: web.Request, body: bytes) -> web.Response | None:
+        """Answer one JSON-RPC request through the SDK's `serve_one`, as the SDK's stateless
+        JSON transport would, without its per-request transport, streams and tasks.
+
+        Anything but a well-formed request (a notification, a response, a batch, bad JSON)
+        answers None and goes through the SDK's transport with the body already read.
+        """
+        try:
+            raw = pydantic_core.from_json(body)
+        except ValueError:
+            return None
+        if not (isinstance(raw, dict) and "method" in raw and "id" in raw):
+            return None  # a notification, a response, a batch: the SDK's transport
+        try:
+            # What the SDK's message union resolves an object with `method` and `id` to.
+            message = types.JSONRPCRequest.model_validate(raw, by_name=False)
+        except ValidationError:
+            return None
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        # The SDK's stateless path: a born-ready connection at the header's version.
+        connection = Connection.from_envelope(
+            version if version is not None else types.DEFAULT_NEGOTIATED_VERSION, None, None
+        )
+        # `serve_one` without its shielded, time-bounded unwind of the connection's exit stack
+        # (an anyio cancel scope per request): none of this server's handlers registers cleanup
+        # there, so the stack is empty and closes plainly.
+        runner = ServerRunner(self._server, connection, self._lifespan_state)
+        try:
+            result = await runner.on_request(_Exchange(message.id), message.method, message.params)
+        except Exception as exc:
+            # MCPError and ValidationError keep their codes; anything else is a generic
+            # internal error with nothing of the exception on the wire.
+            error = modern_error_data(exc)
+            reply = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+            text = reply.model_dump_json(by_alias=True, exclude_unset=True)
+        else:
+            # `result` is already the wire form (the SDK serialised it): frame it as is.
+            text = json.dumps(
+                {"jsonrpc": "2.0", "id": message.id, "result": result},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
+        finally:
+            await connection.exit_stack.aclose()
+        return web.Response(body=text.encode(), content_type=_JSON_TYPE)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one request on `/mcp`: the route handler (`add_route("*", "/mcp", h.handle)`)."""
+        if request.method != hdrs.METH_POST:
+            # Stateless: no standalone GET stream to open and no session to DELETE.
+            return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
+        manager = self._manager
+        body: bytes | None = None
+        if manager is not None and self._fits_single_exchange(request):
+            length = request.content_length or 0
+            try:
+                body = await request.content.readexactly(length) if length else b""
+            except asyncio.IncompleteReadError:
+                return _jsonrpc_error(400, "Bad Request")  # the body ended early
+            answer = await self._single_exchange(request, body)
+            if answer is not None:
+                return answer
+        bridge = _AsgiBridge(request, body)
+        try:
+            if manager is not None:
                 await manager.handle_request(bridge.scope, bridge.receive, bridge.send)
+            else:
+                alone = self._new_manager()
+                async with alone.run():
+                    await alone.handle_request(bridge.scope, bridge.receive, bridge.send)
         except Exception as exc:
             # The type only: a traceback could carry argument values.
-            logger.error("mcp request failed: %s", type(exc).__name__)
+            self._logger.error("mcp request failed: %s", type(exc).__name__)
             if bridge.response is None:
                 return _jsonrpc_error(500, "Internal Server Error")
         if bridge.response is None:
@@ -330,4 +514,24 @@ def mcp_http_handler(
             await bridge.response.write_eof()
         return bridge.response
 
-    return handle
+
+def mcp_http_handler(
+    *,
+    registry: CommandRegistry,
+    tool_prefix: str | None,
+    version: str,
+    create_context: ContextFactory | None,
+    format_error: ErrorFormatter | None,
+    logger: logging.Logger,
+    max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
+) -> McpHttpHandler:
+    """Return the `/mcp` handler: route `.handle`, and add `.lifespan` to `app.cleanup_ctx`."""
+    return McpHttpHandler(
+        registry=registry,
+        tool_prefix=tool_prefix,
+        version=version,
+        create_context=create_context,
+        format_error=format_error,
+        logger=logger,
+        max_body_bytes=max_body_bytes,
+    )
