@@ -111,7 +111,8 @@ def guard_middlewares(
     *,
     client_header_exempt: Callable[[web.Request], bool] | None = None,
 ) -> list[Middleware]:
-    """Return the four guards as middlewares, in order, over exactly these allowlists.
+    """Return the four guards, in order, over exactly these allowlists (as one middleware: one
+    coroutine frame per request instead of four, the checks and their order unchanged).
 
     `client_header_exempt(request)` true lets a request without `Origin` through guard 3 without
     `x-local-client`; it is asked only for such requests, so routes that send it pay nothing.
@@ -121,39 +122,27 @@ def guard_middlewares(
     safe = _SAFE_METHODS
 
     @web.middleware
-    async def host_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        # `request.host` falls back to the socket's name when Host is missing: read the header.
-        host = request.headers.get("Host", "").strip().lower()
-        if host not in hosts:
+    async def guards(request: web.Request, handler: Handler) -> web.StreamResponse:
+        headers = request.headers
+        # 1. Host. `request.host` falls back to the socket's name when Host is missing.
+        if headers.get("Host", "").strip().lower() not in hosts:
             return guard_refusal(403, _FORBIDDEN, "Host not allowed")
-        return await handler(request)
-
-    @web.middleware
-    async def origin_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method not in safe:
-            origin = request.headers.get("Origin")
-            if origin is not None and _origin_form(origin) not in origins:
-                return guard_refusal(403, _FORBIDDEN, "Origin not allowed")
-        return await handler(request)
-
-    @web.middleware
-    async def client_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method not in safe:
-            headers = request.headers
-            if (
-                "Origin" not in headers
-                and not headers.get(CLIENT_HEADER, "").strip()
-                and not (client_header_exempt is not None and client_header_exempt(request))
+            # 2. Origin, when sent.
+            origin = headers.get("Origin")
+            if origin is not None:
+                if _origin_form(origin) not in origins:
+                    return guard_refusal(403, _FORBIDDEN, "Origin not allowed")
+            # 3. x-local-client without Origin.
+            elif not headers.get(CLIENT_HEADER, "").strip() and not (
+                client_header_exempt is not None and client_header_exempt(request)
             ):
                 return guard_refusal(
                     403, _FORBIDDEN, f"a request without Origin must send {CLIENT_HEADER}"
                 )
+            # 4. JSON content type.
+            if not _is_json(headers.get("Content-Type", "")):
+                return guard_refusal(415, _BAD_TYPE, "Content-Type must be application/json")
         return await handler(request)
 
-    @web.middleware
-    async def content_type_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method not in safe and not _is_json(request.headers.get("Content-Type", "")):
-            return guard_refusal(415, _BAD_TYPE, "Content-Type must be application/json")
-        return await handler(request)
-
-    return [host_guard, origin_guard, client_guard, content_type_guard]
+    return [guards]
