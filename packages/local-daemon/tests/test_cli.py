@@ -98,10 +98,10 @@ BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
         "usage: local-daemon token ensure [-h] PATH",
     ),
     (
-        ["mcp-stdio", "m:r"],
-        "the following arguments are required: --tool-prefix",
+        ["mcp-stdio"],
+        "the following arguments are required: MODULE:ATTR",
         64,
-        "usage: local-daemon mcp-stdio MODULE:ATTR --tool-prefix PREFIX [--version V]",
+        "usage: local-daemon mcp-stdio MODULE:ATTR [--tool-prefix PREFIX] [--version V]",
     ),
     # repeated flag
     (["serve", *OK, "--port", "1", "--port", "2"], "argument --port: given twice", 64, SERVE_USAGE),

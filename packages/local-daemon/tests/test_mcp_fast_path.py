@@ -210,3 +210,34 @@ async def test_fast_path_calls_the_command_once_with_the_mcp_context() -> None:
     }
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     assert result["isError"] is False
+
+
+class BrokenListing(FixtureRegistry):
+    def commands(self) -> Any:
+        raise RuntimeError(CANARY)
+
+
+@pytest.mark.parametrize("held", [True, False])
+async def test_a_failing_listing_is_a_fixed_internal_error(
+    held: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = web.Application()
+    handler = mcp_http_handler(
+        registry=BrokenListing(),
+        tool_prefix=TOOL_PREFIX,
+        version=VERSION,
+        create_context=None,
+        format_error=None,
+        logger=logging.getLogger("local_daemon"),
+    )
+    app.router.add_route("*", "/mcp", handler.handle)
+    if held:
+        app.cleanup_ctx.append(handler.lifespan)
+    with caplog.at_level(logging.DEBUG):
+        async with serve_app(app) as port:
+            resp = await post(port, json.dumps(rpc("tools/list")).encode(), {})
+    assert resp.status == 200
+    assert json.loads(resp.body)["error"] == {"code": -32603, "message": "Internal server error"}
+    assert CANARY.encode() not in resp.body
+    assert CANARY not in caplog.text
+    assert "tools/list failed: RuntimeError" in caplog.text

@@ -23,12 +23,13 @@ from aiohttp import hdrs, web
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.runner import ServerRunner, modern_error_data
+from mcp.server.runner import ServerRunner
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -168,7 +169,13 @@ def create_mcp_server(
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list_tools(registry, tool_prefix=tool_prefix))
+        try:
+            return types.ListToolsResult(tools=list_tools(registry, tool_prefix=tool_prefix))
+        except Exception as exc:
+            # The SDK's transport would put the exception's text on the wire; the type only goes
+            # to the log, and the client sees a fixed internal error.
+            log.error("tools/list failed: %s", type(exc).__name__)
+            raise MCPError(types.INTERNAL_ERROR, "Internal server error") from None
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -463,8 +470,11 @@ class McpHttpHandler:
             result = await runner.on_request(_Exchange(message.id), message.method, message.params)
         except Exception as exc:
             # MCPError and ValidationError keep their codes; anything else is a generic
-            # internal error with nothing of the exception on the wire.
-            error = modern_error_data(exc)
+            # internal error with nothing of the exception on the wire or in the log but its type.
+            error = handler_exception_to_error_data(exc)
+            if error is None:
+                self._logger.error("mcp request failed: %s", type(exc).__name__)
+                error = types.ErrorData(code=types.INTERNAL_ERROR, message="Internal server error")
             reply = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
             text = reply.model_dump_json(by_alias=True, exclude_unset=True)
         else:
