@@ -33,10 +33,13 @@ def warm_up() -> None:
     import importlib
 
     from ._atomic import RenameUnsupported, _libc_renameat2
+    from ._poll import _cache_missing_sniffio
 
     for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    # httpcore imports sniffio on every request; a miss rescanned sys.path inside the window.
+    _cache_missing_sniffio()
     with contextlib.suppress(RenameUnsupported):
         _libc_renameat2()
 
