@@ -47,7 +47,7 @@ from agent_accounts.io._refresh import (
     RefreshSkipped,
     refresh_if_needed,
 )
-from agent_accounts.io._refresh_results import RefreshStop
+from agent_accounts.io._refresh_results import RefreshStop, SkipReason
 
 NOW = 1_760_000_000_000
 HOUR_MS = 3_600_000
@@ -388,7 +388,7 @@ async def test_skipped_missing_file(profile: Profile, endpoint: Endpoint) -> Non
     ],
 )
 async def test_skipped_reasons(
-    profile: Profile, endpoint: Endpoint, tmp_path: Path, setup: str, reason: str
+    profile: Profile, endpoint: Endpoint, tmp_path: Path, setup: str, reason: SkipReason
 ) -> None:
     path = cred_path(profile)
     doc = credentials(expires_at_ms=NOW - 1)

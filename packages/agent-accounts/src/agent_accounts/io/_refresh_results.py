@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from agent_accounts import redact_secrets
+from agent_accounts import RefusalReason, redact_secrets
 
 __all__ = [
     "RELOGIN_FAILURES",
@@ -21,6 +21,7 @@ __all__ = [
     "RefreshResult",
     "RefreshSkipped",
     "RefreshStop",
+    "SkipReason",
     "failure_text",
 ]
 
@@ -35,6 +36,10 @@ RefreshFailure: TypeAlias = Literal[
     "io",
 ]
 """A failed refresh's kind; an HTTP failure's status rides in `RefreshFailed.http_status`."""
+
+SkipReason: TypeAlias = RefusalReason | Literal["missing", "not-refreshable"]
+"""Why no refresh is possible: no file, a gate refusal, or a login the agent client would not
+refresh (neither the `user:inference` scope nor a subscription)."""
 
 RELOGIN_FAILURES: Final = frozenset(
     {"login-required", "unrecognized-format", "write-conflict", "write-failed"}
@@ -96,7 +101,7 @@ class RefreshSkipped:
     """No refresh is possible here: `reason` is `missing`, a gate refusal or `not-refreshable`."""
 
     status: Literal["skipped"] = "skipped"
-    reason: str
+    reason: SkipReason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
