@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packages" / "forge-automation" / "tests"))
 
+from forge_automation._ghenv import GH_CHILD_DEFAULTS  # noqa: E402
 from forge_support import ForgeServer  # noqa: E402
 
 REPO = "acme/widgets"
@@ -61,14 +62,15 @@ def main() -> None:
         repo.add_run(head, "ci", "success")
         env = {**os.environ, **server.env()}
         # The baseline is gh as a user runs it, so drop a TCELL_MINIMIZE the caller may have set.
-        env.pop("TCELL_MINIMIZE", None)
+        for name in ("TCELL_MINIMIZE", "GOGC", "GOMEMLIMIT"):
+            env.pop(name, None)
         # An installed package runs from its bytecode cache; with PYTHONDONTWRITEBYTECODE set
         # (as in some dev shells) every run would compile the package's modules again
         # (bench_accounts.py does the same).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         bare_args = ["gh", "api", "-i", f"repos/{REPO}/pulls/1"]
         cli_args = [FORGE_CLI, "pr-status", f"{REPO}#1"]
-        minimized = {**env, "TCELL_MINIMIZE": "1"}
+        minimized = {**env, **GH_CHILD_DEFAULTS}
         _time(bare_args, env)
         server.clear_log()
         _time(cli_args, env)  # warm the page cache for both
@@ -93,7 +95,7 @@ def main() -> None:
             "<= 2.0 x one bare gh api call",
         ),
         _row(
-            "one gh api call as forge-cli runs it (TCELL_MINIMIZE=1)",
+            "one gh api call as forge-cli runs it (TCELL_MINIMIZE=1, GOGC=off)",
             statistics.median(child_times),
             "ms",
             bare,

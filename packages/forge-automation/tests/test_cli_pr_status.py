@@ -281,6 +281,8 @@ def test_the_early_children_run_in_the_wires_gh_environment() -> None:
     finally:
         early.close()
     assert _wire.gh_child_env()["TCELL_MINIMIZE"] == "1"
+    assert _wire.gh_child_env()["GOGC"] == "off"
+    assert _wire.gh_child_env()["GOMEMLIMIT"] == "256MiB"
     assert _wire.gh_child_env({"TCELL_MINIMIZE": "0"})["TCELL_MINIMIZE"] == "0"
 
 
