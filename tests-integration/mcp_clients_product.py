@@ -38,28 +38,3 @@ def echo(text: str, mode: Literal["plain", "upper"] = "plain") -> dict[str, str]
         mode: `upper` sends it back in capitals.
     """
     return {"text": text.upper() if mode == "upper" else text}
-
-
-def _serve_strict(argv: list[str]) -> None:
-    """`python -m mcp_clients_product --strict --state-dir DIR --version V`: the same registry
-    behind a daemon that demands x-local-client on /mcp too."""
-    import asyncio
-
-    from local_daemon import Guards, run_daemon_until_signal
-
-    options = dict(zip(argv[1::2], argv[2::2], strict=False))
-    asyncio.run(
-        run_daemon_until_signal(
-            registry=registry,
-            version=options["--version"],
-            state_dir=options["--state-dir"],
-            tool_prefix="",
-            guards=Guards(mcp_client_header=True),
-        )
-    )
-
-
-if __name__ == "__main__":
-    import sys
-
-    _serve_strict(sys.argv[1:])

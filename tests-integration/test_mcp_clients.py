@@ -77,8 +77,8 @@ def node_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def _serve(state: Path, *extra: str, module: list[str] | None = None) -> subprocess.Popen[bytes]:
-    argv = module or [sys.executable, "-m", "local_daemon.cli", "serve", PRODUCT]
+def _serve(state: Path, *extra: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "local_daemon.cli", "serve", PRODUCT]
     return subprocess.Popen(
         [*argv, "--state-dir", str(state), "--version", VERSION, *extra],
         cwd=HERE,
@@ -126,9 +126,9 @@ def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def strict_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A daemon whose product demands x-local-client on /mcp (`Guards(mcp_client_header=True)`)."""
+    """A daemon that demands x-local-client on /mcp (`--mcp-client-header`)."""
     state = tmp_path_factory.mktemp("strict")
-    process = _serve(state, module=[sys.executable, "-m", "mcp_clients_product", "--strict"])
+    process = _serve(state, "--tool-prefix", "", "--mcp-client-header")
     try:
         yield f"http://127.0.0.1:{_port_of(process, state)}/mcp"
     finally:

@@ -121,6 +121,7 @@ class ServeArgs:
     host: str = "127.0.0.1"
     version: str = "0.0.0"
     tool_prefix: str | None = None
+    mcp_client_header: bool = False
     watch_root: Path | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -185,7 +186,11 @@ def serve(args: ServeArgs) -> None:
         "host": args.host,
         "tool_prefix": args.tool_prefix,
         "watch_root": args.watch_root,
-        "guards": Guards(allowed_hosts=args.allowed_hosts, allowed_origins=args.allowed_origins),
+        "guards": Guards(
+            allowed_hosts=args.allowed_hosts,
+            allowed_origins=args.allowed_origins,
+            mcp_client_header=args.mcp_client_header,
+        ),
         "rpc_body_limit": None
         if args.max_body_bytes is None
         else RpcBodyLimit(max_bytes=args.max_body_bytes),

@@ -127,7 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool-prefix",
         **once,
         metavar="PREFIX",
-        help="serve /mcp with tools named PREFIX_<command>",
+        help="serve /mcp with tools named PREFIX_<command> (empty: the command names)",
+    )
+    serve.add_argument(
+        "--mcp-client-header",
+        action=_Flag,
+        help="make /mcp demand x-local-client like /rpc (stock MCP clients do not send it)",
     )
     serve.add_argument(
         "--watch-root",
@@ -245,6 +250,7 @@ def _serve_args(ns: argparse.Namespace) -> ServeArgs:
         host=ns.host,
         version=ns.version,
         tool_prefix=ns.tool_prefix,
+        mcp_client_header=ns.mcp_client_header,
         watch_root=ns.watch_root,
         allowed_hosts=tuple(ns.allowed_host),
         allowed_origins=tuple(ns.allowed_origin),
