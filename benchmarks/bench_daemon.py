@@ -25,7 +25,7 @@ from typing import Any
 from _procstat import cpu_seconds
 
 REQUESTS = 4000
-MCP_REQUESTS = int(os.environ.get("BENCH_MCP_REQUESTS", "2000"))
+MCP_REQUESTS = int(os.environ.get("BENCH_MCP_REQUESTS", "1000"))
 CONCURRENCY = 8
 ROUNDS = 5
 # What a stock client sends on every post-initialize request of a stateless server.
