@@ -479,6 +479,8 @@ class _Api:
             (r"/pulls/(\d+)", "GET", self.get_pull),
             (r"/pulls/(\d+)/files", "GET", self.pull_files),
             (r"/pulls/(\d+)/commits", "GET", self.pull_commits),
+            (r"/pulls/(\d+)/merge", "PUT", self.merge_pull),
+            (r"/pulls/(\d+)/update-branch", "PUT", self.update_pull_branch),
             (r"/issues/(\d+)/comments", "GET", self.list_comments),
             (r"/issues/(\d+)/comments", "POST", self.create_comment),
             (r"/compare/(.+?)\.\.\.(.+)", "GET", self.compare),
@@ -617,6 +619,66 @@ class _Api:
         rows = [{"sha": s, "commit": {"message": ""}} for s in repo.pr_commits.get(int(n), [])]
         chunk, headers = self._paginate(request, rows, cap=250)
         return 200, chunk, headers
+
+    def merge_pull(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        pr = repo.prs.get(int(n))
+        if pr is None:
+            raise _error(404, "Not Found")
+        if pr["state"] != "open" or pr["merged"]:
+            raise _Answer(405, {"message": "Pull Request is not mergeable"})
+        wanted = data.get("sha")
+        if wanted is not None and wanted != pr["head"]["sha"]:
+            raise _Answer(
+                409, {"message": "Head branch was modified. Review and try the merge again."}
+            )
+        if pr["draft"] or pr["mergeable_state"] in ("dirty", "blocked"):
+            raise _Answer(405, {"message": "Pull Request is not mergeable"})
+        method = data.get("merge_method", "merge")
+        base_ref, head_sha = pr["base"]["ref"], pr["head"]["sha"]
+        base_tip = repo.branches[base_ref]
+        parents = (base_tip, head_sha) if method == "merge" else (base_tip,)
+        title = data.get("commit_title") or f"Merge pull request #{n}"
+        message = title if method == "rebase" else f"{title}\n\n{data.get('commit_message', '')}"
+        merged = repo.add_commit(f"{method}:{n}:{head_sha}", parents=parents, message=message)
+        repo.branches[base_ref] = merged
+        pr.update(state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
+        pr["merge_commit_sha"] = merged
+        pr["_merge_message"] = message.rstrip()
+        self.state.effects["merge_pr"] += 1
+        return (
+            200,
+            {"sha": merged, "merged": True, "message": "Pull Request successfully merged"},
+            {},
+        )
+
+    def update_pull_branch(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        pr = repo.prs.get(int(n))
+        if pr is None:
+            raise _error(404, "Not Found")
+        expected = data.get("expected_head_sha")
+        if expected is not None and expected != pr["head"]["sha"]:
+            raise _error(422, "expected head sha didn't match current head ref.")
+        if pr["state"] != "open" or pr["mergeable_state"] == "dirty":
+            raise _error(422, "merge conflict between base and head")
+        base_ref, head_ref, head_sha = pr["base"]["ref"], pr["head"]["ref"], pr["head"]["sha"]
+        base_tip = repo.branches[base_ref]
+        if base_tip in _ancestors(repo, head_sha):
+            raise _error(422, "There are no new commits on the base branch.")
+        new_head = repo.add_commit(
+            f"update:{n}:{head_sha}",
+            parents=(head_sha, base_tip),
+            message=f"Merge branch '{base_ref}' into {head_ref}",
+        )
+        pr["head"]["sha"] = new_head
+        if (pr["head"]["repo"] or {}).get("full_name") == repo.full_name:
+            repo.branches[head_ref] = new_head
+        self.state.effects["update_branch"] += 1
+        url = f"http://github.localhost/{repo.full_name}/pull/{n}"
+        return 202, {"message": "Updating pull request branch.", "url": url}, {}
 
     def list_comments(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str

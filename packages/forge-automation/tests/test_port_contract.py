@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import pytest
 
@@ -12,6 +12,7 @@ from forge_automation._errors import (
     FileListTruncatedError,
     ForcePushesTruncated,
     ForgeCliError,
+    ForgeConflictError,
     ForgeInputError,
 )
 from forge_automation._fake import FakeForge, fake_forge
@@ -29,7 +30,7 @@ from forge_automation._types import (
     RequiredContext,
     ReviewComment,
 )
-from forge_automation._wire import gh_cli_wire
+from forge_automation._wire import ForgeWire, gh_cli_wire
 from forge_support import ForgeServer, RepoState, sha_of
 
 REPO = "acme/widgets"
@@ -70,6 +71,7 @@ class Backend(Protocol):
     def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None: ...
     def effects(self, name: str) -> int: ...
     def user_lookups(self) -> int: ...
+    def commit_message(self, sha: str) -> str: ...
 
 
 class FakeBackend:
@@ -200,6 +202,9 @@ class FakeBackend:
 
     def user_lookups(self) -> int:
         return self.fake.calls["get_authenticated_user"]
+
+    def commit_message(self, sha: str) -> str:
+        return self.fake.commits[sha].message
 
 
 class GhBackend:
@@ -339,6 +344,9 @@ class GhBackend:
 
     def user_lookups(self) -> int:
         return sum(1 for r in self.server.requests("GET") if r.path == "/user")
+
+    def commit_message(self, sha: str) -> str:
+        return self.repo.commits[sha][1]
 
 
 @pytest.fixture(params=["fake", "gh"])
@@ -657,3 +665,143 @@ def test_missing_pr_is_a_cli_error_with_status(forge: Backend) -> None:
     with pytest.raises(ForgeCliError) as caught:
         forge.port.get_pr(REPO, 404)
     assert caught.value.status == 404
+
+
+# -- guarded merge and update-branch ---------------------------------------------------------------
+
+
+class _HeadMovesAfterRead:
+    """A wire whose PR head moves right after the port's first get_pr: the race a read can't see."""
+
+    def __init__(self, forge: Backend, number: int, new_head: str) -> None:
+        self._inner = forge.port.wire
+        self._forge, self._number, self._new_head = forge, number, new_head
+        self.writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get_pr(self, repo: str, number: int) -> PullRequest:
+        pr = self._inner.get_pr(repo, number)
+        if self._new_head:
+            self._forge.update_pr(self._number, head_sha=self._new_head)
+            self._new_head = ""
+        return pr
+
+    def merge_pr(self, repo: str, number: int, **kwargs: Any) -> str:
+        self.writes += 1
+        return self._inner.merge_pr(repo, number, **kwargs)
+
+    def update_branch(self, repo: str, number: int, **kwargs: Any) -> None:
+        self.writes += 1
+        self._inner.update_branch(repo, number, **kwargs)
+
+
+def _open_pr(forge: Backend, *, behind: bool = False) -> tuple[str, str]:
+    """Return (head, base tip) of PR #7 from `topic`; `behind` moves main past its fork point."""
+    _, tip = _main(forge)
+    head = forge.commit("work", [tip])
+    forge.pr(7, "topic", head)
+    if behind:
+        tip = forge.commit("later", [tip])
+        forge.branch("main", tip)
+    return head, tip
+
+
+def test_merge_pr_merges_once_with_the_message_and_skips_a_merged_pr(forge: Backend) -> None:
+    head, _tip = _open_pr(forge)
+    first = forge.port.merge_pr(
+        REPO, 7, head_sha=head, method="squash", subject="Add it (#7)", body="Why it matters."
+    )
+    second = forge.port.merge_pr(
+        REPO, 7, head_sha=head, method="squash", subject="Add it (#7)", body="Why it matters."
+    )
+    assert (first.done, first.skipped) == (True, None)
+    assert first.sha is not None
+    assert (second.done, second.skipped, second.sha) == (False, "merged", first.sha)
+    assert forge.effects("merge_pr") == 1
+    assert forge.port.get_head_sha(REPO, "main") == first.sha
+    assert forge.commit_message(first.sha) == "Add it (#7)\n\nWhy it matters."
+    merged = forge.port.get_pr(REPO, 7)
+    assert (merged.merged, merged.merge_sha) == (True, first.sha)
+
+
+def test_merge_pr_refuses_a_head_that_moved_before_the_call(forge: Backend) -> None:
+    head, tip = _open_pr(forge)
+    forge.update_pr(7, head_sha=forge.commit("pushed", [head]))
+    with pytest.raises(ForgeConflictError, match="#7: the head is"):
+        forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="S", body="")
+    assert forge.effects("merge_pr") == 0
+    assert forge.port.get_head_sha(REPO, "main") == tip
+
+
+def test_merge_pr_maps_the_forges_409_for_a_head_that_moved_in_between(forge: Backend) -> None:
+    head, tip = _open_pr(forge)
+    racing = _HeadMovesAfterRead(forge, 7, forge.commit("pushed", [head]))
+    port = forge_port(cast(ForgeWire, racing))
+    with pytest.raises(ForgeConflictError, match="the head moved"):
+        port.merge_pr(REPO, 7, head_sha=head, method="squash", subject="S", body="")
+    assert racing.writes == 1  # the guarded write reached the forge, which refused it
+    assert forge.effects("merge_pr") == 0
+    assert forge.port.get_head_sha(REPO, "main") == tip
+    assert not forge.port.get_pr(REPO, 7).merged
+
+
+def test_merge_pr_refuses_a_closed_pr_and_bad_arguments(forge: Backend) -> None:
+    head, _tip = _open_pr(forge)
+    with pytest.raises(ForgeInputError, match="method"):
+        forge.port.merge_pr(REPO, 7, head_sha=head, method="fast-forward", subject="S", body="")
+    with pytest.raises(ForgeInputError, match="head_sha"):
+        forge.port.merge_pr(REPO, 7, head_sha="abc", method="merge", subject="S", body="")
+    with pytest.raises(ForgeInputError, match="subject"):
+        forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="", body="")
+    forge.update_pr(7, state="closed")
+    with pytest.raises(ForgeConflictError, match="closed"):
+        forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="S", body="")
+    assert forge.effects("merge_pr") == 0
+
+
+def test_merge_pr_passes_the_forges_refusal_of_a_conflicted_pr_through(forge: Backend) -> None:
+    head, _tip = _open_pr(forge)
+    forge.update_pr(7, mergeable_state="dirty")
+    with pytest.raises(ForgeCliError) as caught:
+        forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="S", body="")
+    assert caught.value.status == 405
+    assert forge.effects("merge_pr") == 0
+
+
+def test_update_branch_updates_once_then_skips_up_to_date(forge: Backend) -> None:
+    head, tip = _open_pr(forge, behind=True)
+    first = forge.port.update_branch(REPO, 7, head_sha=head)
+    assert (first.done, first.skipped) == (True, None)
+    updated = forge.port.get_pr(REPO, 7)
+    assert updated.head_sha != head
+    assert not updated.behind
+    assert forge.port.get_head_sha(REPO, "topic") == updated.head_sha
+    # A rerun with the old head is a moved head; with the new one there is nothing to do.
+    with pytest.raises(ForgeConflictError):
+        forge.port.update_branch(REPO, 7, head_sha=head)
+    again = forge.port.update_branch(REPO, 7, head_sha=updated.head_sha)
+    assert (again.done, again.skipped) == (False, "up-to-date")
+    assert forge.effects("update_branch") == 1
+    assert forge.port.compare_ancestry(REPO, tip, updated.head_sha) == "ahead"
+
+
+def test_update_branch_maps_the_forges_422_for_a_head_that_moved_in_between(
+    forge: Backend,
+) -> None:
+    head, _tip = _open_pr(forge, behind=True)
+    racing = _HeadMovesAfterRead(forge, 7, forge.commit("pushed", [head]))
+    port = forge_port(cast(ForgeWire, racing))
+    with pytest.raises(ForgeConflictError, match="the head moved"):
+        port.update_branch(REPO, 7, head_sha=head)
+    assert racing.writes == 1
+    assert forge.effects("update_branch") == 0
+
+
+def test_update_branch_skips_a_merged_pr_and_one_not_behind(forge: Backend) -> None:
+    head, _tip = _open_pr(forge)
+    assert forge.port.update_branch(REPO, 7, head_sha=head).skipped == "up-to-date"
+    forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="S", body="")
+    assert forge.port.update_branch(REPO, 7, head_sha=head).skipped == "merged"
+    assert forge.effects("update_branch") == 0

@@ -263,6 +263,11 @@ def _list_row(pr: PullRequest) -> PullRequest:
     )
 
 
+def _fake_sha(text: str) -> str:
+    """Return a stable 40-hex object id for a commit the fake writes."""
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
 def _not_found(what: str) -> ForgeCliError:
     return ForgeCliError(f"gh api failed with HTTP 404: Not Found ({what})", status=404)
 
@@ -557,6 +562,71 @@ class _FakeWire:
             if isinstance(rules, int):
                 raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
             return rules
+
+    def merge_pr(
+        self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str
+    ) -> str:
+        with self._f._lock:
+            state = self._call("merge_pr")
+            pr = state.prs.get((repo, number))
+            if pr is None:
+                raise _not_found(f"{repo}#{number}")
+            not_mergeable = ForgeCliError(
+                "gh api failed with HTTP 405: Pull Request is not mergeable", status=405
+            )
+            if pr.state != "open" or pr.merged:
+                raise not_mergeable
+            if pr.head_sha != sha:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 409: Head branch was modified. Review and try the "
+                    "merge again.",
+                    status=409,
+                )
+            if pr.draft or pr.mergeable_state == "dirty":
+                raise not_mergeable
+            base_tip = state.branches.get((repo, pr.base_ref)) or pr.base_sha or ""
+            parents = (base_tip, pr.head_sha) if method == "merge" else (base_tip,)
+            message = subject if method == "rebase" else f"{subject}\n\n{body}".rstrip()
+            merged_sha = _fake_sha(f"{method}:{repo}#{number}:{sha}")
+            self._f.add_commit(merged_sha, parents=parents, message=message)
+            state.branches[(repo, pr.base_ref)] = merged_sha
+            state.prs[(repo, number)] = replace(
+                pr,
+                state="closed",
+                merged=True,
+                merge_sha=merged_sha,
+                merged_at="2024-01-03T00:00:00Z",
+            )
+            self._f.effects["merge_pr"] += 1
+            return merged_sha
+
+    def update_branch(self, repo: str, number: int, *, expected_head_sha: str) -> None:
+        with self._f._lock:
+            state = self._call("update_branch")
+            pr = state.prs.get((repo, number))
+            if pr is None:
+                raise _not_found(f"{repo}#{number}")
+            if pr.head_sha != expected_head_sha:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: expected head sha didn't match current head ref.",
+                    status=422,
+                )
+            if pr.state != "open" or pr.mergeable_state == "dirty":
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: merge conflict between base and head",
+                    status=422,
+                )
+            base_tip = state.branches.get((repo, pr.base_ref)) or pr.base_sha or ""
+            new_head = _fake_sha(f"update:{repo}#{number}:{pr.head_sha}")
+            self._f.add_commit(
+                new_head,
+                parents=(pr.head_sha, base_tip),
+                message=f"Merge branch '{pr.base_ref}' into {pr.head_ref}",
+            )
+            if pr.head_repo == repo:
+                state.branches[(repo, pr.head_ref)] = new_head
+            state.prs[(repo, number)] = replace(pr, head_sha=new_head, base_sha=base_tip)
+            self._f.effects["update_branch"] += 1
 
 
 def fake_forge(*, app_id: int = FAKE_APP_ID, user: str = "forge-bot") -> FakeForge:

@@ -7,7 +7,13 @@ from collections.abc import Callable
 from typing import TypeVar, cast, get_args
 
 from ._constants import FORCE_PUSHES_CAP, PR_COMMITS_CAP, PR_FILES_CAP
-from ._errors import FileListTruncatedError, ForcePushesTruncated, ForgeCliError, ForgeInputError
+from ._errors import (
+    FileListTruncatedError,
+    ForcePushesTruncated,
+    ForgeCliError,
+    ForgeConflictError,
+    ForgeInputError,
+)
 from ._types import (
     AncestryStatus,
     CheckConclusion,
@@ -21,6 +27,8 @@ from ._types import (
     FileEntry,
     ForcePush,
     IssueComment,
+    MergeMethod,
+    MergeResult,
     NotModified,
     OpenPrResult,
     OpenPrsList,
@@ -29,6 +37,7 @@ from ._types import (
     RequiredChecks,
     RequiredContext,
     ReviewComment,
+    UpdateBranchResult,
     UpsertCommentResult,
 )
 from ._validate import (
@@ -52,6 +61,7 @@ T = TypeVar("T")
 _MAX_PAGES = 1000
 _CONCLUSIONS: frozenset[str] = frozenset(get_args(CheckConclusion))
 _ANCESTRY: frozenset[str] = frozenset({"ahead", "behind", "identical", "diverged"})
+_MERGE_METHODS: frozenset[str] = frozenset(get_args(MergeMethod))
 
 
 def _all_pages(fetch: Callable[[int], Page[T]], *, limit: int = _MAX_PAGES) -> list[T]:
@@ -325,6 +335,92 @@ class ForgePort:
             id=self._wire.create_issue_comment(repo, number, body), done=True
         )
 
+    def merge_pr(
+        self,
+        repo: str,
+        number: int,
+        *,
+        head_sha: str,
+        method: str,
+        subject: str,
+        body: str,
+    ) -> MergeResult:
+        """Merge the PR only while its head is `head_sha`; skipped `merged` when already merged.
+
+        A head other than `head_sha` (read before the write, or the forge's 409 when it moved
+        between that read and the merge) raises ForgeConflictError, and so does a closed PR.
+        `subject` and `body` are the commit's title and message (a rebase writes no commit of
+        its own and ignores them).
+        """
+        validate_repo(repo)
+        validate_number(number)
+        validate_sha(head_sha, "head_sha")
+        if method not in _MERGE_METHODS:
+            raise ForgeInputError("method", "must be merge, squash or rebase")
+        validate_text(subject, "subject", allow_empty=False, max_len=1024)
+        validate_text(body, "body")
+        pr = self._wire.get_pr(repo, number)
+        if pr.merged:
+            return MergeResult(sha=pr.merge_sha, done=False, skipped="merged")
+        _check_open_at(pr, number, head_sha)
+        moved = False
+        try:
+            sha = self._wire.merge_pr(
+                repo, number, sha=head_sha, method=method, subject=subject, body=body
+            )
+        except ForgeCliError as exc:
+            if exc.status not in (405, 409):
+                raise
+            # Re-read: another caller may have merged it, or the head moved under us.
+            again = self._wire.get_pr(repo, number)
+            if again.merged:
+                return MergeResult(sha=again.merge_sha, done=False, skipped="merged")
+            moved = exc.status == 409 or again.head_sha != head_sha or again.state != "open"
+            if not moved:
+                raise
+        if moved:
+            raise ForgeConflictError(
+                f"#{number}: the head moved from {head_sha[:12]}; nothing was merged"
+            )
+        return MergeResult(sha=sha, done=True)
+
+    def update_branch(self, repo: str, number: int, *, head_sha: str) -> UpdateBranchResult:
+        """Merge the base into the PR's head while the head is `head_sha`.
+
+        Skipped `up-to-date` when the head already holds the base tip, `merged` when the PR is
+        merged. A head other than `head_sha` (read first, or the forge's 422 when it moved in
+        between) raises ForgeConflictError, and so does a closed PR. The forge updates the
+        branch asynchronously: read the PR again for the new head.
+        """
+        validate_repo(repo)
+        validate_number(number)
+        validate_sha(head_sha, "head_sha")
+        pr = self._wire.get_pr(repo, number)
+        if pr.merged:
+            return UpdateBranchResult(done=False, skipped="merged")
+        _check_open_at(pr, number, head_sha)
+        ancestry = self._wire.compare_ancestry(repo, pr.base_ref, head_sha)
+        if ancestry is None:
+            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
+        if ancestry.behind_by == 0:
+            return UpdateBranchResult(done=False, skipped="up-to-date")
+        moved = False
+        try:
+            self._wire.update_branch(repo, number, expected_head_sha=head_sha)
+        except ForgeCliError as exc:
+            if exc.status != 422:
+                raise
+            # 422 is both "expected head sha did not match" and "merge conflict": re-read.
+            again = self._wire.get_pr(repo, number)
+            moved = again.head_sha != head_sha or again.state != "open"
+            if not moved:
+                raise
+        if moved:
+            raise ForgeConflictError(
+                f"#{number}: the head moved from {head_sha[:12]}; the branch was not updated"
+            )
+        return UpdateBranchResult(done=True)
+
     def create_check_run(
         self,
         repo: str,
@@ -355,6 +451,15 @@ class ForgePort:
             external_id=external_id,
         )
         return self._wire.create_check_run(repo, request)
+
+
+def _check_open_at(pr: PullRequest, number: int, head_sha: str) -> None:
+    if pr.state != "open":
+        raise ForgeConflictError(f"#{number} is {pr.state[:20]}, not open")
+    if pr.head_sha != head_sha:
+        raise ForgeConflictError(
+            f"#{number}: the head is {pr.head_sha[:12]}, not {head_sha[:12]}; nothing was written"
+        )
 
 
 def _fresh(page: Page[PullRequest] | NotModified) -> Page[PullRequest]:

@@ -20,6 +20,8 @@ __all__ = [
     "FileEntry",
     "ForcePush",
     "IssueComment",
+    "MergeMethod",
+    "MergeResult",
     "NotModified",
     "OpenPrResult",
     "OpenPrsList",
@@ -29,12 +31,16 @@ __all__ = [
     "RequiredContext",
     "ReviewComment",
     "SkipReason",
+    "UpdateBranchResult",
     "UpsertCommentResult",
 ]
 
 AncestryStatus: TypeAlias = Literal["ahead", "behind", "identical", "diverged", "missing"]
 CheckConclusion: TypeAlias = Literal["success", "failure", "action_required"]
-SkipReason: TypeAlias = Literal["exists", "default-branch", "fork-head", "missing"]
+SkipReason: TypeAlias = Literal[
+    "exists", "default-branch", "fork-head", "missing", "merged", "up-to-date"
+]
+MergeMethod: TypeAlias = Literal["merge", "squash", "rebase"]
 T = TypeVar("T")
 
 
@@ -204,6 +210,30 @@ class EnsureBranchResult:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteRefResult:
     """`done` when this call deleted the branch; else `skipped` says why not."""
+
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeResult:
+    """`done` when this call merged the PR (`sha` is the merge commit); else skipped `merged`.
+
+    On a skip, `sha` is the merge commit the forge reports for the earlier merge (may be None).
+    """
+
+    sha: str | None
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateBranchResult:
+    """`done` when this call asked the forge to merge the base into the head; else `skipped`.
+
+    `skipped` is `up-to-date` when the head already contains the base tip, `merged` when the PR
+    is merged. The forge updates the branch asynchronously: re-read the PR for the new head.
+    """
 
     done: bool
     skipped: SkipReason | None = None

@@ -150,6 +150,23 @@ class ForgeWire(Protocol):
         """Return one page of the branch's active required-status-check rules (rulesets)."""
         ...
 
+    def merge_pr(
+        self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str
+    ) -> str:
+        """Merge the PR only while its head is `sha` and return the merge commit's sha.
+
+        A moved head is the forge's 409, a PR that cannot merge (merged, closed, conflicted) its
+        405; both raise ForgeCliError with that status.
+        """
+        ...
+
+    def update_branch(self, repo: str, number: int, *, expected_head_sha: str) -> None:
+        """Ask the forge to merge the base into the PR's head while the head is that sha.
+
+        The forge answers 202 and updates asynchronously; a moved head is its 422.
+        """
+        ...
+
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         """Return classic branch protection's required checks (raises on 403/404)."""
         ...
@@ -788,6 +805,27 @@ class _GhCliWire:
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         path = f"{_repo(repo)}/branches/{_seg(branch)}/protection/required_status_checks"
         return _mapped("branch protection", self._rest("GET", path), _classic_from_json)
+
+    def merge_pr(
+        self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str
+    ) -> str:
+        payload: dict[str, str] = {"sha": sha, "merge_method": method}
+        if method != "rebase":  # a rebase writes no commit of its own to title
+            payload["commit_title"] = subject
+            payload["commit_message"] = body
+        response = self._rest("PUT", f"{_repo(repo)}/pulls/{number}/merge", body=payload)
+
+        def parse(value: object) -> str:
+            data = _obj(value)
+            if not _bool(data["merged"]):
+                raise _Unmappable
+            return _str(data["sha"])
+
+        return _mapped("a merge result", response, parse)
+
+    def update_branch(self, repo: str, number: int, *, expected_head_sha: str) -> None:
+        path = f"{_repo(repo)}/pulls/{number}/update-branch"
+        self._rest("PUT", path, body={"expected_head_sha": expected_head_sha})
 
 
 def _thread_page(
