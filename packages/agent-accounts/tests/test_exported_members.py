@@ -13,7 +13,10 @@ import agent_accounts
 
 EXPECTED = {
     # constants
+    "DEFAULT_BEST_WINDOWS",
+    "FRESH_READING_S",
     "KNOWN_WINDOWS",
+    "WINDOW_SECONDS",
     "REDACTED",
     # errors
     "AccountsError",
@@ -28,6 +31,15 @@ EXPECTED = {
     # usage reading shapes
     "RateWindow",
     "UsageReading",
+    # pace and the best account now
+    "BestCandidate",
+    "BestChoice",
+    "NoBest",
+    "RejectReason",
+    "WindowPace",
+    "choose_best",
+    "reading_pace",
+    "window_pace",
     # functions
     "account_label",
     "login_state_from_credentials",
@@ -43,6 +55,7 @@ PRIVATE_MODULES = [
     "_login",
     "_numbers",
     "_oauth",
+    "_pace",
     "_redact",
     "_types",
     "_usage",

@@ -134,6 +134,23 @@ SCRIPT = textwrap.dedent(
         exc.add_note("note Bearer x")
         aa.redact_secrets(exc)
     aa.redact_secrets(object())
+    reading = {"session_id": "s", "written_at": 1_700_000_000, "rate_limits": {
+        "five_hour": {"used_percentage": 50, "resets_at": 1_700_009_000},
+        "seven_day": {"used_percentage": 100, "resets_at": 1_700_100_000},
+        "seven_day_opus": {"used_percentage": 0}, "other": {"used_percentage": 3,
+                                                          "resets_at": 1}}}
+    for pace in aa.reading_pace(reading, 1_700_000_000).values():
+        pace.to_json()
+    logins = [aa.login_state_from_credentials(c, now) for c in creds]
+    cands = [aa.BestCandidate(label=str(i), config_dir="/x", login=l, reading=r)
+             for i, l in enumerate(logins + [None]) for r in (None, reading)]
+    aa.choose_best(cands, 1_700_000_100)
+    aa.choose_best(cands, 1_700_000_100, windows=("five_hour", "nope"), max_age_s=1)
+    for bad in ((cands, float("nan")), ([], 1.0)):
+        try:
+            aa.choose_best(*bad, windows=() if bad[1] == 1.0 else ("five_hour",))
+        except ValueError:
+            pass
     phase[0] = "done"
     print(json.dumps({"events": events, "env": env_reads, "clock": clock_reads,
                       "httpx": "httpx" in sys.modules,

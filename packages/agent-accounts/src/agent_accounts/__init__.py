@@ -28,6 +28,19 @@ if TYPE_CHECKING:
         needs_refresh,
     )
     from ._oauth import usage_from_oauth_response
+    from ._pace import (
+        DEFAULT_BEST_WINDOWS,
+        FRESH_READING_S,
+        WINDOW_SECONDS,
+        BestCandidate,
+        BestChoice,
+        NoBest,
+        RejectReason,
+        WindowPace,
+        choose_best,
+        reading_pace,
+        window_pace,
+    )
     from ._redact import REDACTED, redact_secrets
     from ._types import RateWindow, UsageReading
     from ._usage import KNOWN_WINDOWS, parse_usage_reading
@@ -47,6 +60,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "needs_refresh",
     ),
     "_oauth": ("usage_from_oauth_response",),
+    "_pace": (
+        "DEFAULT_BEST_WINDOWS",
+        "FRESH_READING_S",
+        "WINDOW_SECONDS",
+        "BestCandidate",
+        "BestChoice",
+        "NoBest",
+        "RejectReason",
+        "WindowPace",
+        "choose_best",
+        "reading_pace",
+        "window_pace",
+    ),
     "_redact": ("REDACTED", "redact_secrets"),
     "_types": ("RateWindow", "UsageReading"),
     "_usage": ("KNOWN_WINDOWS", "parse_usage_reading"),
@@ -70,22 +96,33 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_BEST_WINDOWS",
+    "FRESH_READING_S",
     "KNOWN_WINDOWS",
     "REDACTED",
+    "WINDOW_SECONDS",
     "AccountsError",
+    "BestCandidate",
+    "BestChoice",
     "LoginExpired",
     "LoginMissing",
     "LoginPresent",
     "LoginRefused",
     "LoginState",
+    "NoBest",
     "RateWindow",
     "RedactedError",
     "RefusalReason",
+    "RejectReason",
     "UsageReading",
+    "WindowPace",
     "account_label",
+    "choose_best",
     "login_state_from_credentials",
     "needs_refresh",
     "parse_usage_reading",
+    "reading_pace",
     "redact_secrets",
     "usage_from_oauth_response",
+    "window_pace",
 ]
