@@ -5,6 +5,8 @@
    run in turn; target: at most 1.6x).
 2. `poll_all` over 50 profiles against a local server (a child process) that answers each request
    after 100 ms: total wall time (target: under 0.5 s; polled one by one it would take 5 s).
+3. `account-cli best` over 50 profiles (each with a login and a fresh reading), median wall time
+   of RUNS runs, process start included, with `python -c pass` run in turn (target: under 100 ms).
 
 Prints one JSON line per figure.
 """
@@ -186,10 +188,45 @@ def bench_poll_all() -> None:
     )
 
 
+def bench_best() -> None:
+    """Median wall time of `account-cli best` over 50 profiles vs `python -c pass`."""
+    now = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        for index in range(PROFILES):
+            _make_profile(home / ".agent-profiles" / f"p{index:02d}", now)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+        env["HOME"] = str(home)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        out = subprocess.run(
+            [account_cli(), "best"],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if out.returncode != 0 or out.stdout != "p00\n":
+            raise SystemExit(f"unexpected best output: {out!r}")
+        baseline, value = _median_walls(
+            [[sys.executable, "-c", "pass"], [account_cli(), "best"]], env
+        )
+    _emit(
+        name=f"account-cli best over {PROFILES} profiles (median wall, process start included)",
+        value=round(value, 4),
+        unit="s",
+        baseline="python -c pass",
+        baseline_value=round(baseline, 4),
+        ratio=round(value / baseline, 2),
+        target="< 0.1 s",
+    )
+
+
 def main() -> None:
-    """Run both figures."""
+    """Run every figure."""
     bench_statusline()
     bench_poll_all()
+    bench_best()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ from accounts_support import (
 
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|\+00:00)"
 STDERR_LINE = re.compile(
-    r"account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
+    r"account-cli: no account qualifies \(.+\)"
+    r"|account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
     r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
     r"|token refresh failed: [a-z0-9-]+)"
 )
@@ -283,8 +284,69 @@ async def test_status_reports_login_and_reading_without_a_request(
     assert re.fullmatch(
         r"default: login present; five_hour 23%, seven_day 41.5% \(\d+s old\)", run.lines[0]
     )
-    assert run.lines[1] == "work: login present; no reading"
+    # Under each reading, one line per window: used, elapsed, and when 100% comes at this pace.
+    # (These windows reset in 2030: none of their time has elapsed yet.)
+    assert run.lines[1] == "  five_hour: 23% used, 0% elapsed, 100% not projected"
+    assert run.lines[2] == "  seven_day: 41.5% used, 0% elapsed, 100% not projected"
+    assert run.lines[3] == "work: login present; no reading"
     assert server.requests == []
+
+
+def plant_paced(config: Path, **windows: tuple[float, float | None]) -> float:
+    """Plant a fresh reading whose windows reset after the given seconds; return now."""
+    now = time.time()
+    sessions = config / "status-cache" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    limits: dict[str, Any] = {}
+    for name, (used, resets_in) in windows.items():
+        limits[name] = {"used_percentage": used}
+        if resets_in is not None:
+            limits[name]["resets_at"] = now + resets_in
+    doc = {"session_id": "usage-poll", "written_at": now - 5, "rate_limits": limits}
+    (sessions / "usage-poll.json").write_text(json.dumps(doc))
+    return now
+
+
+async def test_status_shows_pace_for_every_window_the_per_model_ones_included(home: Home) -> None:
+    work = home.add("work")
+    week = 7 * 24 * 3600
+    now = plant_paced(
+        work,
+        seven_day_sonnet=(50, week - 24 * 3600),  # one day of seven gone, half used
+        five_hour=(80, 3 * 3600),  # 40% of five hours gone, 80% used
+        seven_day=(10, 6 * 24 * 3600),
+        seven_day_opus=(3, None),
+    )
+    run = await home.run("status")
+    assert (run.code, run.err) == (0, "")
+    assert run.lines[0].startswith(
+        "work: login present; five_hour 80%, seven_day 10%, seven_day_opus 3%, "
+        "seven_day_sonnet 50% ("
+    )
+    assert re.fullmatch(
+        rf"  five_hour: 80% used, 40% elapsed, 100% projected at {ISO}", run.lines[1]
+    ), run.lines[1]
+    assert run.lines[2:] == [
+        "  seven_day: 10% used, 14% elapsed, 100% not projected",
+        "  seven_day_opus: 3% used, elapsed unknown, 100% not projected",
+        f"  seven_day_sonnet: 50% used, 14% elapsed, 100% projected at "
+        f"{run.lines[4].rsplit(' ', 1)[1]}",
+    ]
+    run = await home.run("status", "--json")
+    pace = json.loads(run.out)["profiles"][0]["usage"]["pace"]
+    assert list(pace) == ["five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet"]
+    assert pace["five_hour"]["used_percentage"] == 80
+    assert pace["five_hour"]["elapsed_percentage"] == pytest.approx(40, abs=0.1)
+    # 80% in two hours: 100% two and a half hours after the start, half an hour from now.
+    assert pace["five_hour"]["projected_full_at"] == pytest.approx(now + 1800, abs=60)
+    assert pace["seven_day"]["projected_full_at"] is None
+    assert pace["seven_day_opus"] == {
+        "used_percentage": 3,
+        "elapsed_percentage": None,
+        "resets_at": None,
+        "projected_full_at": None,
+    }
+    assert pace["seven_day_sonnet"]["projected_full_at"] == pytest.approx(now + 24 * 3600, abs=60)
 
 
 async def test_status_exits_2_for_a_missing_login(home: Home) -> None:
@@ -318,7 +380,8 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
         "subscriptionType",
         "rateLimitTier",
     }
-    assert list(first["usage"]) == ["written_at", "age_seconds", "rate_limits"]
+    assert list(first["usage"]) == ["written_at", "age_seconds", "rate_limits", "pace"]
+    assert list(first["usage"]["pace"]) == ["five_hour", "seven_day"]
     assert first["usage"]["age_seconds"] >= 5
     assert second == {
         "label": "gone",
@@ -429,7 +492,7 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
         m
         for m in imported
         if m.split(".")[0] in {"httpx", "httpcore", "typer", "click", "aiohttp", "rich"}
-        or m in {"typing", "dataclasses", "inspect", "datetime"}
+        or m in {"typing", "dataclasses", "inspect", "datetime", "agent_accounts._pace"}
     }
     assert heavy == set()
 
@@ -441,11 +504,33 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 # second line is always the usage of the command in question.
 POLL_USAGE = "usage: account-cli poll [-h] [--write] [--refresh]"
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
-TOP_USAGE = "usage: account-cli [-h] {poll,status} ..."
+BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
+TOP_USAGE = "usage: account-cli [-h] {best,poll,status} ..."
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (poll or status)", TOP_USAGE),
-    (["nope"], "unknown command 'nope' (poll or status)", TOP_USAGE),
-    (["Poll"], "unknown command 'Poll' (poll or status)", TOP_USAGE),
+    ([], "missing command (best, poll or status)", TOP_USAGE),
+    (["nope"], "unknown command 'nope' (best, poll or status)", TOP_USAGE),
+    (["Poll"], "unknown command 'Poll' (best, poll or status)", TOP_USAGE),
+    (["Best"], "unknown command 'Best' (best, poll or status)", TOP_USAGE),
+    (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),
+    (["best", "extra"], "unrecognized arguments: extra", BEST_USAGE),
+    (["best", "--win", "five_hour"], "unrecognized arguments: --win five_hour", BEST_USAGE),
+    (["best", "--window"], "argument --window: expected one argument", BEST_USAGE),
+    (
+        ["best", "--window", "Five-Hour"],
+        "argument --window: not a window name: 'Five-Hour'",
+        BEST_USAGE,
+    ),
+    (["best", "--window="], "argument --window: not a window name: ''", BEST_USAGE),
+    (["best", "--json", "--json"], "argument --json: given twice", BEST_USAGE),
+    (["best", "--path", "--path"], "argument --path: given twice", BEST_USAGE),
+    (["best", "--json", "--path"], "argument --path: not allowed with argument --json", BEST_USAGE),
+    (["best", "--path", "--json"], "argument --json: not allowed with argument --path", BEST_USAGE),
+    (["best", "--path=x"], "argument --path: ignored explicit argument 'x'", BEST_USAGE),
+    (
+        ["best", "--window", "sk-ant-oat01-" + "A" * 40],
+        "argument --window: not a window name: '[REDACTED]'",
+        BEST_USAGE,
+    ),
     (["poll", "--nope"], "unrecognized arguments: --nope", POLL_USAGE),
     (["poll", "--wri"], "unrecognized arguments: --wri", POLL_USAGE),  # no abbreviations
     (["poll", "extra"], "unrecognized arguments: extra", POLL_USAGE),
@@ -499,7 +584,9 @@ async def test_a_bad_invocation_names_its_problem_and_exits_64(
     assert server.requests == []
 
 
-@pytest.mark.parametrize("args", [["-h"], ["--help"], ["poll", "-h"], ["status", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["-h"], ["--help"], ["poll", "-h"], ["status", "--help"], ["best", "-h"]]
+)
 async def test_h_and_help_print_the_help_and_exit_0(home: Home, args: list[str]) -> None:
     run = await home.run(*args)
     assert (run.code, run.err) == (0, "")
@@ -535,3 +622,80 @@ async def test_module_entry_point_runs_the_same_cli(home: Home) -> None:
         ["status", "--statusline"], home.env(), argv0=[sys.executable, "-m", "agent_accounts.cli"]
     )
     assert (run.code, run.out, run.err) == (0, "unknown|unknown|||||||\n", "")
+
+
+# --- best ---------------------------------------------------------------------------------------
+
+
+async def test_best_picks_the_most_headroom_among_usable_fresh_profiles(home: Home) -> None:
+    hour, day = 3600, 24 * 3600
+    now_ms = int(time.time() * 1000)
+    busy = home.add("busy")
+    plant_paced(busy, five_hour=(90, hour), seven_day=(10, day), seven_day_opus=(5, day))
+    roomy = home.add("roomy")
+    plant_paced(roomy, five_hour=(20, hour), seven_day=(30, day), seven_day_opus=(60, day))
+    # An expired login that can refresh qualifies, and has the most headroom over seven_day.
+    refreshable = home.add("refreshable", credentials(expires_at_ms=now_ms - hour * 1000))
+    plant_paced(refreshable, five_hour=(25, hour), seven_day=(5, day))
+    # The emptiest accounts are out: no refresh token, a stale reading, no login at all.
+    dead = home.add(
+        "dead",
+        credentials(
+            expires_at_ms=now_ms - 1000, extra_block={"refreshTokenExpiresAt": now_ms - 1000}
+        ),
+    )
+    plant_paced(dead, five_hour=(0, hour), seven_day=(0, day))
+    stale = home.add("stale")
+    plant_reading(stale, "old", time.time() - 3600, five_hour=0, seven_day=0)
+    home.add("nologin", seed=False)
+
+    run = await home.run("best")
+    assert (run.code, run.out, run.err) == (0, "refreshable\n", "")
+    run = await home.run("best", "--path")
+    assert (run.code, run.out, run.err) == (0, f"{refreshable}\n", "")
+    run = await home.run("best", "--window", "five_hour")
+    assert (run.code, run.out) == (0, "roomy\n")
+    run = await home.run("best", "--window", "seven_day_opus", "--json")
+    assert run.code == 0
+    doc = json.loads(run.out)
+    assert doc == {
+        "label": "busy",
+        "configDir": str(busy),
+        "headroom_percentage": 95,
+        "resets_at": doc["resets_at"],
+        "windows": ["seven_day_opus"],
+    }
+    assert doc["resets_at"] == pytest.approx(time.time() + day, abs=120)
+
+
+async def test_best_exits_2_with_each_reason_when_none_qualifies(home: Home) -> None:
+    now_ms = int(time.time() * 1000)
+    dead = home.add(
+        "dead",
+        credentials(
+            expires_at_ms=now_ms - 1000, extra_block={"refreshTokenExpiresAt": now_ms - 1000}
+        ),
+    )
+    plant_reading(dead, "s", time.time(), five_hour=1, seven_day=1)
+    stale = home.add("stale")
+    plant_reading(stale, "s", time.time() - 3600, five_hour=1, seven_day=1)
+    home.add("nologin", seed=False)
+    home.add("noreading")
+    run = await home.run("best")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (
+        "account-cli: no account qualifies (dead: login expired; nologin: login missing; "
+        "noreading: no reading; stale: reading stale)\n"
+    )
+    run = await home.run("best", "--window", "seven_day_opus", "--path")
+    assert run.code == 2
+    assert "stale: reading stale" in run.err
+
+
+async def test_best_without_profiles_exits_2(home: Home) -> None:
+    run = await home.run("best", "--json")
+    assert (run.code, run.out, run.err) == (
+        2,
+        "",
+        "account-cli: no account qualifies (no profiles found)\n",
+    )

@@ -87,7 +87,7 @@ def window_pace(name: str, window: RateWindow, now: float) -> WindowPace:
     at = _finite(now)
     if at is None:
         raise ValueError("now must be a finite number of epoch seconds")
-    used = float(window["used_percentage"])
+    used = window["used_percentage"]
     resets = _finite(window.get("resets_at"))
     length = WINDOW_SECONDS.get(name)
     if resets is None or length is None:

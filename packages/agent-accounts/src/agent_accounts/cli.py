@@ -74,9 +74,7 @@ def _percent(value: float) -> str:
 
 
 def _windows_text(rate_limits: dict[str, Any]) -> str:
-    # Known windows in the spec's order first (five_hour before seven_day), then any new ones.
-    known = ("five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet", "seven_day_oauth_apps")
-    names = sorted(rate_limits, key=lambda n: (known.index(n) if n in known else len(known), n))
+    names = sorted(rate_limits, key=_window_order)
     return ", ".join(f"{name} {_percent(rate_limits[name]['used_percentage'])}" for name in names)
 
 
@@ -164,12 +162,35 @@ def _login_line(label: str, login: Any) -> str:
     return f"{label}: login {detail}"
 
 
+def _window_order(name: str) -> tuple[int, str]:
+    # Known windows in the spec's order first (five_hour before seven_day), then any new ones.
+    from agent_accounts._usage import KNOWN_WINDOWS
+
+    return (KNOWN_WINDOWS.index(name) if name in KNOWN_WINDOWS else len(KNOWN_WINDOWS), name)
+
+
+def _pace_line(name: str, pace: dict[str, Any]) -> str:
+    """One window's pace for the text view: used, elapsed, and the projected time of 100%."""
+    parts = [f"{_percent(pace['used_percentage'])} used"]
+    elapsed = pace["elapsed_percentage"]
+    if elapsed is None:
+        parts.append("elapsed unknown")
+    else:
+        parts.append(f"{elapsed:.0f}% elapsed")
+    full = pace["projected_full_at"]
+    parts.append("100% not projected" if full is None else f"100% projected at {_iso(full)}")
+    return f"  {name}: {', '.join(parts)}"
+
+
 def _status(as_json: bool) -> int:
     import json
+    import time
 
+    from agent_accounts._pace import reading_pace
     from agent_accounts.io import discover_profiles, read_login_state, read_usage
     from agent_accounts.io._locks import held_lock_age
 
+    now = time.time()
     code = EXIT_OK
     rows: list[dict[str, Any]] = []
     profiles = discover_profiles()
@@ -207,6 +228,13 @@ def _status(as_json: bool) -> int:
                     "written_at": usage.reading["written_at"],
                     "age_seconds": usage.age_seconds,
                     "rate_limits": usage.reading["rate_limits"],
+                    "pace": {
+                        name: pace.to_json()
+                        for name, pace in sorted(
+                            reading_pace(usage.reading, now).items(),
+                            key=lambda item: _window_order(item[0]),
+                        )
+                    },
                 },
                 "refreshLock": None if lock_age is None else {"age_seconds": int(lock_age)},
             }
@@ -226,6 +254,9 @@ def _status(as_json: bool) -> int:
                 f"{_windows_text(usage_row['rate_limits'])} ({usage_row['age_seconds']}s old)"
             )
         sys.stdout.write(f"{row['label']}: {'; '.join(parts)}\n")
+        if usage_row is not None:
+            for name, pace in usage_row["pace"].items():
+                sys.stdout.write(_pace_line(name, pace) + "\n")
     return code
 
 
@@ -324,9 +355,58 @@ async def _poll(write: bool, refresh: bool) -> int:
     return max([code, *codes])
 
 
+# ---- best: the account to use now -------------------------------------------------------------
+
+
+def _best(windows: Sequence[str], as_json: bool, as_path: bool) -> int:
+    import json
+    import time
+
+    from agent_accounts._pace import BestCandidate, BestChoice, choose_best
+    from agent_accounts.io import discover_profiles, read_login_state, read_usage
+
+    candidates = []
+    for profile in discover_profiles():
+        try:
+            login: Any = read_login_state(profile.config_dir)
+        except OSError:
+            login = None
+        try:
+            usage = read_usage(profile.config_dir)
+        except OSError:
+            usage = None
+        candidates.append(
+            BestCandidate(
+                label=profile.label,
+                config_dir=str(profile.config_dir),
+                login=login,
+                reading=None if usage is None else usage.reading,
+            )
+        )
+    result = choose_best(candidates, time.time(), windows=windows)
+    if not isinstance(result, BestChoice):
+        why = "; ".join(f"{_shown(label)}: {reason}" for label, reason in result.rejected)
+        _err(f"no account qualifies ({why or 'no profiles found'})")
+        return EXIT_LOGIN
+    if as_path:
+        sys.stdout.write(_shown(result.config_dir) + "\n")
+    elif as_json:
+        doc = {
+            "label": _shown(result.label),
+            "configDir": _shown(result.config_dir),
+            "headroom_percentage": result.headroom_percentage,
+            "resets_at": result.resets_at,
+            "windows": list(result.windows),
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(_shown(result.label) + "\n")
+    return EXIT_OK
+
+
 # ---- the command line: one parser, one usage-error type, one boundary --------------------------
 
-COMMANDS: Final = ("poll", "status")
+COMMANDS: Final = ("best", "poll", "status")
 
 
 class UsageError(Exception):
@@ -363,7 +443,21 @@ def _parser() -> tuple[Any, dict[str, Any]]:
         "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
         allow_abbrev=False,
     )
-    commands = top.add_subparsers(dest="command", required=True, metavar="{poll,status}")
+    commands = top.add_subparsers(dest="command", required=True, metavar="{best,poll,status}")
+    best = commands.add_parser(
+        "best",
+        help="print the label of the profile with the most headroom now (exit 2 if none)",
+        allow_abbrev=False,
+    )
+    best.add_argument(
+        "--window",
+        action="append",
+        metavar="NAME",
+        help="a window to weigh (repeatable; default: five_hour and seven_day)",
+    )
+    best_shape = best.add_mutually_exclusive_group()
+    best_shape.add_argument("--json", action=Once, help="print JSON")
+    best_shape.add_argument("--path", action=Once, help="print its config dir")
     poll = commands.add_parser(
         "poll", help="poll the usage endpoint for every profile", allow_abbrev=False
     )
@@ -379,22 +473,29 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     shape = status.add_mutually_exclusive_group()
     shape.add_argument("--json", action=Once, help="print JSON")
     shape.add_argument("--statusline", action=Once, help="print status-line rows (always exit 0)")
-    return top, {"poll": poll, "status": status}
+    return top, {"best": best, "poll": poll, "status": status}
 
 
 def _parse(args: list[str]) -> Any:
     """Return the parsed namespace; raise `UsageError` naming the problem."""
     top, subparsers = _parser()
     if not args:
-        raise UsageError("missing command (poll or status)", top.format_usage())
+        raise UsageError("missing command (best, poll or status)", top.format_usage())
     if args and not args[0].startswith("-") and args[0] not in COMMANDS:
-        raise UsageError(f"unknown command {args[0]!r} (poll or status)", top.format_usage())
+        raise UsageError(f"unknown command {args[0]!r} (best, poll or status)", top.format_usage())
     ns, extra = top.parse_known_args(args)
     usage = subparsers[ns.command].format_usage()
     if extra:
         raise UsageError(f"unrecognized arguments: {' '.join(extra)}", usage)
     if ns.command == "poll" and ns.refresh and not ns.write:
         raise UsageError("--refresh needs --write", usage)
+    if ns.command == "best":
+        from agent_accounts._usage import is_window_name
+
+        for name in ns.window or ():
+            if not is_window_name(name):
+                raise UsageError(f"argument --window: not a window name: {name!r}", usage)
+        ns.window = tuple(dict.fromkeys(ns.window or ("five_hour", "seven_day")))
     return ns
 
 
@@ -404,6 +505,8 @@ def _dispatch(args: list[str]) -> int:
         import asyncio
 
         return asyncio.run(_poll(ns.write, ns.refresh))
+    if ns.command == "best":
+        return _best(ns.window, ns.json, ns.path)
     if ns.statusline:
         return _run_statusline()
     return _status(ns.json)
