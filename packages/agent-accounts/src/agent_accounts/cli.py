@@ -363,16 +363,23 @@ def _best(windows: Sequence[str], as_json: bool, as_path: bool) -> int:
     import time
 
     from agent_accounts._pace import BestCandidate, BestChoice, choose_best
-    from agent_accounts.io import discover_profiles, read_login_state, read_usage
+    from agent_accounts.io import discover_profiles, read_login_state
+    from agent_accounts.io._readings import newest_reading
 
+    now = time.time()
     candidates = []
     for profile in discover_profiles():
         try:
-            login: Any = read_login_state(profile.config_dir)
+            login: Any = read_login_state(profile.config_dir, now=now * 1000)
         except OSError:
             login = None
         try:
-            usage = read_usage(profile.config_dir)
+            # The newest reading holding every named window (its text fields are never printed,
+            # so they need no redaction); failing that, the newest at all, so the reason given
+            # is the window it lacks rather than no reading.
+            usage = newest_reading(profile.config_dir, windows=windows, redact_text=False)
+            if usage is None:
+                usage = newest_reading(profile.config_dir, redact_text=False)
         except OSError:
             usage = None
         candidates.append(
@@ -380,10 +387,10 @@ def _best(windows: Sequence[str], as_json: bool, as_path: bool) -> int:
                 label=profile.label,
                 config_dir=str(profile.config_dir),
                 login=login,
-                reading=None if usage is None else usage.reading,
+                reading=None if usage is None else usage[0],
             )
         )
-    result = choose_best(candidates, time.time(), windows=windows)
+    result = choose_best(candidates, now, windows=windows)
     if not isinstance(result, BestChoice):
         why = "; ".join(f"{_shown(label)}: {reason}" for label, reason in result.rejected)
         _err(f"no account qualifies ({why or 'no profiles found'})")
@@ -437,15 +444,31 @@ def _parser() -> tuple[Any, dict[str, Any]]:
                 raise argparse.ArgumentError(self, "given twice")
             setattr(namespace, self.dest, True)
 
+    class Formatter(argparse.HelpFormatter):
+        """argparse's formatter, sized without `shutil` (its import pulls in bz2 and lzma)."""
+
+        def __init__(self, prog: str) -> None:
+            width = os.environ.get("COLUMNS", "")
+            try:
+                columns = int(width) if width.isdigit() else os.get_terminal_size(1).columns
+            except OSError:  # not a terminal
+                columns = 80
+            super().__init__(prog, width=max(columns, 20) - 2)
+
     top = Parser(
         prog=PROG,
+        formatter_class=Formatter,
         description="Local agent-account usage and login state (every profile discover_profiles "
         "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
         allow_abbrev=False,
     )
-    commands = top.add_subparsers(dest="command", required=True, metavar="{best,poll,status}")
+    # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
+    commands = top.add_subparsers(
+        dest="command", required=True, metavar="{best,poll,status}", prog=PROG
+    )
     best = commands.add_parser(
         "best",
+        formatter_class=Formatter,
         help="print the label of the profile with the most headroom now (exit 2 if none)",
         allow_abbrev=False,
     )
@@ -459,7 +482,10 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     best_shape.add_argument("--json", action=Once, help="print JSON")
     best_shape.add_argument("--path", action=Once, help="print its config dir")
     poll = commands.add_parser(
-        "poll", help="poll the usage endpoint for every profile", allow_abbrev=False
+        "poll",
+        help="poll the usage endpoint for every profile",
+        allow_abbrev=False,
+        formatter_class=Formatter,
     )
     poll.add_argument("--write", action=Once, help="store each reading as usage-poll.json")
     poll.add_argument(
@@ -467,6 +493,7 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     )
     status = commands.add_parser(
         "status",
+        formatter_class=Formatter,
         help="report login state and the newest reading of every profile (no request)",
         allow_abbrev=False,
     )
@@ -484,17 +511,20 @@ def _parse(args: list[str]) -> Any:
     if args and not args[0].startswith("-") and args[0] not in COMMANDS:
         raise UsageError(f"unknown command {args[0]!r} (best, poll or status)", top.format_usage())
     ns, extra = top.parse_known_args(args)
-    usage = subparsers[ns.command].format_usage()
+    # Formatted only for an error: argparse's formatter imports shutil (and bz2, lzma).
+    command = subparsers[ns.command]
     if extra:
-        raise UsageError(f"unrecognized arguments: {' '.join(extra)}", usage)
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command.format_usage())
     if ns.command == "poll" and ns.refresh and not ns.write:
-        raise UsageError("--refresh needs --write", usage)
+        raise UsageError("--refresh needs --write", command.format_usage())
     if ns.command == "best":
         from agent_accounts._usage import is_window_name
 
         for name in ns.window or ():
             if not is_window_name(name):
-                raise UsageError(f"argument --window: not a window name: {name!r}", usage)
+                raise UsageError(
+                    f"argument --window: not a window name: {name!r}", command.format_usage()
+                )
         ns.window = tuple(dict.fromkeys(ns.window or ("five_hour", "seven_day")))
     return ns
 
