@@ -1,6 +1,7 @@
 """The forge the forge-automation README's gh examples run against: the real `gh`, logged in to
 the local forge API of the package's own tests (`forge_support.ForgeServer`), which holds
-`acme/widgets` with PR #42 (required check `ci` green, `lint` failed, strict base)."""
+`acme/widgets` with PR #42 (required check `ci` green, `lint` failed without a log but with an
+annotation, strict base)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ def readme_forge() -> Iterator[dict[str, str]]:
     repo.pr_files[42] = [{"filename": "retry.py", "status": "added"}]
     repo.set_rulesets("main", ["ci"], strict=True)
     repo.add_run(head, "ci", "success", run_id=880)
-    repo.add_run(head, "lint", "failure", run_id=881)
+    # The lint job's log is gone; ci-failures shows its annotations and summary instead.
+    lint = repo.add_run(head, "lint", "failure", run_id=881)
+    lint["output"] = {"title": "1 error", "summary": "ruff found 1 error.", "annotations_count": 1}
+    repo.annotations[881] = [
+        {"path": "retry.py", "start_line": 3, "message": "F401 `time` imported but unused"}
+    ]
     repo.add_run(head, "docs", "success", run_id=882)
     repo.add_run(head, "typecheck", "success", run_id=883)
     with ForgeServer(state) as server:

@@ -93,6 +93,8 @@ class RepoState:
     force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
     # Raw job logs by check run (job) id, served through actions/jobs/{id}/logs.
     job_logs: dict[int, bytes] = field(default_factory=dict)
+    # Check-run annotations by check run id, served through check-runs/{id}/annotations.
+    annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     # Where refs/pull/<n>/head points when not at the PR's head: the forge moves that ref after a
     # push, not with it, so a read through it can describe the previous head (or a newer one).
     pull_heads: dict[int, str] = field(default_factory=dict)
@@ -492,6 +494,7 @@ class _Api:
             (r"/rules/branches/(.+)", "GET", self.branch_rules),
             (r"/branches/(.+)/protection/required_status_checks", "GET", self.classic),
             (r"/check-runs/(\d+)", "GET", self.get_check_run),
+            (r"/check-runs/(\d+)/annotations", "GET", self.check_run_annotations),
             (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
         ]
 
@@ -836,6 +839,29 @@ class _Api:
             if run["id"] == int(run_id):
                 return 200, run, {}
         raise _error(404, "Not Found")
+
+    def check_run_annotations(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, run_id: str
+    ) -> Any:
+        if not any(run["id"] == int(run_id) for run in repo.check_runs):
+            raise _error(404, "Not Found")
+        rows = [
+            {
+                "path": a["path"],
+                "blob_href": f"http://github.localhost/{repo.full_name}/blob/x/{a['path']}",
+                "start_line": a["start_line"],
+                "end_line": a.get("end_line", a["start_line"]),
+                "start_column": None,
+                "end_column": None,
+                "annotation_level": a.get("annotation_level", "failure"),
+                "title": a.get("title"),
+                "message": a.get("message"),
+                "raw_details": None,
+            }
+            for a in repo.annotations.get(int(run_id), [])
+        ]
+        chunk, headers = self._paginate(request, rows)
+        return 200, chunk, headers
 
     def job_logs(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, job_id: str

@@ -219,3 +219,84 @@ def test_bad_arguments_exit_2(server: ForgeServer, args: list[str]) -> None:
     assert done.stderr.startswith("forge-cli: ")
     assert "Traceback" not in done.stderr
     assert server.requests() == []
+
+
+# -- without a log: annotations and the output summary ---------------------------------------------
+
+
+def _annotated_run(repo: RepoState, number: int, log: bytes | None) -> None:
+    head = repo.add_commit(f"annotated{number}")
+    repo.add_pr(number, head_ref=f"a{number}", head_sha=head)
+    run = repo.add_run(head, "lint", "failure", run_id=number * 100, log=log)
+    run["output"] = {
+        "title": "2 errors",
+        "summary": f"ruff found problems\n\x1b[31mtoken {APP_TOKEN}\x1b[0m",
+        "annotations_count": 3,
+    }
+    repo.annotations[run["id"]] = [
+        {"path": "src/a.py", "start_line": 3, "message": "F401 `os` imported but unused"},
+        {
+            "path": "src/b.py",
+            "start_line": 10,
+            "title": "E501",
+            "message": "Line too long\nsecond line",
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("log", "problem"),
+    [(None, "log unavailable (HTTP 404)"), (b"", "log empty"), (b"\n  \n", "log empty")],
+)
+def test_without_a_log_the_annotations_and_summary_are_shown(
+    server: ForgeServer, log: bytes | None, problem: str
+) -> None:
+    repo = server.state.repo(REPO)
+    _annotated_run(repo, 9, log)
+    done = cli(server, "ci-failures", f"{REPO}#9")
+    assert (done.returncode, done.stderr) == (0, "")
+    shown = done.stdout.splitlines()
+    assert shown[1:-1] == [
+        f"  {problem}",
+        "  src/a.py:3: F401 `os` imported but unused",
+        "  src/b.py:10: E501: Line too long",
+        "    second line",
+        "  (1 more annotations)",
+        "  summary:",
+        "    2 errors",
+        "    ruff found problems",
+    ]
+    # gh itself may show an escape as `^[`; no escape byte and no token reaches the terminal.
+    assert shown[-1].startswith("    ")
+    assert "token [redacted]" in shown[-1]
+    assert len([r for r in server.requests("GET") if r.path.endswith("/annotations")]) == 1
+    data = json.loads(cli(server, "ci-failures", f"{REPO}#9", "--json").stdout)
+    (job,) = data["jobs"]
+    assert (job["error"], job["log"]) == (problem, None)
+    assert [(a["path"], a["line"], a["title"]) for a in job["annotations"]] == [
+        ("src/a.py", 3, None),
+        ("src/b.py", 10, "E501"),
+    ]
+    assert APP_TOKEN not in done.stdout + json.dumps(data)
+    assert "\x1b" not in done.stdout + job["summary"]
+
+
+def test_a_job_with_a_log_reads_no_annotations(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    _annotated_run(repo, 10, (LOGS / "pytest.log").read_bytes())
+    done = cli(server, "ci-failures", f"{REPO}#10")
+    assert done.returncode == 0
+    assert FIRST_FAILURE["pytest.log"] in done.stdout
+    assert not [r for r in server.requests("GET") if r.path.endswith("/annotations")]
+    data = json.loads(cli(server, "ci-failures", f"{REPO}#10", "--json").stdout)
+    assert (data["jobs"][0]["annotations"], data["jobs"][0]["summary"]) == (None, None)
+
+
+def test_without_a_log_or_annotations_it_says_so(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    head = repo.add_commit("bare")
+    repo.add_pr(11, head_ref="bare", head_sha=head)
+    repo.add_run(head, "build", "failure", run_id=1100, log=b"")
+    done = cli(server, "ci-failures", f"{REPO}#11")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[1:] == ["  log empty", "  no annotations or summary"]

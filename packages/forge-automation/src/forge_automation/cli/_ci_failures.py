@@ -56,11 +56,90 @@ def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
     return body.decode("utf-8", "replace"), None
 
 
+# Without a log (gone, empty, or a job that never started) the check run's annotations and its
+# output summary say what failed; at most this many annotations and lines per message are shown.
+MAX_ANNOTATIONS = 50
+_MESSAGE_LINES = 5
+_CONTROL = str.maketrans(dict.fromkeys([*range(9), *range(11, 32), *range(127, 160)]))
+
+
+def _clean(text: str) -> str:
+    """Return forge-written text safe to print: secrets cut, control characters (ESC) dropped."""
+    from .._redact import redact_forge_secrets
+
+    return redact_forge_secrets(text).translate(_CONTROL)
+
+
+def _json_answer(status: int, body: bytes) -> object:
+    import json
+
+    if status != 200:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _annotation(value: object) -> dict[str, object] | None:
+    if not isinstance(value, dict):
+        return None
+    path, line, message = value.get("path"), value.get("start_line"), value.get("message")
+    if not isinstance(path, str) or not isinstance(line, int) or isinstance(line, bool):
+        return None
+    level, title = value.get("annotation_level"), value.get("title")
+    return {
+        "path": _clean(path),
+        "line": line,
+        "level": _clean(level) if isinstance(level, str) else None,
+        "title": _clean(title) if isinstance(title, str) else None,
+        "message": _clean(message) if isinstance(message, str) else "",
+    }
+
+
+def _without_log(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[str, object]]:
+    """Return the human lines and JSON fields of a failed job's annotations and output summary."""
+    from urllib.parse import quote
+
+    base = f"repos/{quote(repo, safe='/')}/check-runs/{run.id}"
+    (a_status, a_body), (r_status, r_body) = parallel(
+        lambda: _gh_get(f"{base}/annotations?per_page={MAX_ANNOTATIONS}"),
+        lambda: _gh_get(base),
+    )
+    human: list[str] = []
+    rows = _json_answer(a_status, a_body)
+    annotations: list[dict[str, object]] | None = None
+    if isinstance(rows, list):
+        annotations = [a for a in (_annotation(r) for r in rows) if a is not None]
+        for a in annotations:
+            message = str(a["message"]).splitlines() or [""]
+            head = f"{a['title']}: {message[0]}" if a["title"] else message[0]
+            human.append(f"  {a['path']}:{a['line']}: {head}".rstrip())
+            human.extend(f"    {more}" for more in message[1:_MESSAGE_LINES])
+    else:
+        human.append(f"  annotations unavailable (HTTP {a_status})")
+    checked = _json_answer(r_status, r_body)
+    output = checked.get("output") if isinstance(checked, dict) else None
+    summary: str | None = None
+    if isinstance(output, dict):
+        title, text = output.get("title"), output.get("summary")
+        parts = [p for p in (title, text) if isinstance(p, str) and p.strip()]
+        summary = _clean("\n".join(parts)) if parts else None
+        count = output.get("annotations_count")
+        if annotations is not None and isinstance(count, int) and count > len(annotations):
+            human.append(f"  ({count - len(annotations)} more annotations)")
+    if summary:
+        human.append("  summary:")
+        human.extend(f"    {line}".rstrip() for line in summary.splitlines()[:lines])
+    if not annotations and not summary:
+        human.append("  no annotations or summary")
+    return human, {"annotations": annotations, "summary": summary}
+
+
 def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[str, object]]:
     from .._logs import summarize_job_log
 
     url = run.details_url or "-"
-    text, problem = _job_log(repo, run.id)
     human = [f"FAILED {run.name} {url}"]
     record: dict[str, object] = {
         "id": run.id,
@@ -68,14 +147,19 @@ def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[s
         "url": run.details_url,
         "conclusion": run.conclusion,
     }
+    text, problem = _job_log(repo, run.id)
+    if text is not None and not text.strip():
+        text, problem = None, "log empty"
     if text is None:
         human.append(f"  {problem}")
-        record.update(error=problem, log=None, lines=[])
+        more, fields = _without_log(repo, run, lines)
+        human.extend(more)
+        record.update(error=problem, log=None, lines=[], **fields)
         return human, record
     summary = summarize_job_log(text, lines=lines)
     shown = list(summary.display_lines())
     human.extend(f"  {line}" for line in shown)
-    record.update(error=None, log=summary.to_json(), lines=shown)
+    record.update(error=None, log=summary.to_json(), lines=shown, annotations=None, summary=None)
     return human, record
 
 
