@@ -1,7 +1,8 @@
 """`build_http_app`: the daemon's aiohttp app, testable alone by issuing requests to it.
 
 Middleware order is the spec's: the guards, then the gate (when given), then the routes
-(`/health`, `/version`, `/events`, `/rpc/{name}`, `/mcp` when a tool prefix is set), then the
+(`/health`, `/version`, `/events`, `/rpc/{name}`, `/openapi.json` when asked for, `/mcp` when a
+tool prefix is set), then the
 product's own routes from `mount_routes`.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler, Middleware
 
 from ._events import EventHub, events_handler
@@ -35,6 +37,26 @@ from ._types import (
 __all__ = ["LIFECYCLE_KEY", "Lifecycle", "build_http_app"]
 
 _log = logging.getLogger("local_daemon")
+
+
+class _OneLineBadRequests(logging.Filter):
+    """A request aiohttp's parser refuses (it answers 400) logs one line, never a traceback: a
+    hostile client must not fill the journal, and the line never quotes the request's bytes,
+    which may hold a credential."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = f"{record.getMessage()}: malformed request ({type(exc).__name__})"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+# aiohttp's per-connection errors go here instead of its own `aiohttp.server` logger.
+_http_log = logging.getLogger("local_daemon.http")
+_http_log.addFilter(_OneLineBadRequests())
 
 
 @dataclass(slots=True, kw_only=True)
@@ -100,11 +122,13 @@ def build_http_app(
     allowed_hosts: frozenset[str] | None = None,
     allowed_origins: frozenset[str] | None = None,
     lifecycle: Lifecycle | None = None,
+    openapi: bool = False,
 ) -> web.Application:
     """Build the HTTP app: guards, optional gate, core routes, `/mcp` and product routes.
 
     The loopback allowlist is built from `port`, `host` and `guards`; `allowed_hosts` and
     `allowed_origins` replace it outright (the remote listener's exact allowlist).
+    `openapi=True` adds `GET /openapi.json`, the OpenAPI document of every `/rpc/<name>`.
     """
     log = logger or _log
     event_hub = hub if hub is not None else EventHub(logger=log)
@@ -144,6 +168,7 @@ def build_http_app(
             "access_log": None,
             "lingering_time": LINGERING_TIME,
             "keepalive_timeout": IDLE_TIMEOUT,
+            "logger": _http_log,
         },
     )
     app[LIFECYCLE_KEY] = state
@@ -195,6 +220,15 @@ def build_http_app(
             gated=gate is not None,
         ),
     )
+    if openapi:
+        from ._openapi import OPENAPI_PATH, openapi_document
+
+        async def openapi_route(request: web.Request) -> web.Response:
+            # Built per request: a registry may add or drop commands while the daemon runs.
+            document = openapi_document(registry, version=version, gated=gate is not None)
+            return web.json_response(document, headers=_NO_STORE)
+
+        app.router.add_get(OPENAPI_PATH, openapi_route)
     if tool_prefix is not None:
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
         from ._mcp import mcp_http_handler

@@ -134,6 +134,7 @@ class ServeArgs:
     tls_key: Path | None = None
     log_level: str = "info"
     insecure_unauthenticated_host: bool = False
+    openapi: bool = False
 
 
 def serve(args: ServeArgs) -> None:
@@ -197,6 +198,7 @@ def serve(args: ServeArgs) -> None:
         "remote": remote,
         "listen_fd": listen_fd,
         "insecure_unauthenticated_host": args.insecure_unauthenticated_host,
+        "openapi": args.openapi,
     }
     try:
         asyncio.run(run_daemon_until_signal(**options))

@@ -129,12 +129,14 @@ async def start_daemon(
     format_error: ErrorFormatter | None = None,
     logger: logging.Logger | None = None,
     insecure_unauthenticated_host: bool = False,
+    openapi: bool = False,
 ) -> DaemonHandle:
     """Bind, serve, start the watcher, then write the pid file; return the running daemon.
 
     The loopback listener has no credential: a non-loopback `host` (or inherited socket) is
     refused with `RemoteBindError` unless `insecure_unauthenticated_host=True`; `remote` is the
-    way to serve other devices.
+    way to serve other devices. `openapi=True` serves `GET /openapi.json` (on the remote listener
+    too, behind its gate).
     """
     log = logger or _log
     if listen_fd is None:
@@ -180,6 +182,7 @@ async def start_daemon(
             "logger": log,
             "lifecycle": lifecycle,
             "port": bound_port,
+            "openapi": openapi,
         }
         app = build_http_app(**common, guards=guards, tool_prefix=tool_prefix, host=bound_host)
         runner = web.AppRunner(

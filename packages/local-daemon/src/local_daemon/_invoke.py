@@ -126,7 +126,9 @@ async def invoke(
         data = await _call(registry, name, args, context)
         # Refuse a result that cannot be sent here, so every surface reports it the same way;
         # the text is kept so `/rpc` sends it without encoding the data a second time.
-        encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if not encoded.isascii():
+            encoded.encode("utf-8")  # a lone surrogate cannot go out either
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -1,7 +1,8 @@
 """`POST /rpc/{name}`: the body cap, JSON parsing and the command call.
 
 Checks apply in the spec's order (the guards ran before): 413 body over the cap, 404 unknown
-command, 400 bad JSON or arguments, then the command's own refusals (403, 429) and 500.
+command, 400 bad JSON (strict: no `NaN`, no lone surrogate, no nesting too deep to parse) or
+arguments, then the command's own refusals (403, 429) and 500.
 
 The body is never held beyond the cap: a `Content-Length` over it is refused (413) before a byte
 is read, and a chunked body is counted as it arrives and refused the moment it passes the cap. A
@@ -107,6 +108,33 @@ async def _read_capped(request: web.Request, cap: int) -> bytes:
         body += chunk
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_text(value: Any) -> None:
+    # Walked only when the body holds a `\u` escape: a lone surrogate (`"\ud800"`) parses into a
+    # str that cannot be encoded again, so no answer could carry it back.
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            key.encode("utf-8")
+            _check_text(item)
+
+
+def _loads(raw: bytes) -> Any:
+    """Parse a body as strict JSON: no `NaN`/`Infinity`, no lone surrogates (ValueError or
+    UnicodeError otherwise); nesting too deep to parse raises RecursionError."""
+    value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    if b"\\u" in raw:
+        _check_text(value)
+    return value
+
+
 def _known(registry: CommandRegistry, name: str) -> bool:
     try:
         return any(info.name == name for info in registry.commands())
@@ -133,8 +161,8 @@ def rpc_handler(
             return _too_large()
         args: Any
         try:
-            args = {} if not raw or raw.isspace() else json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            args = {} if not raw or raw.isspace() else _loads(raw)
+        except (UnicodeError, ValueError, RecursionError):
             if not _known(registry, name):
                 return envelope_response(
                     Outcome(status=404, envelope=error_envelope(64, f"unknown command: {name}"))

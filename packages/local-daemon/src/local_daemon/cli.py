@@ -187,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
         "runs every command (use --remote-host to serve other devices)",
     )
 
+    serve.add_argument(
+        "--openapi",
+        action=_Flag,
+        help="serve GET /openapi.json: the OpenAPI document of every /rpc/<name>",
+    )
+
     health = _command(
         sub,
         "health",
@@ -263,6 +269,7 @@ def _serve_args(ns: argparse.Namespace) -> ServeArgs:
         tls_key=ns.tls_key,
         log_level=ns.log_level,
         insecure_unauthenticated_host=ns.insecure_unauthenticated_host,
+        openapi=ns.openapi,
     )
 
 
