@@ -152,6 +152,14 @@ def build_http_app(
         if allowed_origins is not None:
             origins = frozenset(allowed_origins)
         middlewares = list(guard_middlewares(hosts, origins, client_header_exempt=exempt))  # type: ignore[arg-type]
+    on_prepare: list[Any] = []
+    if guards is not None and guards.cors_origins and allowed_origins is None:
+        # Loopback only, like `allowed_origins`: the remote app is built with its own allowlist.
+        from ._cors import cors
+
+        preflight, prepare_hook = cors(guards.cors_origins)
+        middlewares.append(preflight)
+        on_prepare.append(prepare_hook)
     if gate is not None:
         # Imported here: only a gated app (the remote listener's) pays for the gate's module.
         from ._gate import gate_middleware
@@ -172,6 +180,7 @@ def build_http_app(
         },
     )
     app[LIFECYCLE_KEY] = state
+    app.on_response_prepare.extend(on_prepare)
     pid = os.getpid()
 
     async def health_route(request: web.Request) -> web.Response:

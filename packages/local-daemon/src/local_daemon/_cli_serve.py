@@ -125,6 +125,7 @@ class ServeArgs:
     watch_root: Path | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ()
     max_body_bytes: int | None = None
     remote_host: str | None = None
     token_file: Path | None = None
@@ -191,6 +192,7 @@ def serve(args: ServeArgs) -> None:
             allowed_hosts=args.allowed_hosts,
             allowed_origins=args.allowed_origins,
             mcp_client_header=args.mcp_client_header,
+            cors_origins=args.cors_origins,
         ),
         "rpc_body_limit": None
         if args.max_body_bytes is None

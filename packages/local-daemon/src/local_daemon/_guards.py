@@ -45,11 +45,15 @@ class Guards:
 
     `mcp_client_header=True` makes `/mcp` demand `x-local-client` like every other route; off by
     default, since stock MCP clients send no custom header (the other three guards still apply).
+
+    `cors_origins` (none by default) are origins whose pages get CORS preflight answers and
+    readable answers (`_cors`); each is also an allowed origin. Host guard still applies.
     """
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     mcp_client_header: bool = False
+    cors_origins: tuple[str, ...] = ()
 
 
 def guard_refusal(status: int, code: int, message: str) -> web.Response:
@@ -95,6 +99,7 @@ def loopback_allowlist(
     origins = {f"{scheme}://{entry}" for entry in hosts for scheme in ("http", "https")}
     if guards is not None:
         origins.update(_origin_form(origin) for origin in guards.allowed_origins)
+        origins.update(_origin_form(origin) for origin in guards.cors_origins)
     return frozenset(hosts), frozenset(origins)
 
 

@@ -155,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="extra origin for loopback (repeatable)",
     )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="origin whose pages get CORS answers, e.g. a browser MCP client (repeatable)",
+    )
     serve.add_argument("--max-body-bytes", **once, type=int, metavar="N", help="RPC body cap")
     serve.add_argument("--remote-host", **once, metavar="IP", help="IP literal of the TLS listener")
     serve.add_argument(
@@ -260,6 +267,7 @@ def _serve_args(ns: argparse.Namespace) -> ServeArgs:
         watch_root=ns.watch_root,
         allowed_hosts=tuple(ns.allowed_host),
         allowed_origins=tuple(ns.allowed_origin),
+        cors_origins=tuple(ns.cors_origin),
         max_body_bytes=ns.max_body_bytes,
         remote_host=ns.remote_host,
         token_file=ns.token_file,
