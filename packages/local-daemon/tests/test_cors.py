@@ -114,3 +114,36 @@ async def test_none_by_default(tmp_path: Path) -> None:
         assert status >= 400
         assert cors_headers(headers) == {}
         assert "vary" not in headers
+
+
+@pytest.mark.slow
+async def test_serve_cors_origin_flag(tmp_path: Path) -> None:
+    import asyncio
+
+    from daemon_support import DaemonProcess
+
+    daemon = DaemonProcess(
+        tmp_path / "state",
+        "--tool-prefix",
+        "d",
+        "--cors-origin",
+        INSPECTOR,
+        "--cors-origin",
+        "https://a.test",
+    )
+    try:
+        port = await asyncio.to_thread(daemon.wait_ready)
+        for origin in (INSPECTOR, "https://a.test"):
+            status, headers, _ = await http(
+                port, "OPTIONS", "/mcp", headers=preflight_headers(origin)
+            )
+            assert status == 204
+            assert headers["access-control-allow-origin"] == origin
+        status, headers, _ = await http(
+            port, "OPTIONS", "/mcp", headers=preflight_headers("https://b.test")
+        )
+        assert status >= 400
+        assert cors_headers(headers) == {}
+    finally:
+        stderr = await asyncio.to_thread(daemon.stop)
+    assert "Traceback" not in stderr
