@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -699,3 +700,32 @@ async def test_best_without_profiles_exits_2(home: Home) -> None:
         "",
         "account-cli: no account qualifies (no profiles found)\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["status"], 128 + 13),
+        (["status", "--json"], 128 + 13),
+        (["status", "--statusline"], 0),  # the status line always exits 0 (spec)
+    ],
+)
+def test_a_reader_that_went_away_ends_quietly(home: Home, args: list[str], code: int) -> None:
+    # `account-cli status | head -0`: the pipe's read end is closed before the first write.
+    plant_reading(home.add(".agent"), "s1", time.time() - 30, five_hour=23, seven_day=41.5)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [account_cli(), *args],
+            env=home.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.stderr == b""
+    assert proc.returncode == code

@@ -228,6 +228,9 @@ _SOURCES: Final[dict[str, tuple[str, int]]] = {
     "_NEXT_ITEM": (r"[ \t]{0,16}+,[ \t]{0,16}+" + _PARAM_NAME + "(?:" + _VALUE + ")", re.ASCII),
     # What a value opens with, to keep: a quote in any encoding.
     "_OPENER": (_QUOTE, re.ASCII),
+    # What a quoted value closes with, to keep: the closing quote may be spelt another way than
+    # the opening one (`&quot;...&#34;`), and dropping it would leave a second pass a new value.
+    "_CLOSER": (_QUOTE + r"\Z", re.ASCII),
     "_ITEM": (_PARAM_NAME, re.ASCII),
 }
 
@@ -272,6 +275,10 @@ def _masked_value(value: str) -> str:
     quote = opener.group()
     if len(value) >= 2 * len(quote) and value.endswith(quote):
         return quote + REDACTED + quote
+    # A quote's longest spelling is well under 80 characters; search only the tail (linear).
+    closer = _pattern("_CLOSER").search(value, max(len(quote), len(value) - 80))
+    if closer is not None:
+        return quote + REDACTED + closer.group()
     return quote + REDACTED
 
 

@@ -555,6 +555,8 @@ def _run(args: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise  # handled in main, the same for every command
     except ValueError:  # a refused base URL: the URL itself is never printed
         _err("configuration refused (check AGENT_API_BASE_URL and AGENT_AUTH_URL)")
         return EXIT_USAGE
@@ -566,10 +568,19 @@ def _run(args: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run `account-cli`; exits with the spec's code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args == ["status", "--statusline"]:
-        # The hot path, on every prompt: straight to the status line, before argparse loads.
-        raise SystemExit(_run_statusline())
-    raise SystemExit(_run(args))
+    try:
+        if args == ["status", "--statusline"]:
+            # The hot path, on every prompt: straight to the status line, before argparse loads.
+            code = _run_statusline()
+        else:
+            code = _run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`account-cli status | head -1`): stop quietly, as a program
+        # killed by SIGPIPE would, and keep the interpreter's final flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + 13
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":
