@@ -95,6 +95,8 @@ class RepoState:
     job_logs: dict[int, bytes] = field(default_factory=dict)
     # Check-run annotations by check run id, served through check-runs/{id}/annotations.
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # Actions workflow runs (GitHub's workflow-run shape), served through actions/runs.
+    workflow_runs: list[dict[str, Any]] = field(default_factory=list)
     # Where refs/pull/<n>/head points when not at the PR's head: the forge moves that ref after a
     # push, not with it, so a read through it can describe the previous head (or a newer one).
     pull_heads: dict[int, str] = field(default_factory=dict)
@@ -496,6 +498,7 @@ class _Api:
             (r"/check-runs/(\d+)", "GET", self.get_check_run),
             (r"/check-runs/(\d+)/annotations", "GET", self.check_run_annotations),
             (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
+            (r"/actions/runs", "GET", self.list_workflow_runs),
         ]
 
     # -- REST handlers ---------------------------------------------------------------------------
@@ -862,6 +865,12 @@ class _Api:
         ]
         chunk, headers = self._paginate(request, rows)
         return 200, chunk, headers
+
+    def list_workflow_runs(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
+        wanted = request.query.get("head_sha")
+        runs = [r for r in repo.workflow_runs if wanted is None or r["head_sha"] == wanted]
+        chunk, headers = self._paginate(request, runs)
+        return 200, {"total_count": len(runs), "workflow_runs": chunk}, headers
 
     def job_logs(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, job_id: str

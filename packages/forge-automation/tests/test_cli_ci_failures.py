@@ -115,7 +115,8 @@ def test_at_most_five_jobs_and_the_rest_skipped(server: ForgeServer) -> None:
     assert "green-job" not in done.stdout
 
     as_json = json.loads(cli(server, "ci-failures", f"{REPO}#2", "--json").stdout)
-    assert set(as_json) == {"repo", "number", "headSha", "jobs", "skipped"}
+    assert set(as_json) == {"repo", "number", "headSha", "jobs", "skipped", "runsWithoutJobs"}
+    assert as_json["runsWithoutJobs"] == []
     assert (as_json["repo"], as_json["number"], as_json["headSha"]) == (REPO, 2, head)
     assert [j["name"] for j in as_json["jobs"]] == names[:5]
     assert [s["name"] for s in as_json["skipped"]] == names[5:]
@@ -300,3 +301,60 @@ def test_without_a_log_or_annotations_it_says_so(server: ForgeServer) -> None:
     done = cli(server, "ci-failures", f"{REPO}#11")
     assert done.returncode == 0
     assert done.stdout.splitlines()[1:] == ["  log empty", "  no annotations or summary"]
+
+
+def test_a_workflow_that_never_started_a_job_is_shown(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    head = repo.add_commit("broken-workflow")
+    repo.add_pr(12, head_ref="broken", head_sha=head)
+    repo.add_run(head, "test", "failure", run_id=1200, log=(LOGS / "pytest.log").read_bytes())
+    url = f"http://github.localhost/{REPO}/actions/runs"
+    repo.workflow_runs += [
+        # The run the failing `test` job belongs to (details_url .../runs/1/job/1200): not repeated.
+        {"id": 1, "name": "CI", "head_sha": head, "conclusion": "failure", "html_url": f"{url}/1"},
+        {
+            "id": 2,
+            "name": "Release",
+            "path": ".github/workflows/release.yml",
+            "head_sha": head,
+            "status": "completed",
+            "conclusion": "startup_failure",
+            "html_url": f"{url}/2",
+        },
+        {
+            "id": 3,
+            "name": "Docs",
+            "head_sha": head,
+            "conclusion": "success",
+            "html_url": f"{url}/3",
+        },
+        {"id": 4, "name": "Old", "head_sha": "0" * 40, "conclusion": "startup_failure"},
+    ]
+    done = cli(server, "ci-failures", f"{REPO}#12")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert list(_blocks(done.stdout)) == ["test", "Release"]
+    assert _blocks(done.stdout)["Release"] == [
+        f"FAILED Release {url}/2",
+        "  no jobs ran (startup_failure): check .github/workflows/release.yml",
+    ]
+    data = json.loads(cli(server, "ci-failures", f"{REPO}#12", "--json").stdout)
+    assert data["runsWithoutJobs"] == [
+        {
+            "id": 2,
+            "name": "Release",
+            "path": ".github/workflows/release.yml",
+            "url": f"{url}/2",
+            "conclusion": "startup_failure",
+        }
+    ]
+
+
+def test_only_a_workflow_without_jobs_is_not_none_found(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    head = repo.add_commit("no-jobs")
+    repo.add_pr(13, head_ref="nojobs", head_sha=head)
+    repo.workflow_runs.append(
+        {"id": 9, "name": "CI", "head_sha": head, "conclusion": "startup_failure"}
+    )
+    done = cli(server, "ci-failures", f"{REPO}#13")
+    assert (done.returncode, done.stdout) == (0, "FAILED CI -\n  no jobs ran (startup_failure)\n")

@@ -163,6 +163,46 @@ def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[s
     return human, record
 
 
+def _workflow_runs(repo: str, head_sha: str) -> object:
+    """Return the Actions workflow runs listing at `head_sha` (one page), None when unreadable."""
+    from urllib.parse import quote
+
+    path = f"repos/{quote(repo, safe='/')}/actions/runs?head_sha={head_sha}&per_page=100"
+    return _json_answer(*_gh_get(path))
+
+
+def _runs_without_jobs(listing: object, runs: tuple[CheckRun, ...]) -> list[dict[str, object]]:
+    """Return the failed workflow runs of `listing` that have no job (check run) in `runs`.
+
+    A workflow that fails before any job starts (`startup_failure`: a broken workflow file, a
+    missing reusable workflow) leaves no check run and no log; only the workflow run says so.
+    """
+    rows = listing.get("workflow_runs") if isinstance(listing, dict) else None
+    if not isinstance(rows, list):
+        return []
+    with_jobs = {
+        part for run in runs for part in (run.details_url or "").split("/actions/runs/")[1:]
+    }
+    found: list[dict[str, object]] = []
+    for row in rows:
+        if not isinstance(row, dict) or row.get("conclusion") not in _FAILING:
+            continue
+        run_id = row.get("id")
+        if not isinstance(run_id, int) or any(p.startswith(f"{run_id}/") for p in with_jobs):
+            continue
+        name, where, url = row.get("name"), row.get("path"), row.get("html_url")
+        found.append(
+            {
+                "id": run_id,
+                "name": _clean(name) if isinstance(name, str) else f"run {run_id}",
+                "path": _clean(where) if isinstance(where, str) else None,
+                "url": _clean(url) if isinstance(url, str) else None,
+                "conclusion": str(row["conclusion"]),
+            }
+        )
+    return found
+
+
 def _one_job(repo: str, job: int) -> CheckRun:
     from .._gh import GhResponse
     from .._wire import _mapped, _run_from_json
@@ -184,6 +224,7 @@ def ci_failures_command(
     if not 1 <= lines <= 10_000:
         raise UsageError("--lines must be between 1 and 10000")
     number: int | None
+    without_jobs: list[dict[str, object]] = []
     if job is not None:
         if "#" in target:
             raise UsageError("give either <repo>#<n> or <repo> --job <id>, not both")
@@ -197,7 +238,11 @@ def ci_failures_command(
         forge = port()
         pr = read_pr(forge, repo, number, "ci-failures")
         head_sha = pr.head_sha
-        runs = forge.latest_check_runs(repo, head_sha)
+        runs, listing = parallel(
+            lambda: forge.latest_check_runs(repo, head_sha),
+            lambda: _workflow_runs(repo, head_sha),
+        )
+        without_jobs = _runs_without_jobs(listing, runs)
         failing = sorted(
             (r for r in runs if r.app_id == ACTIONS_APP_ID and r.conclusion in _FAILING),
             key=lambda r: r.id,
@@ -212,16 +257,21 @@ def ci_failures_command(
                 "headSha": head_sha,
                 "jobs": [record for _, record in reports],
                 "skipped": [{"id": r.id, "name": r.name, "url": r.details_url} for r in skipped],
+                "runsWithoutJobs": without_jobs,
             }
         )
         return
-    if not reports:
+    if not reports and not without_jobs:
         where = f"{repo}#{number}" if number is not None else repo
         out(f"no failing built-in CI jobs at {where} head {head_sha}")
         return
     for human, _ in reports:
         for line in human:
             out(line)
+    for run in without_jobs:
+        out(f"FAILED {run['name']} {run['url'] or '-'}")
+        where = f": check {run['path']}" if run["path"] else ""
+        out(f"  no jobs ran ({run['conclusion']}){where}")
     if skipped:
         names = ", ".join(r.name for r in skipped)
         out(f"SKIPPED {len(skipped)} more failing jobs: {names}")
