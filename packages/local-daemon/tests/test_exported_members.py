@@ -90,6 +90,19 @@ def test_import_loads_neither_mcp_nor_watchfiles_nor_typer() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_the_cli_module_loads_neither_aiohttp_nor_mcp() -> None:
+    # `local-daemon health` and `token` start without aiohttp (the package's aiohttp-backed
+    # names are lazy); `serve` and `mcp-stdio` import what they use when they run.
+    code = (
+        "import sys, local_daemon.cli\n"
+        "heavy = {'aiohttp', 'mcp', 'httpx', 'httpx2', 'anyio'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "assert local_daemon.start_daemon.__module__ == 'local_daemon._daemon'\n"
+        "assert 'aiohttp' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_import_leaves_the_gate_tls_and_file_modules_for_first_use() -> None:
     code = (
         "import sys, local_daemon\n"

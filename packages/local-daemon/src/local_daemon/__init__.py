@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._app import build_http_app
-from ._daemon import DaemonHandle, run_daemon_until_signal, start_daemon
 from ._errors import (
     CommandError,
     DaemonError,
@@ -16,24 +14,26 @@ from ._errors import (
     TokenFileError,
     UnknownCommandError,
 )
-from ._events import EventHub
-from ._guards import CLIENT_HEADER, Guards
 from ._health import probe_health
 from ._pidfile import DaemonPaths, daemon_paths, read_pid_file, remove_pid_file, write_pid_file
 from ._process import get_process_command, is_process_alive
-from ._registry import Registry
-from ._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
 from ._systemd import systemd_listen_fd
-from ._types import AuthRecord, CommandInfo, CommandRegistry, FormattedError
-from ._watch import TreeWatch, watch_tree
 
 if TYPE_CHECKING:
+    from ._app import build_http_app
     from ._auth import create_daemon_auth, mint_login_code
+    from ._daemon import DaemonHandle, run_daemon_until_signal, start_daemon
+    from ._events import EventHub
     from ._files import file_response
+    from ._guards import CLIENT_HEADER, Guards
     from ._mcp import create_mcp_server, invoke_tool, list_tools, run_mcp_stdio
+    from ._registry import Registry
     from ._remote import RemoteOptions, TlsFiles
+    from ._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
     from ._static import mount_static_app
     from ._tokenfile import ensure_token_file, rotate_token_file
+    from ._types import AuthRecord, CommandInfo, CommandRegistry, FormattedError
+    from ._watch import TreeWatch, watch_tree
 
 __all__: list[str] = [
     "CLIENT_HEADER",
@@ -84,8 +84,26 @@ __all__: list[str] = [
 
 # Loaded on first access, so a daemon without a remote listener or static files never imports
 # them: `mcp` alone costs over a second, and the gate, TLS and file-serving modules are on
-# `local-daemon serve`'s start-up path otherwise.
+# `local-daemon serve`'s start-up path otherwise. The aiohttp-backed names are lazy too, so
+# `local-daemon health`, `token` and `mcp-stdio --attach` (whose `cli` imports this package
+# first) never pay for aiohttp.
 _LAZY: dict[str, str] = {
+    "AuthRecord": "._types",
+    "CLIENT_HEADER": "._guards",
+    "CommandInfo": "._types",
+    "CommandRegistry": "._types",
+    "DEFAULT_RPC_BODY_LIMIT": "._rpc",
+    "DaemonHandle": "._daemon",
+    "EventHub": "._events",
+    "FormattedError": "._types",
+    "Guards": "._guards",
+    "Registry": "._registry",
+    "RpcBodyLimit": "._rpc",
+    "TreeWatch": "._watch",
+    "build_http_app": "._app",
+    "run_daemon_until_signal": "._daemon",
+    "start_daemon": "._daemon",
+    "watch_tree": "._watch",
     "RemoteOptions": "._remote",
     "TlsFiles": "._remote",
     "create_daemon_auth": "._auth",
