@@ -50,9 +50,11 @@ EXPECTED = {
 }
 
 PRIVATE_MODULES = [
+    "_best",
     "_errors",
     "_labels",
     "_login",
+    "_login_rules",
     "_numbers",
     "_oauth",
     "_pace",

@@ -28,7 +28,7 @@ from accounts_support import (
     write_file,
 )
 from agent_accounts import LoginMissing, LoginPresent, LoginRefused
-from agent_accounts.io import _files, _gate, read_login_state
+from agent_accounts.io import _credentials, _files, _gate, read_login_state
 from agent_accounts.io._gate import GateRefused, read_gated
 
 LIMIT = 64 * 1024
@@ -248,7 +248,7 @@ def zeroed(monkeypatch: pytest.MonkeyPatch) -> list[bytearray]:
         real(buffer)
         seen.append(buffer)
 
-    monkeypatch.setattr(_files, "zero", recording)
+    monkeypatch.setattr(_credentials, "zero", recording)
     monkeypatch.setattr(_gate, "zero", recording)
     return seen
 
@@ -335,3 +335,23 @@ def test_lenient_gate_skips_owner_mode_and_link_rules(config: Path, tmp_path: Pa
     with pytest.raises(GateRefused) as caught:
         read_gated(path, uid=None, max_bytes=1, strict=False)
     assert caught.value.reason == "malformed"
+
+
+@pytest.mark.parametrize("stale_size", [0, 1, 100])
+def test_a_file_that_grew_after_the_fstat_is_read_whole_up_to_the_limit(
+    tmp_path: Path, stale_size: int
+) -> None:
+    # The buffer is sized to the fstat's size; a file that grew since still reads whole, and one
+    # that grew past the limit is still refused.
+    path = tmp_path / "grown"
+    for size, refused in ((3000, False), (LIMIT, False), (LIMIT + 1, True)):
+        path.write_bytes(b"x" * size)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if refused:
+                with pytest.raises(GateRefused):
+                    _gate._read(fd, stale_size, LIMIT)
+            else:
+                assert _gate._read(fd, stale_size, LIMIT) == b"x" * size
+        finally:
+            os.close(fd)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from ._login_rules import CREDENTIALS_BLOCK, login_facts
 from ._numbers import plain_number, plain_text
 from ._redact import redact_secrets
 
@@ -22,9 +22,6 @@ __all__ = [
     "needs_refresh",
 ]
 
-CREDENTIALS_BLOCK: Final = "agentOauth"
-_EXPIRES_MIN: Final = 1e12
-_EXPIRES_MAX: Final = 1e14
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:+-]{0,63}")
 
 RefusalReason: TypeAlias = Literal[
@@ -114,38 +111,19 @@ def _label(value: object) -> str | None:
 
 
 def _derive(credentials: object, now_ms: float) -> LoginState:
-    if credentials is None:
-        return LoginMissing()
-    if not isinstance(credentials, Mapping):
-        return _MALFORMED
-    block = credentials.get(CREDENTIALS_BLOCK)
-    if block is None:
-        return LoginMissing()
-    if not isinstance(block, Mapping):
-        return _MALFORMED
-    access = block.get("accessToken")
-    expires = _finite(block.get("expiresAt"))
-    if not isinstance(access, str) or not access or expires is None:
-        return _MALFORMED
-    if not _EXPIRES_MIN <= expires <= _EXPIRES_MAX:
-        return _MALFORMED
-    refresh = block.get("refreshToken")
-    refresh_expires = block.get("refreshTokenExpiresAt")
-    refresh_until = _finite(refresh_expires)
-    can_refresh = (
-        isinstance(refresh, str)
-        and bool(refresh)
-        and (refresh_expires is None or (refresh_until is not None and refresh_until > now_ms))
-    )
-    expires_at_ms = int(expires)
-    if expires > now_ms:
+    facts = login_facts(credentials, now_ms)
+    if facts.status == "present":
         return LoginPresent(
-            expires_at_ms=expires_at_ms,
-            can_refresh=can_refresh,
-            subscription_type=_label(block.get("subscriptionType")),
-            rate_limit_tier=_label(block.get("rateLimitTier")),
+            expires_at_ms=facts.expires_at_ms,
+            can_refresh=facts.can_refresh,
+            subscription_type=_label(facts.subscription_type),
+            rate_limit_tier=_label(facts.rate_limit_tier),
         )
-    return LoginExpired(expires_at_ms=expires_at_ms, can_refresh=can_refresh)
+    if facts.status == "expired":
+        return LoginExpired(expires_at_ms=facts.expires_at_ms, can_refresh=facts.can_refresh)
+    if facts.status == "missing":
+        return LoginMissing()
+    return _MALFORMED
 
 
 def login_state_from_credentials(credentials: object, now_ms: float) -> LoginState:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, cast, get_args
 
-from ._login import LoginExpired, LoginState
+from ._best import FRESH_READING_S, finite, rank_rows
+from ._login import LoginExpired, LoginPresent, LoginState
 from ._types import RateWindow, UsageReading
 
 __all__ = [
@@ -39,9 +40,6 @@ WINDOW_SECONDS: Final[Mapping[str, int]] = {
     "seven_day_oauth_apps": _WEEK,
 }
 """The length of each known window in seconds; any other window has no pace."""
-
-FRESH_READING_S: Final = 600
-"""A reading older than this (four missed 150 s polls) is stale for `choose_best`."""
 
 DEFAULT_BEST_WINDOWS: Final = ("five_hour", "seven_day")
 
@@ -75,20 +73,13 @@ class WindowPace:
         }
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def window_pace(name: str, window: RateWindow, now: float) -> WindowPace:
     """Compute one window's pace at `now` (epoch seconds). Raises ValueError for a bad `now`."""
-    at = _finite(now)
+    at = finite(now)
     if at is None:
         raise ValueError("now must be a finite number of epoch seconds")
     used = window["used_percentage"]
-    resets = _finite(window.get("resets_at"))
+    resets = finite(window.get("resets_at"))
     length = WINDOW_SECONDS.get(name)
     if resets is None or length is None:
         return WindowPace(
@@ -133,6 +124,7 @@ RejectReason: TypeAlias = Literal[
     "reading stale",
     "window missing",
 ]
+_REASONS: Final = frozenset(get_args(RejectReason))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,41 +155,6 @@ class NoBest:
     rejected: tuple[tuple[str, RejectReason], ...]
 
 
-def _reject(
-    candidate: BestCandidate, windows: Sequence[str], now: float, max_age_s: float
-) -> RejectReason | None:
-    login = candidate.login
-    if login is None:
-        return "login unreadable"
-    if login.status == "missing":
-        return "login missing"
-    if login.status == "refused":
-        return "login refused"
-    if isinstance(login, LoginExpired) and not login.can_refresh:
-        return "login expired"
-    reading = candidate.reading
-    if reading is None:
-        return "no reading"
-    if now - reading["written_at"] > max_age_s:
-        return "reading stale"
-    if any(name not in reading["rate_limits"] for name in windows):
-        return "window missing"
-    return None
-
-
-def _headroom(reading: UsageReading, windows: Sequence[str], now: float) -> tuple[float, float]:
-    """Return (headroom %, the earliest reset among the windows that bind it, inf if none)."""
-    rows: list[tuple[float, float]] = []
-    for name in windows:
-        window = reading["rate_limits"][name]
-        resets = _finite(window.get("resets_at"))
-        # A window whose reset has passed since the reading starts again from nothing.
-        used = 0.0 if resets is not None and resets <= now else float(window["used_percentage"])
-        rows.append((100.0 - used, math.inf if resets is None else resets))
-    headroom = min(room for room, _ in rows)
-    return headroom, min(resets for room, resets in rows if room == headroom)
-
-
 def choose_best(
     candidates: Iterable[BestCandidate],
     now: float,
@@ -213,24 +170,29 @@ def choose_best(
     to the earlier reset of the binding windows (unknown resets last), then to the label.
     Raises ValueError for an empty `windows` or a bad `now`.
     """
-    if _finite(now) is None:
+    if finite(now) is None:
         raise ValueError("now must be a finite number of epoch seconds")
     if not windows:
         raise ValueError("windows must name at least one window")
-    rejected: list[tuple[str, RejectReason]] = []
-    best: tuple[float, float, str, BestCandidate] | None = None
-    for candidate in candidates:
-        reason = _reject(candidate, windows, now, max_age_s)
-        if reason is not None or candidate.reading is None:
-            rejected.append((candidate.label, reason or "no reading"))
-            continue
-        headroom, resets = _headroom(candidate.reading, windows, now)
-        key = (-headroom, resets, candidate.label, candidate)
-        if best is None or key[:3] < best[:3]:
-            best = key
-    if best is None:
-        return NoBest(rejected=tuple(rejected))
-    headroom, resets, _, chosen = -best[0], best[1], best[2], best[3]
+    listed = list(candidates)
+    ranked = rank_rows(
+        (
+            (
+                c.label,
+                None if c.login is None else c.login.status,
+                isinstance(c.login, LoginExpired | LoginPresent) and c.login.can_refresh,
+                c.reading,
+            )
+            for c in listed
+        ),
+        now,
+        windows,
+        max_age_s,
+    )
+    if isinstance(ranked, list):
+        return NoBest(rejected=tuple((label, _reason(reason)) for label, reason in ranked))
+    index, headroom, resets = ranked
+    chosen = listed[index]
     return BestChoice(
         label=chosen.label,
         config_dir=chosen.config_dir,
@@ -238,3 +200,8 @@ def choose_best(
         resets_at=None if math.isinf(resets) else resets,
         windows=tuple(windows),
     )
+
+
+def _reason(text: str) -> RejectReason:
+    assert text in _REASONS
+    return cast(RejectReason, text)

@@ -18,7 +18,7 @@ import sys
 # milliseconds on every prompt); type checkers treat any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, Final, NoReturn
 
     from agent_accounts import UsageReading
@@ -358,57 +358,104 @@ async def _poll(write: bool, refresh: bool) -> int:
 # ---- best: the account to use now -------------------------------------------------------------
 
 
+def _plain_path(path: str) -> str:
+    """Redact a config dir before printing, skipping `re` for a path of plain segments.
+
+    Each segment (between `/`) a plain label, `-` allowed but never `sk-` (the vendor key
+    prefix): `/` and `.` split any opaque run, so nothing `redact_secrets` matches can form; a
+    property test holds it to that. Anything else goes through `redact_secrets`.
+    """
+    for segment in path.split("/"):
+        if len(segment) > 24 or not _PLAIN_PATH_CHARS.issuperset(segment) or "sk-" in segment:
+            return _shown(path)
+    return path
+
+
+_PLAIN_PATH_CHARS: Final = _PLAIN_LABEL_CHARS | {"-"}
+
+
 def _best(windows: Sequence[str], as_json: bool, as_path: bool) -> int:
-    import json
+    # The dataclass-free cores of discover_profiles, read_login_state and choose_best: the same
+    # files, gate and rules, without typing, dataclasses, json or re (`best` runs before agents
+    # start, over every profile).
     import time
 
-    from agent_accounts._pace import BestCandidate, BestChoice, choose_best
-    from agent_accounts.io import discover_profiles, read_login_state
+    from agent_accounts._best import FRESH_READING_S, rank_rows
+    from agent_accounts.io._credentials import read_login_facts
+    from agent_accounts.io._discovery import profile_dirs
     from agent_accounts.io._readings import newest_reading
 
     now = time.time()
-    candidates = []
-    for profile in discover_profiles():
+    profiles = profile_dirs()
+    rows = []
+    for label, config_dir in profiles:
         try:
-            login: Any = read_login_state(profile.config_dir, now=now * 1000)
+            facts = read_login_facts(config_dir, now_ms=now * 1000)
+            status: str | None = facts.status
+            can_refresh = facts.can_refresh
         except OSError:
-            login = None
+            status, can_refresh = None, False
         try:
             # The newest reading holding every named window (its text fields are never printed,
             # so they need no redaction); failing that, the newest at all, so the reason given
             # is the window it lacks rather than no reading.
-            usage = newest_reading(profile.config_dir, windows=windows, redact_text=False)
+            usage = newest_reading(config_dir, windows=windows, redact_text=False)
             if usage is None:
-                usage = newest_reading(profile.config_dir, redact_text=False)
+                usage = newest_reading(config_dir, redact_text=False)
         except OSError:
             usage = None
-        candidates.append(
-            BestCandidate(
-                label=profile.label,
-                config_dir=str(profile.config_dir),
-                login=login,
-                reading=None if usage is None else usage[0],
-            )
-        )
-    result = choose_best(candidates, now, windows=windows)
-    if not isinstance(result, BestChoice):
-        why = "; ".join(f"{_shown(label)}: {reason}" for label, reason in result.rejected)
+        rows.append((label, status, can_refresh, None if usage is None else usage[0]))
+    ranked = rank_rows(rows, now, windows, FRESH_READING_S)
+    if isinstance(ranked, list):
+        why = "; ".join(f"{_shown(label)}: {reason}" for label, reason in ranked)
         _err(f"no account qualifies ({why or 'no profiles found'})")
         return EXIT_LOGIN
+    index, headroom, resets = ranked
+    label, config_dir = profiles[index]
     if as_path:
-        sys.stdout.write(_shown(result.config_dir) + "\n")
+        sys.stdout.write(_plain_path(config_dir) + "\n")
     elif as_json:
+        import json
+
         doc = {
-            "label": _shown(result.label),
-            "configDir": _shown(result.config_dir),
-            "headroom_percentage": result.headroom_percentage,
-            "resets_at": result.resets_at,
-            "windows": list(result.windows),
+            "label": _shown(label),
+            "configDir": _shown(config_dir),
+            "headroom_percentage": headroom,
+            "resets_at": None if math.isinf(resets) else resets,
+            "windows": list(windows),
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        sys.stdout.write(_shown(result.label) + "\n")
+        sys.stdout.write(_statusline_label(label) + "\n")
     return EXIT_OK
+
+
+def _best_args(args: Sequence[str]) -> tuple[tuple[str, ...], bool, bool] | None:
+    """Parse a well-formed `best` command line without argparse; None for anything else.
+
+    Anything this does not take (help, errors, unknown flags) goes through `_parse`, which a
+    test holds this to for every line it takes.
+    """
+    from agent_accounts._usage import is_window_name
+
+    if not args or args[0] != "best":
+        return None
+    windows: list[str] = []
+    as_json = as_path = False
+    rest = iter(args[1:])
+    for arg in rest:
+        if arg == "--json" and not (as_json or as_path):
+            as_json = True
+        elif arg == "--path" and not (as_json or as_path):
+            as_path = True
+        elif arg == "--window" or arg.startswith("--window="):
+            name = arg.partition("=")[2] if "=" in arg else next(rest, None)
+            if name is None or not is_window_name(name):
+                return None
+            windows.append(name)
+        else:
+            return None
+    return tuple(dict.fromkeys(windows or _BOTH)), as_json, as_path
 
 
 # ---- the command line: one parser, one usage-error type, one boundary --------------------------
@@ -542,10 +589,15 @@ def _dispatch(args: list[str]) -> int:
     return _status(ns.json)
 
 
-def _run(args: list[str]) -> int:
+def _run_best(windows: tuple[str, ...], as_json: bool, as_path: bool) -> int:
+    """Run a well-formed `best` line (see `_best_args`) under the boundary of `_run`."""
+    return _run([], lambda: _best(windows, as_json, as_path))
+
+
+def _run(args: list[str], command: Callable[[], int] | None = None) -> int:
     """Run one command line and map every outcome to the spec's exit codes: the one boundary."""
     try:
-        return _dispatch(args)
+        return _dispatch(args) if command is None else command()
     except UsageError as exc:
         # An argument is echoed only redacted: a pasted token must never reach stderr.
         _err(_shown(exc.problem))
@@ -572,6 +624,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if args == ["status", "--statusline"]:
             # The hot path, on every prompt: straight to the status line, before argparse loads.
             code = _run_statusline()
+        elif (best := _best_args(args)) is not None:
+            code = _run_best(*best)
         else:
             code = _run(args)
         sys.stdout.flush()

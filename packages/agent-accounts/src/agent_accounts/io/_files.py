@@ -7,7 +7,6 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
 
 from agent_accounts import (
     LoginRefused,
@@ -19,7 +18,8 @@ from agent_accounts import (
 )
 
 from ._atomic import atomic_write, ensure_private_dir
-from ._gate import GateRefused, read_gated, zero
+from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES, read_credentials
+from ._gate import GateRefused
 from ._readings import USAGE_FILE, newest_reading, sessions_dir
 
 __all__ = [
@@ -31,33 +31,6 @@ __all__ = [
     "read_usage",
     "write_reading",
 ]
-
-CREDENTIALS_FILE: Final = ".credentials.json"
-CREDENTIALS_MAX_BYTES: Final = 64 * 1024
-
-
-def read_credentials(config_dir: str, *, uid: int | None) -> Any:
-    """Read and parse `.credentials.json` through the gate; None when absent.
-
-    Raises GateRefused (invalid JSON is `malformed`) and OSError. The raw bytes are zeroed.
-    """
-    raw = read_gated(
-        os.path.join(config_dir, CREDENTIALS_FILE), uid=uid, max_bytes=CREDENTIALS_MAX_BYTES
-    )
-    if raw is None:
-        return None
-    malformed = False
-    try:
-        parsed = json.loads(raw)
-    except (ValueError, RecursionError):
-        malformed = True
-    finally:
-        zero(raw)
-    # Raised outside the handler: a JSONDecodeError keeps the whole file (tokens) in `doc`, and
-    # inside the handler Python would link it as __context__ even with `from None`.
-    if malformed:
-        raise GateRefused("malformed")
-    return parsed
 
 
 def _now_ms(now: float | None) -> float:

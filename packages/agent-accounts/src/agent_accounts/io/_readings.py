@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "USAGE_FILE",
     "USAGE_MAX_BYTES",
+    "json_loads",
     "newest_reading",
     "sessions_dir",
     "status_cache_dir",
@@ -66,12 +67,18 @@ _scan = _json.make_scanner(_JsonContext())  # type: ignore[arg-type]
 _BLANK = " \t\n\r"
 
 
-def _json_loads(raw: bytes | bytearray) -> object:
-    """Parse a JSON document as `json.loads` does; ValueError when it is not one."""
-    data = bytes(raw)
-    if data.startswith(b"\xef\xbb\xbf"):  # json.loads takes a UTF-8 BOM on bytes
-        data = data[3:]
-    text = data.decode("utf-8", "surrogatepass")
+def json_loads(raw: bytes | bytearray) -> object:
+    """Parse a JSON document as `json.loads` does; ValueError when it is not one.
+
+    No copy of `raw` is made beyond the decoded text (a credentials buffer is zeroed after).
+    """
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\0" in raw[:4]:
+        import json  # UTF-16 or UTF-32, which json.loads detects: rare enough to pay for json
+
+        return json.loads(raw)
+    text = raw.decode("utf-8", "surrogatepass")
+    if raw.startswith(b"\xef\xbb\xbf"):  # json.loads takes a UTF-8 BOM on bytes
+        text = text[1:]
     index = len(text) - len(text.lstrip(_BLANK))
     try:
         value, end = _scan(text, index)
@@ -107,7 +114,7 @@ def _load_reading(path: str, *, redact: bool = True) -> UsageReading | None:
     if raw is None:
         return None
     try:
-        reading = parse_usage_reading(_json_loads(raw))
+        reading = parse_usage_reading(json_loads(raw))
     except (ValueError, RecursionError):
         return None
     if reading is None or not reading["rate_limits"]:
