@@ -188,6 +188,7 @@ def build_test_app(
     app.router.add_get("/version", health)
     app.router.add_get("/events", health)
     app.router.add_post("/rpc/{name}", rpc)
+    app.router.add_post("/mcp", whoami)  # a stand-in: what reaches it passed the gate
     return app
 
 
@@ -257,6 +258,9 @@ def _plain_http_reply(host: str, port: int) -> str:
     return data[:5].decode("latin-1")
 
 
+_JSON_POST = {"x-local-client": "t", "Content-Type": "application/json"}
+
+
 def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) -> dict[str, Any]:
     """Talk to the remote listener as a client and record what it answers."""
     ctx = _client_context(ca_pem)
@@ -308,6 +312,9 @@ def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) 
         )[0]
         status, _, text = conn.request("GET", "/whoami", {"Cookie": cookie_pair})
         out["cookie"] = [status, json.loads(text)["data"]]
+        out["cookie_mcp"] = conn.request(
+            "POST", "/mcp", {"Cookie": cookie_pair, **_JSON_POST}, b"{}"
+        )[0]
         out["leaked"] = secret in json.dumps(out)
     finally:
         conn.close()

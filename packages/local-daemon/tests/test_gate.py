@@ -255,9 +255,48 @@ class TestCredentials:
         assert resp.status == 200
         assert (await resp.json())["data"] == {"a": 1}
 
-    async def test_mcp_is_404_with_a_credential(self, client: Client, token_file: Path) -> None:
+    async def test_mcp_takes_the_bearer(self, client: Client, token_file: Path) -> None:
         resp = await client.post("/mcp", data=b"{}", headers={**JSON_POST, **_bearer(token_file)})
-        assert resp.status == 404
+        assert resp.status == 200
+        assert (await resp.json())["data"]["credential"] == "bearer"
+
+    @pytest.mark.parametrize("path", ["/mcp", "/mcp/x"])
+    async def test_mcp_refuses_a_cookie_alone(
+        self, client: Client, token_file: Path, path: str
+    ) -> None:
+        # A cookie rides along with any request a page makes (CSRF); /mcp wants the bearer.
+        value = await _login(client, token_file)
+        client.session.cookie_jar.clear()
+        cookie = {"Cookie": f"local_session={value}"}
+        resp = await client.post(path, data=b"{}", headers={**JSON_POST, **cookie})
+        assert resp.status == 401
+        assert resp.headers["WWW-Authenticate"] == 'Bearer realm="local-daemon"'
+        body = await resp.json()
+        assert body["error"]["message"] == (
+            "sign-in required: /mcp takes a bearer token (Authorization: Bearer)"
+        )
+        assert value not in await resp.text()
+        # The same cookie still opens the pages and /rpc.
+        assert (await client.get("/whoami", headers=cookie)).status == 200
+
+    @pytest.mark.parametrize(
+        "authorization", [None, "Bearer", "Bearer wrong", "Basic eDp5", "bearer  "]
+    )
+    async def test_mcp_without_a_good_bearer_is_401_with_nothing_echoed(
+        self, client: Client, authorization: str | None
+    ) -> None:
+        headers = dict(JSON_POST)
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        resp = await client.post("/mcp", data=b"{}", headers=headers)
+        assert resp.status == 401
+        assert await resp.json() == {
+            "ok": False,
+            "error": {
+                "code": 77,
+                "message": "sign-in required: send a session cookie or a bearer token",
+            },
+        }
 
     async def test_rotation_voids_the_session(self, client: Client, token_file: Path) -> None:
         value = await _login(client, token_file)

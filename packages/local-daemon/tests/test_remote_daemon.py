@@ -42,6 +42,9 @@ TESTS_DIR = THIS.parent
 ADDR = gate_support.NS_SERVER_ADDR
 NAME = "daemon.test"
 JSON_CLIENT = {"x-local-client": "tests", "Content-Type": "application/json"}
+# What a stock MCP client sends: no x-local-client.
+MCP_POST = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 _TIMEOUT = 10.0
 
 
@@ -152,7 +155,15 @@ def _observe(client: _Client, token_file: Path, command: str) -> dict[str, Any]:
     out["bearer_health"] = client.request(ADDR, "GET", "/health", bearer)[0]
     status, _, text = client.request(ADDR, "POST", rpc, {**JSON_CLIENT, **bearer}, {})
     out["bearer_rpc"] = [status, json.loads(text)]
-    out["bearer_mcp"] = client.request(ADDR, "POST", "/mcp", {**JSON_CLIENT, **bearer}, {})[0]
+    status, _, text = client.request(ADDR, "POST", "/mcp", {**MCP_POST, **bearer}, TOOLS_LIST)
+    tools = json.loads(text)["result"]["tools"] if status == 200 else []
+    out["bearer_mcp"] = [status, sorted(tool["name"] for tool in tools)]
+    for name, authorization in (("no_bearer_mcp", None), ("wrong_bearer_mcp", "Bearer wrong")):
+        headers = dict(MCP_POST)
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        status, _, text = client.request(ADDR, "POST", "/mcp", headers, TOOLS_LIST)
+        out[name] = [status, json.loads(text)]
     status, _, text = client.request(
         ADDR, "POST", rpc, {**JSON_CLIENT, **bearer}, {}, host_header=NAME
     )
@@ -167,6 +178,9 @@ def _observe(client: _Client, token_file: Path, command: str) -> dict[str, Any]:
     cookie_pair = cookie.split(";", 1)[0]
     status, _, text = client.request(ADDR, "POST", rpc, {**JSON_CLIENT, "Cookie": cookie_pair}, {})
     out["cookie_rpc"] = [status, json.loads(text)]
+    out["cookie_mcp"] = client.request(
+        ADDR, "POST", "/mcp", {**MCP_POST, "Cookie": cookie_pair}, TOOLS_LIST
+    )[0]
     # The cookie is a credential for the remote listener; it must not be the secret itself.
     out["cookie_is_secret"] = secret in cookie_pair
     out["leaked"] = secret in "\n".join(client.seen)
@@ -264,6 +278,7 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
             out["meta_remote"] = json.loads(paths.meta_file.read_text())["remote"]
             client = _Client(port=handle.port, ca_pem=ca_pem)
             out.update(await asyncio.to_thread(_observe, client, token_file, "whoami"))
+            out["sdk_client"] = await _sdk_client(handle.port, ca_pem, token_file)
             out["calls"] = calls
         finally:
             await handle.close()
@@ -274,6 +289,31 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
         root.removeHandler(records)
     out["log_lines"] = len(records.lines)
     out["log_leaked"] = gate_support.secret_of(token_file) in "\n".join(records.lines)
+    return out
+
+
+async def _sdk_client(port: int, ca_pem: bytes, token_file: Path) -> dict[str, Any]:
+    """The `mcp` package's own streamable-HTTP client, over TLS with the bearer, in both eras."""
+    import httpx2
+    from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    ctx = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
+    headers = {"Authorization": f"Bearer {gate_support.secret_of(token_file)}"}
+    out: dict[str, Any] = {}
+    # legacy: the initialize handshake (the daemon's fast path); auto: the 2026-07-28 era (the
+    # SDK's own transport).
+    for mode in ("legacy", "auto"):
+        async with httpx2.AsyncClient(headers=headers, verify=ctx, timeout=_TIMEOUT) as http:
+            transport = streamable_http_client(f"https://{ADDR}:{port}/mcp", http_client=http)
+            async with Client(transport, mode=mode) as client:
+                listed = await client.list_tools()
+                called = await client.call_tool("x_whoami", {})
+        out[mode] = {
+            "tools": sorted(tool.name for tool in listed.tools),
+            "is_error": called.is_error,
+            "structured": called.structured_content,
+        }
     return out
 
 
@@ -414,7 +454,22 @@ def _assert_both_listeners(obs: dict[str, Any], *, context: bool) -> None:
             "surface": "http",
             "auth": {"type": "AuthRecord", "credential": "bearer", "peer_local": True},
         }
-    assert obs["bearer_mcp"] == 404
+    status, tools = obs["bearer_mcp"]
+    assert status == 200
+    assert "x_whoami" in tools
+    # A cookie alone does not open /mcp; a wrong or missing bearer gets the fixed 401 envelope.
+    assert obs["cookie_mcp"] == 401
+    for key in ("no_bearer_mcp", "wrong_bearer_mcp"):
+        assert obs[key] == [
+            401,
+            {
+                "ok": False,
+                "error": {
+                    "code": 77,
+                    "message": "sign-in required: send a session cookie or a bearer token",
+                },
+            },
+        ]
     assert obs["bearer_rpc_by_name"] == 200
     assert obs["login_post"] == 200
     assert obs["cookie_name"] == "local_session"
@@ -447,12 +502,26 @@ class TestStartDaemonWithRemote:
     ) -> None:
         # Refused requests never reach create_context; MCP over loopback has no record.
         surfaces_auth = [(call["surface"], call["auth"]) for call in daemon_obs["calls"]]
+        bearer = {"type": "AuthRecord", "credential": "bearer", "peer_local": True}
         assert surfaces_auth == [
             ("http", None),
-            ("http", {"type": "AuthRecord", "credential": "bearer", "peer_local": True}),
-            ("http", {"type": "AuthRecord", "credential": "bearer", "peer_local": True}),
+            ("http", bearer),
+            ("http", bearer),
             ("http", {"type": "AuthRecord", "credential": "session", "peer_local": True}),
+            # The remote MCP client's tool calls, one per protocol era.
+            ("mcp", bearer),
+            ("mcp", bearer),
         ]
+
+    def test_remote_mcp_client_lists_and_calls_tools_with_the_bearer(
+        self, daemon_obs: dict[str, Any]
+    ) -> None:
+        bearer = {"type": "AuthRecord", "credential": "bearer", "peer_local": True}
+        for mode in ("legacy", "auto"):
+            seen = daemon_obs["sdk_client"][mode]
+            assert "x_whoami" in seen["tools"]
+            assert seen["is_error"] is False
+            assert seen["structured"] == {"ok": True, "data": {"surface": "mcp", "auth": bearer}}
 
     def test_remote_port_taken_leaves_loopback_unbound_and_no_pid_file(
         self, daemon_obs: dict[str, Any]

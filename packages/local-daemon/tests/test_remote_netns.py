@@ -72,12 +72,13 @@ class TestLocalPeer:
         assert obs["wrong_port_host"] == 403
         assert obs["box_host"] == 200
 
-    def test_no_credential_is_401_and_mcp_is_absent(
+    def test_no_credential_is_401_and_mcp_takes_the_bearer_only(
         self, local_ns_observations: dict[str, Any]
     ) -> None:
         assert local_ns_observations["no_credential"] == 401
         assert local_ns_observations["no_credential_mcp"] == 401
-        assert local_ns_observations["bearer_mcp"] == 404
+        assert local_ns_observations["bearer_mcp"] == 200
+        assert local_ns_observations["cookie_mcp"] == 401
 
     def test_bearer_is_a_local_peer(self, local_ns_observations: dict[str, Any]) -> None:
         status, record = local_ns_observations["bearer"]

@@ -208,9 +208,12 @@ async def start_daemon(
             def build_remote_app(
                 gate: DaemonAuth, allowed_hosts: frozenset[str], allowed_origins: frozenset[str]
             ) -> web.Application:
-                # `/mcp` exists on loopback only; the remote app shares everything else.
+                # `/mcp` too, for bearer clients only (the gate refuses a cookie there); `guards`
+                # only for `mcp_client_header`: the allowlists are the remote listener's own.
                 return build_http_app(
                     **common,
+                    guards=guards,
+                    tool_prefix=tool_prefix,
                     gate=gate,
                     allowed_hosts=allowed_hosts,
                     allowed_origins=allowed_origins,

@@ -40,6 +40,8 @@ __all__ = [
 LOGIN_PATH = "/auth/login"
 LOGOUT_PATH = "/auth/logout"
 _LOGIN_ALLOW = "GET, HEAD, POST"
+_SIGN_IN_REQUIRED = "sign-in required: send a session cookie or a bearer token"
+_MCP_NEEDS_BEARER = "sign-in required: /mcp takes a bearer token (Authorization: Bearer)"
 _MAX_LOGIN_BODY = 8192
 _log = logging.getLogger("local_daemon")
 
@@ -243,14 +245,12 @@ class _Gate:
             **{"Retry-After": "30"},
         )
 
-    def _unauthorized(self, request: web.Request) -> web.Response:
-        if _wants_html(request):
+    def _unauthorized(self, request: web.Request, message: str = _SIGN_IN_REQUIRED) -> web.Response:
+        if _wants_html(request) and message is _SIGN_IN_REQUIRED:
             nonce = secrets.token_urlsafe(16)
             response = _html_response(401, signed_out_page(self._auth.sign_in_hint, nonce), nonce)
         else:
-            response = _envelope(
-                401, 77, "sign-in required: send a session cookie or a bearer token"
-            )
+            response = _envelope(401, 77, message)
         response.headers["WWW-Authenticate"] = 'Bearer realm="local-daemon"'
         return response
 
@@ -317,9 +317,10 @@ class _Gate:
             return self._unauthorized(request)
         if path == LOGOUT_PATH:
             return self._logout(request)
-        if path == "/mcp" or path.startswith("/mcp/"):
-            # MCP is loopback only: behind the gate it does not exist, whatever the app mounted.
-            return _envelope(404, 64, "not found")
+        if (path == "/mcp" or path.startswith("/mcp/")) and verified.credential != "bearer":
+            # A cookie is ambient: the browser attaches it to any request a page makes, so a
+            # cookie alone would let a page drive the tools (CSRF). MCP clients send the bearer.
+            return self._unauthorized(request, _MCP_NEEDS_BEARER)
         request[AUTH_RECORD_KEY] = AuthRecord(
             credential=verified.credential,
             issued_at=verified.issued_at,

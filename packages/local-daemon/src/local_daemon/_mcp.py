@@ -11,6 +11,7 @@ Importing this module imports `mcp` (over a second): the package imports it only
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -37,7 +38,14 @@ from pydantic import ValidationError
 
 from ._errors import UnknownCommandError
 from ._invoke import failure_outcome, invoke
-from ._types import CommandInfo, CommandRegistry, ContextFactory, ErrorFormatter
+from ._types import (
+    AUTH_RECORD_KEY,
+    AuthRecord,
+    CommandInfo,
+    CommandRegistry,
+    ContextFactory,
+    ErrorFormatter,
+)
 
 __all__ = [
     "DEFAULT_MCP_BODY_LIMIT",
@@ -59,6 +67,13 @@ DEFAULT_MCP_BODY_LIMIT = 1024 * 1024
 # with the listener's allowlist; a second, differently
 # configured allowlist inside the transport could only disagree with them, so it is off.
 _TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+# The gate's record of the `/mcp` request being answered (None on loopback and over stdio): set
+# around each request, read by the tool-call handler, which the SDK may run in tasks it spawns
+# (they copy the request task's context).
+_REQUEST_AUTH: contextvars.ContextVar[AuthRecord | None] = contextvars.ContextVar(
+    "local_daemon.mcp_auth", default=None
+)
 
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"})
 
@@ -183,7 +198,7 @@ def create_mcp_server(
         context = None
         if create_context is not None:
             try:
-                context = create_context("mcp", None)
+                context = create_context("mcp", _REQUEST_AUTH.get())
             except Exception as exc:
                 # Reported through the envelope exactly like a command that raised it.
                 failed = failure_outcome(exc, format_error=format_error, logger=log)
@@ -490,6 +505,15 @@ class McpHttpHandler:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one request on `/mcp`: the route handler (`add_route("*", "/mcp", h.handle)`)."""
+        # Behind the remote gate the request carries its credential record; tool calls hand it
+        # to `create_context("mcp", auth)` as `/rpc` does.
+        token = _REQUEST_AUTH.set(request.get(AUTH_RECORD_KEY))
+        try:
+            return await self._handle(request)
+        finally:
+            _REQUEST_AUTH.reset(token)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         if request.method != hdrs.METH_POST:
             # Stateless: no standalone GET stream to open and no session to DELETE.
             return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
