@@ -15,6 +15,7 @@ from __future__ import annotations
 # need; type checkers treat any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._alerts import Alert, AlertMark, alert_crossings, parse_alert_thresholds
     from ._errors import AccountsError, RedactedError
     from ._labels import account_label
     from ._login import (
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 # Which private module defines each public name; keep in step with the imports above.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_alerts": ("Alert", "AlertMark", "alert_crossings", "parse_alert_thresholds"),
     "_errors": ("AccountsError", "RedactedError"),
     "_labels": ("account_label",),
     "_login": (
@@ -102,6 +104,8 @@ __all__ = [
     "REDACTED",
     "WINDOW_SECONDS",
     "AccountsError",
+    "Alert",
+    "AlertMark",
     "BestCandidate",
     "BestChoice",
     "LoginExpired",
@@ -117,9 +121,11 @@ __all__ = [
     "UsageReading",
     "WindowPace",
     "account_label",
+    "alert_crossings",
     "choose_best",
     "login_state_from_credentials",
     "needs_refresh",
+    "parse_alert_thresholds",
     "parse_usage_reading",
     "reading_pace",
     "redact_secrets",

@@ -19,7 +19,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, Final, NoReturn
+    from typing import Any, Final, Literal, NoReturn
 
     from agent_accounts import UsageReading
     from agent_accounts.io import PollEntry, PollResult, Profile
@@ -38,6 +38,8 @@ LOCK_REPORT_AFTER_S: Final = 30
 API_BASE_ENV: Final = "AGENT_API_BASE_URL"
 AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
 CONFIG_DIR_ENV: Final = "AGENT_CONFIG_DIR"
+ALERT_AT_ENV: Final = "AGENT_ALERT_AT"
+ALERT_EXEC_ENV: Final = "AGENT_ALERT_EXEC"
 _STATUSLINE_UNKNOWN: Final = "unknown|unknown|||||||"
 _BOTH: Final = ("five_hour", "seven_day")
 
@@ -328,7 +330,33 @@ async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int
     return code
 
 
-async def _poll(write: bool, refresh: bool) -> int:
+def _fresh_readings(profiles: Sequence[Profile], max_age: float) -> dict[str, tuple[Any, int]]:
+    """The profiles (by config dir) whose newest reading, any session's, is younger than max_age."""
+    import time
+
+    from agent_accounts.io._readings import newest_reading
+
+    now = time.time()
+    fresh: dict[str, tuple[Any, int]] = {}
+    for profile in profiles:
+        try:
+            newest = newest_reading(profile.config_dir, now=now, redact_text=False)
+        except (OSError, ValueError):
+            continue  # unreadable: poll it, and let the poll say what is wrong
+        # A reading from the future (another clock) never counts as fresh.
+        if newest is not None and newest[2] < max_age and newest[0]["written_at"] <= now + 60:
+            fresh[str(profile.config_dir)] = (newest[0], newest[2])
+    return fresh
+
+
+async def _poll(
+    write: bool,
+    refresh: bool,
+    *,
+    max_age: float | None = None,
+    thresholds: Sequence[float] | None = None,
+    alert_exec: str | None = None,
+) -> int:
     import asyncio
 
     from agent_accounts.io import DEFAULT_API_BASE, discover_profiles, poll_all, poll_usage
@@ -340,18 +368,35 @@ async def _poll(write: bool, refresh: bool) -> int:
     code = EXIT_OK
     if refresh:
         code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
+    fresh = {} if max_age is None else _fresh_readings(profiles, max_age)
+    targets = [p for p in profiles if str(p.config_dir) not in fresh]
     if write:
-        entries = await poll_all(profiles=profiles, api_base=api_base)
-        codes = [_report_poll(e.label, e.result, e) for e in entries]
+        entries = await poll_all(profiles=targets, api_base=api_base) if targets else []
+        outcomes: dict[str, tuple[PollResult, PollEntry | None]] = {
+            str(p.config_dir): (e.result, e) for p, e in zip(targets, entries, strict=True)
+        }
     else:
         import httpx
 
         # One client for every profile, redirects off; one deadline per request bounds it.
         async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
             results = await asyncio.gather(
-                *(poll_usage(p, client=client, api_base=api_base) for p in profiles)
+                *(poll_usage(p, client=client, api_base=api_base) for p in targets)
             )
-        codes = [_report_poll(p.label, r, None) for p, r in zip(profiles, results, strict=True)]
+        outcomes = {str(p.config_dir): (r, None) for p, r in zip(targets, results, strict=True)}
+    codes = []
+    for profile in profiles:
+        if str(profile.config_dir) in fresh:
+            reading, age = fresh[str(profile.config_dir)]
+            windows = _windows_text(dict(reading["rate_limits"]))
+            sys.stdout.write(f"{_shown(profile.label)}: {windows} ({age}s old, not polled)\n")
+            continue
+        result, entry = outcomes[str(profile.config_dir)]
+        codes.append(_report_poll(profile.label, result, entry))
+    if thresholds:
+        from agent_accounts.io._alerts import run_alerts
+
+        codes.append(run_alerts(profiles, thresholds, alert_exec))
     return max([code, *codes])
 
 
@@ -460,7 +505,8 @@ def _best_args(args: Sequence[str]) -> tuple[tuple[str, ...], bool, bool] | None
 
 # ---- the command line: one parser, one usage-error type, one boundary --------------------------
 
-COMMANDS: Final = ("best", "poll", "status")
+COMMANDS: Final = ("best", "poll", "status", "statusline-tee")
+_COMMAND_LIST: Final = "best, poll, status or statusline-tee"
 
 
 class UsageError(Exception):
@@ -511,7 +557,7 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     )
     # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
     commands = top.add_subparsers(
-        dest="command", required=True, metavar="{best,poll,status}", prog=PROG
+        dest="command", required=True, metavar="{best,poll,status,statusline-tee}", prog=PROG
     )
     best = commands.add_parser(
         "best",
@@ -538,6 +584,34 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     poll.add_argument(
         "--refresh", action=Once, help="refresh tokens due within 10 minutes first (needs --write)"
     )
+    poll.add_argument(
+        "--max-age",
+        metavar="SECONDS",
+        help="skip a profile whose newest reading (session readings included) is younger",
+    )
+    poll.add_argument(
+        "--alert-at",
+        metavar="PERCENTS",
+        help=f"alert when a window crosses one of these upward, e.g. 80,95 (needs --write; "
+        f"default: ${ALERT_AT_ENV})",
+    )
+    poll.add_argument(
+        "--alert-exec",
+        metavar="CMD",
+        help=f"run CMD (by /bin/sh -c) for each alert (default: ${ALERT_EXEC_ENV})",
+    )
+    tee = commands.add_parser(
+        "statusline-tee",
+        formatter_class=Formatter,
+        help="store the status-line JSON's rate_limits as a session reading, then pass it on",
+        allow_abbrev=False,
+    )
+    tee.add_argument(
+        "--then",
+        metavar="CMD",
+        help="run CMD (by /bin/sh -c) on the same stdin (default: print "
+        "the status line of status --statusline)",
+    )
     status = commands.add_parser(
         "status",
         formatter_class=Formatter,
@@ -547,23 +621,23 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     shape = status.add_mutually_exclusive_group()
     shape.add_argument("--json", action=Once, help="print JSON")
     shape.add_argument("--statusline", action=Once, help="print status-line rows (always exit 0)")
-    return top, {"best": best, "poll": poll, "status": status}
+    return top, {"best": best, "poll": poll, "status": status, "statusline-tee": tee}
 
 
 def _parse(args: list[str]) -> Any:
     """Return the parsed namespace; raise `UsageError` naming the problem."""
     top, subparsers = _parser()
     if not args:
-        raise UsageError("missing command (best, poll or status)", top.format_usage())
+        raise UsageError(f"missing command ({_COMMAND_LIST})", top.format_usage())
     if args and not args[0].startswith("-") and args[0] not in COMMANDS:
-        raise UsageError(f"unknown command {args[0]!r} (best, poll or status)", top.format_usage())
+        raise UsageError(f"unknown command {args[0]!r} ({_COMMAND_LIST})", top.format_usage())
     ns, extra = top.parse_known_args(args)
     # Formatted only for an error: argparse's formatter imports shutil (and bz2, lzma).
     command = subparsers[ns.command]
     if extra:
         raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command.format_usage())
-    if ns.command == "poll" and ns.refresh and not ns.write:
-        raise UsageError("--refresh needs --write", command.format_usage())
+    if ns.command == "poll":
+        _check_poll_args(ns, command.format_usage())
     if ns.command == "best":
         from agent_accounts._usage import is_window_name
 
@@ -576,12 +650,52 @@ def _parse(args: list[str]) -> Any:
     return ns
 
 
+def _check_poll_args(ns: Any, usage: str) -> None:
+    """Check poll's flags; thresholds and the hook also come from the unit's environment."""
+    if ns.refresh and not ns.write:
+        raise UsageError("--refresh needs --write", usage)
+    if ns.max_age is not None:
+        try:
+            ns.max_age = float(ns.max_age)
+        except ValueError:
+            ns.max_age = math.nan
+        if not math.isfinite(ns.max_age) or ns.max_age <= 0:
+            raise UsageError("argument --max-age: not a positive number of seconds", usage)
+    if ns.alert_at is not None and not ns.write:
+        raise UsageError("--alert-at needs --write", usage)
+    if ns.alert_exec is not None and ns.alert_at is None and not os.environ.get(ALERT_AT_ENV):
+        raise UsageError("--alert-exec needs --alert-at", usage)
+    alert_at = ns.alert_at if ns.alert_at is not None else os.environ.get(ALERT_AT_ENV)
+    ns.thresholds = None
+    if ns.write and alert_at:
+        from agent_accounts._alerts import parse_alert_thresholds
+
+        ns.thresholds = parse_alert_thresholds(alert_at)
+        if ns.thresholds is None:
+            where = "argument --alert-at" if ns.alert_at is not None else ALERT_AT_ENV
+            raise UsageError(f"{where}: not a list of percentages like 80,95", usage)
+    if ns.alert_exec is None:
+        ns.alert_exec = os.environ.get(ALERT_EXEC_ENV) or None
+
+
 def _dispatch(args: list[str]) -> int:
     ns = _parse(args)
     if ns.command == "poll":
         import asyncio
 
-        return asyncio.run(_poll(ns.write, ns.refresh))
+        return asyncio.run(
+            _poll(
+                ns.write,
+                ns.refresh,
+                max_age=ns.max_age,
+                thresholds=ns.thresholds,
+                alert_exec=ns.alert_exec,
+            )
+        )
+    if ns.command == "statusline-tee":
+        from agent_accounts._tee import run_tee
+
+        return run_tee(ns.then or None, _run_statusline)
     if ns.command == "best":
         return _best(ns.window, ns.json, ns.path)
     if ns.statusline:
@@ -617,6 +731,17 @@ def _run(args: list[str], command: Callable[[], int] | None = None) -> int:
         return EXIT_FAILED
 
 
+def _tee_then(rest: list[str]) -> str | Literal[False] | None:
+    """`statusline-tee`'s CMD from `[]`, `[--then, CMD]` or `[--then=CMD]`; False otherwise."""
+    if not rest:
+        return None
+    if len(rest) == 2 and rest[0] == "--then" and rest[1]:
+        return rest[1]
+    if len(rest) == 1 and rest[0].startswith("--then=") and len(rest[0]) > 7:
+        return rest[0][7:]
+    return False  # anything else goes through argparse: -h, errors
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run `account-cli`; exits with the spec's code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -626,6 +751,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             code = _run_statusline()
         elif (best := _best_args(args)) is not None:
             code = _run_best(*best)
+        elif args[:1] == ["statusline-tee"] and (then := _tee_then(args[1:])) is not False:
+            # The other one: the tee, with no flag or one --then, before argparse loads.
+            from agent_accounts._tee import run_tee
+
+            code = run_tee(then, _run_statusline)
         else:
             code = _run(args)
         sys.stdout.flush()

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         RefreshSkipped,
         refresh_if_needed,
     )
+    from ._sessions import write_session_reading
     from ._urls import DEFAULT_API_BASE
 
 # Every name loads on first use (PEP 562): `account-cli status --statusline` runs on every prompt
@@ -46,6 +47,7 @@ _LAZY = {
     **dict.fromkeys(("CONFIG_DIRS_ENV", "PROFILE_ROOT_ENV"), "._discovery"),
     **dict.fromkeys(("Profile", "discover_profiles"), "._profiles"),
     "DEFAULT_API_BASE": "._urls",
+    "write_session_reading": "._sessions",
     **dict.fromkeys(
         (
             "EXPIRY_MARGIN_MS",
@@ -124,4 +126,5 @@ __all__ = [
     "read_usage",
     "refresh_if_needed",
     "write_reading",
+    "write_session_reading",
 ]

@@ -9,7 +9,6 @@ with the second (what comes out is compared with what was read, and swapped back
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 
@@ -67,19 +66,29 @@ def write_new(path: str, data: bytes, *, sync: bool = False) -> None:
         finally:
             os.close(fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        _unlink_quietly(path)
         raise
+
+
+def _unlink_quietly(path: str) -> None:
+    # Not contextlib.suppress: contextlib imports collections and functools, milliseconds that
+    # the status-line tee would pay on every prompt.
+    try:  # noqa: SIM105
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def sync_dir(directory: str) -> None:
     """Sync a directory's entries, best effort (the rename already happened)."""
-    with contextlib.suppress(OSError):
+    try:
         dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+    except OSError:
+        pass
 
 
 def atomic_write(directory: str, name: str, data: bytes) -> str:
@@ -95,8 +104,7 @@ def atomic_write(directory: str, name: str, data: bytes) -> str:
     try:
         os.rename(temp, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        _unlink_quietly(temp)
         raise
     sync_dir(directory)
     return target

@@ -7,6 +7,10 @@ wait is not over no request is sent. The file layout is the library's own: compa
 in `.json`, so no reading glob takes it. It is read through the strict gate (the caller's own
 regular, owner-only, singly linked file); one that cannot be read, does not parse, or waits more
 than an hour from now counts as none. One that cannot be written is skipped.
+
+A 429's `Retry-After` (delta seconds, or an HTTP date) lengthens the wait when it asks for more than
+the doubling would give, capped at the hour; `Retry-After: 0`, a date already past, or anything
+that does not parse is ignored (the endpoint sends `0` while it keeps answering 429 for hours).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "backoff_path",
     "clear_backoff",
     "read_backoff",
+    "retry_after_seconds",
     "write_backoff",
 ]
 
@@ -74,9 +79,40 @@ def backoff_from_bytes(raw: bytes | bytearray, *, now: float) -> Backoff | None:
     return Backoff(until=until, wait=min(max(wait, BACKOFF_FIRST_S), BACKOFF_MAX_S))
 
 
-def backoff_after_429(previous: Backoff | None, *, now: float) -> Backoff:
-    """Return the backoff that follows a 429: 300 s first, then double the last wait, capped."""
+def retry_after_seconds(header: str | None, *, now: float) -> float | None:
+    """Read a `Retry-After` value as seconds from `now`; None when absent, zero, past or junk."""
+    if header is None:
+        return None
+    text = header.strip()
+    if 0 < len(text) <= 16 and text.isascii() and text.isdigit():
+        seconds = float(int(text))
+    elif 0 < len(text) <= 64 and text.isascii() and text.isprintable():
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(text)
+        except Exception:  # junk: ignored, as if absent
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are GMT; a zone-less one is taken as UTC
+            from datetime import UTC
+
+            when = when.replace(tzinfo=UTC)
+        seconds = when.timestamp() - now
+    else:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def backoff_after_429(
+    previous: Backoff | None, *, now: float, retry_after: float | None = None
+) -> Backoff:
+    """Return the backoff that follows a 429: 300 s first, then double the last wait, capped.
+
+    A `retry_after` (seconds) longer than that wait replaces it, still capped at the hour.
+    """
     wait = BACKOFF_FIRST_S if previous is None else min(previous.wait * 2, BACKOFF_MAX_S)
+    if retry_after is not None and retry_after > wait:
+        wait = min(retry_after, BACKOFF_MAX_S)
     return Backoff(until=now + wait, wait=wait)
 
 

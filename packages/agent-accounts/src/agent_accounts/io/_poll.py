@@ -29,7 +29,13 @@ from agent_accounts import (
     usage_from_oauth_response,
 )
 
-from ._backoff import backoff_after_429, clear_backoff, read_backoff, write_backoff
+from ._backoff import (
+    backoff_after_429,
+    clear_backoff,
+    read_backoff,
+    retry_after_seconds,
+    write_backoff,
+)
 from ._files import read_credentials, write_reading
 from ._gate import GateRefused
 from ._profiles import Profile, discover_profiles
@@ -207,7 +213,8 @@ def _reject_constant(name: str) -> object:
 
 async def _request(
     client: httpx.AsyncClient, url: str, token: str, timeout: float
-) -> tuple[int, bytes | None]:
+) -> tuple[int, bytes | None, str | None]:
+    """Send the usage request; return the status, a 2xx body, and a 429's `Retry-After`."""
     headers = {
         "authorization": f"Bearer {token}",
         "vendor-beta": USAGE_BETA,
@@ -223,10 +230,13 @@ async def _request(
         # Never followed (the token would go along). To a caller whose client follows
         # redirects, a redirect counts as a followed one: network, as the spec says.
         if response.history or (response.is_redirect and client.follow_redirects):
-            return -1, None
+            return -1, None, None
         if not 200 <= response.status_code < 300:
-            return response.status_code, None  # closed unread on exit
-        return response.status_code, await _read_capped(response)
+            retry_after = None
+            if response.status_code == 429:
+                retry_after = response.headers.get("retry-after")
+            return response.status_code, None, retry_after  # closed unread on exit
+        return response.status_code, await _read_capped(response), None
 
 
 async def _poll(
@@ -238,21 +248,42 @@ async def _poll(
     timeout: float,
     url: str,
 ) -> PollResult:
+    result, _ = await _poll_detailed(
+        profile, client=client, now=now, uid=uid, timeout=timeout, url=url
+    )
+    return result
+
+
+async def _poll_detailed(
+    profile: Profile,
+    *,
+    client: httpx.AsyncClient,
+    now: float,
+    uid: int | None,
+    timeout: float,
+    url: str,
+) -> tuple[PollResult, str | None]:
+    """Poll once; return the result and, for a 429, the raw `Retry-After` header (or None)."""
     token = _access_token(profile, uid=uid, now_ms=now * 1000)
     if isinstance(token, PollFailed):
-        return token
+        return token, None
     try:
-        status, body = await _request(client, url, token, timeout)
+        status, body, retry_after = await _request(client, url, token, timeout)
     except _Malformed:
-        return PollFailed(failure="malformed")
+        return PollFailed(failure="malformed"), None
     except Exception:  # timeouts, resets, TLS and redirect errors: the message is dropped
-        return PollFailed(failure="network")
+        return PollFailed(failure="network"), None
     finally:
         del token
     if status == -1:
-        return PollFailed(failure="network")
+        return PollFailed(failure="network"), None
     if body is None:
-        return PollFailed(failure=f"http-{status}")
+        return PollFailed(failure=f"http-{status}"), retry_after
+    return _reading_result(profile, body, now), None
+
+
+def _reading_result(profile: Profile, body: bytes, now: float) -> PollResult:
+    """Turn a 2xx body into the reading, or `malformed`."""
     try:
         windows = _windows_of(json.loads(body, parse_constant=_reject_constant))
     except (ValueError, RecursionError):  # RecursionError: a body of nested brackets
@@ -338,11 +369,14 @@ async def _poll_entry(
             result=PollFailed(failure="backoff"),
             backoff_until=backoff.until,
         )
-    result = await _poll(profile, client=client, now=now, uid=uid, timeout=timeout, url=url)
+    result, retry_after = await _poll_detailed(
+        profile, client=client, now=now, uid=uid, timeout=timeout, url=url
+    )
     if isinstance(result, PollFailed):
         if result.failure != "http-429":
             return PollEntry(label=profile.label, result=result)
-        state = backoff_after_429(backoff, now=now)
+        wanted = retry_after_seconds(retry_after, now=now)
+        state = backoff_after_429(backoff, now=now, retry_after=wanted)
         write_backoff(profile.config_dir, state)  # an unwritable backoff file is skipped
         return PollEntry(label=profile.label, result=result, backoff_until=state.until)
     clear_backoff(profile.config_dir)

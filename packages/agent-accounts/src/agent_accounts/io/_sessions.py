@@ -1,0 +1,142 @@
+"""Session readings: one status-line session's reading in `status-cache/sessions/<session>.json`.
+
+`write_session_reading` keeps `write_reading`'s rules (a valid reading, token-free JSON, only the
+kept fields, one atomic write) for the readings the agent client hands to every status-line
+command. `account-cli statusline-tee` calls it on every prompt, so this module imports neither
+`json`, `re`, `typing` nor `dataclasses`: a reading made only of known window names, plain short
+text and numbers of bounded size is serialised by hand and cannot hold anything `redact_secrets`
+would change (a property test holds it to that); any other reading goes through `json` and
+`redact_secrets` as `write_reading` does.
+"""
+
+from __future__ import annotations
+
+import os
+
+from agent_accounts._usage import KNOWN_WINDOWS, parse_usage_reading
+
+from ._atomic import atomic_write, ensure_private_dir
+from ._readings import USAGE_FILE, sessions_dir
+
+TYPE_CHECKING = False  # not typing's: the status-line tee imports this module, never typing
+if TYPE_CHECKING:
+    from typing import Final
+
+    from agent_accounts import UsageReading
+
+__all__ = [
+    "SESSION_ID_MAX",
+    "is_plain_text",
+    "session_file_name",
+    "write_session_reading",
+]
+
+SESSION_ID_MAX: Final = 128
+_FILE_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_PLAIN_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
+# Under 1e12 a number prints as at most 17 digits in a row (float repr) or 12 (int): far from
+# the 32-character run `redact_secrets` takes for an opaque token.
+_NUMBER_BOUND: Final = 1e12
+_UNUSABLE_SESSION: Final = "session id must be a non-empty string of at most 128 characters"
+_RESERVED_SESSION: Final = "session id names the poller's own reading"
+_INVALID_READING: Final = "reading must be a valid usage reading"
+_SECRET_READING: Final = "reading must not carry secret-shaped text"
+
+
+def session_file_name(session_id: object) -> str:
+    """Return `<session>.json` for a session id, every character outside `[A-Za-z0-9_-]` as `_`.
+
+    No `.` or `/` survives, so the name stays inside the sessions dir and never hides as a dot
+    file; the poller's own `usage-poll` is refused. Raises TypeError with a fixed message.
+    """
+    if not isinstance(session_id, str) or not 0 < len(session_id) <= SESSION_ID_MAX:
+        raise TypeError(_UNUSABLE_SESSION)
+    name = "".join(c if c in _FILE_CHARS else "_" for c in session_id) + ".json"
+    if name == USAGE_FILE:
+        raise TypeError(_RESERVED_SESSION)
+    return name
+
+
+def is_plain_text(text: str) -> bool:
+    """Tell whether `text` is at most 24 lower-case letters, digits, `.` and `_` (never redacted).
+
+    No `-` (no `sk-...` key prefix), no `:`, `=`, `%`, `&` or space (no field, scheme or encoded
+    form), far shorter than a 32-character opaque run: `redact_secrets` returns it unchanged.
+    """
+    return 0 < len(text) <= 24 and _PLAIN_CHARS.issuperset(text)
+
+
+def _number(value: float) -> str | None:
+    """JSON text of a number below the bound (finite: parse_usage_reading checked); else None."""
+    if not -_NUMBER_BOUND < value < _NUMBER_BOUND:
+        return None
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+def _plain_json(reading: UsageReading) -> str | None:
+    """Serialise a reading that plainly holds no secret by hand; None when it might."""
+    texts = [reading["session_id"], reading.get("source", "x"), reading.get("account", "x")]
+    if not all(is_plain_text(t) for t in texts):
+        return None
+    written = _number(reading["written_at"])
+    if written is None:
+        return None
+    windows = []
+    for name, window in reading["rate_limits"].items():
+        if name not in KNOWN_WINDOWS:
+            return None
+        used = _number(window["used_percentage"])
+        if used is None:
+            return None
+        item = f'"{name}":{{"used_percentage":{used}'
+        if "resets_at" in window:
+            resets = _number(window["resets_at"])
+            if resets is None:
+                return None
+            item += f',"resets_at":{resets}'
+        windows.append(item + "}")
+    text = f'{{"session_id":"{reading["session_id"]}","written_at":{written}'
+    text += f',"rate_limits":{{{",".join(windows)}}}'
+    for key in ("source", "account"):
+        if key in reading:
+            text += f',"{key}":"{reading[key]}"'
+    return text + "}"
+
+
+def _checked_json(reading: UsageReading) -> str:
+    """Serialise any valid reading as `write_reading` does; TypeError when redaction changes it."""
+    import json
+
+    from agent_accounts._redact import redact_secrets
+
+    text = json.dumps(reading, separators=(",", ":"), allow_nan=False)
+    if redact_secrets(text) != text:
+        raise TypeError(_SECRET_READING)
+    return text
+
+
+def write_session_reading(
+    config_dir: str | os.PathLike[str], session_id: str, reading: object
+) -> str:
+    """Write one status-line session's reading to `sessions/<session>.json` atomically.
+
+    The file name is `session_file_name(session_id)`. The reading must pass `parse_usage_reading`
+    and its JSON must be unchanged by `redact_secrets`; only the fields it keeps are written.
+    Raises TypeError with a fixed message (nothing written), or the filesystem error redacted.
+    """
+    name = session_file_name(session_id)
+    parsed = parse_usage_reading(reading)
+    if parsed is None:
+        raise TypeError(_INVALID_READING)
+    text = _plain_json(parsed)
+    if text is None:
+        text = _checked_json(parsed)
+    directory = sessions_dir(os.fspath(config_dir))
+    try:
+        ensure_private_dir(directory)
+        return atomic_write(directory, name, text.encode())
+    except OSError as exc:
+        from agent_accounts._redact import redact_secrets
+
+        failure = redact_secrets(exc)
+    raise failure  # outside the handler, so no __context__ links the original
