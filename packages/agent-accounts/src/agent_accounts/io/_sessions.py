@@ -38,6 +38,7 @@ _PLAIN_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
 # the 32-character run `redact_secrets` takes for an opaque token.
 _NUMBER_BOUND: Final = 1e12
 _UNUSABLE_SESSION: Final = "session id must be a non-empty string of at most 128 characters"
+_TOKEN_SESSION: Final = "session id looks like a token"
 _RESERVED_SESSION: Final = "session id names the poller's own reading"
 _INVALID_READING: Final = "reading must be a valid usage reading"
 _SECRET_READING: Final = "reading must not carry secret-shaped text"
@@ -47,10 +48,14 @@ def session_file_name(session_id: object) -> str:
     """Return `<session>.json` for a session id, every character outside `[A-Za-z0-9_-]` as `_`.
 
     No `.` or `/` survives, so the name stays inside the sessions dir and never hides as a dot
-    file; the poller's own `usage-poll` is refused. Raises TypeError with a fixed message.
+    file; the poller's own `usage-poll` is refused, and so is an id holding a key prefix (`sk-`)
+    or a JWT start (`eyJ`), which would put a token in a file name. Raises TypeError with a fixed
+    message.
     """
     if not isinstance(session_id, str) or not 0 < len(session_id) <= SESSION_ID_MAX:
         raise TypeError(_UNUSABLE_SESSION)
+    if "sk-" in session_id.lower() or "eyJ" in session_id:
+        raise TypeError(_TOKEN_SESSION)  # a key or JWT start: never a file name
     name = "".join(c if c in _FILE_CHARS else "_" for c in session_id) + ".json"
     if name == USAGE_FILE:
         raise TypeError(_RESERVED_SESSION)

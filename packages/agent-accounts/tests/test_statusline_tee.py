@@ -1,0 +1,456 @@
+"""`account-cli statusline-tee`: the agent client's status-line payloads (tests/data) become
+session readings that `status` and `poll --max-age` see, then reach the user's own status line.
+
+Every run is a real subprocess fed a documented payload on stdin. Checked on each: no traceback,
+no canary on stdout or stderr, and stderr lines only from the tee's fixed templates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accounts_support import CANARY, account_cli, check_files, credentials, make_profile
+from agent_accounts import redact_secrets
+from agent_accounts.io import read_usage, write_session_reading
+from agent_accounts.io._sessions import _plain_json, is_plain_text, session_file_name
+
+DATA = Path(__file__).resolve().parent / "data"
+PAYLOAD = DATA / "statusline_payload.json"
+BEFORE_FIRST_ANSWER = DATA / "statusline_before_first_answer.json"
+LIMIT_HIT = DATA / "statusline_limit_hit.json"
+SESSION = "3f2a9c1e-4b5d-4e6f-8a7b-9c0d1e2f3a4b"
+TEE_LINE = re.compile(
+    r"account-cli: statusline-tee: (input is not a status-line JSON object"
+    r"|rate_limits holds no usable window|session_id missing or unusable"
+    r"|no config dir \(AGENT_CONFIG_DIR or ~/\.agent\)|session reading not written"
+    r"|input over 256 KiB, not read)"
+)
+
+
+@dataclass
+class Tee:
+    code: int
+    out: str
+    err: str
+
+
+def run(
+    home: Path, stdin: bytes, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Tee:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+    base["HOME"] = str(home)
+    done = subprocess.run(
+        [account_cli(), "statusline-tee", *args],
+        input=stdin,
+        env={**base, **(env or {})},
+        capture_output=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+    )
+    result = Tee(done.returncode, done.stdout.decode(), done.stderr.decode())
+    assert "Traceback" not in result.out + result.err
+    assert CANARY not in result.out + result.err
+    for line in result.err.splitlines():
+        assert TEE_LINE.fullmatch(line), line
+    return result
+
+
+def payload(path: Path = PAYLOAD, **changes: Any) -> bytes:
+    doc = json.loads(path.read_bytes())
+    doc.update(changes)
+    return json.dumps(doc).encode()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "home"
+    make_profile(path, ".agent", credentials(expires_at_ms=int(time.time() * 1000) + 86_400_000))
+    yield path
+    check_files(tmp_path)
+
+
+def sessions(home: Path, name: str = ".agent") -> Path:
+    return home / name / "status-cache" / "sessions"
+
+
+def test_fixtures_have_the_documented_shape() -> None:
+    doc = json.loads(PAYLOAD.read_bytes())
+    assert 2048 <= len(PAYLOAD.read_bytes()) <= 2300  # the benchmark's 2 KiB
+    assert doc["hook_event_name"] == "Status"
+    assert set(doc["rate_limits"]) == {"five_hour", "seven_day"}
+    assert set(doc["rate_limits"]["five_hour"]) == {"used_percentage", "resets_at"}
+    assert "rate_limits" not in json.loads(BEFORE_FIRST_ANSWER.read_bytes())
+
+
+def test_a_payload_becomes_a_session_reading_that_status_shows(home: Path) -> None:
+    result = run(home, PAYLOAD.read_bytes())
+    assert (result.code, result.err) == (0, "")
+    # With no --then, the tee prints the spec's status line itself, from the reading just kept.
+    assert result.out.splitlines()[0].startswith("23|41|1893456000|1893888000|||||")
+    file = sessions(home) / f"{SESSION}.json"
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    stored = json.loads(file.read_bytes())
+    assert stored["session_id"] == "statusline.3f2a9c1e"
+    assert stored["source"] == "statusline"
+    assert stored["account"] == "default"
+    assert stored["rate_limits"] == {
+        "five_hour": {"used_percentage": 23.5, "resets_at": 1893456000},
+        "seven_day": {"used_percentage": 41.2, "resets_at": 1893888000},
+    }
+    assert [p.name for p in sessions(home).iterdir()] == [f"{SESSION}.json"]  # no temp left
+
+    status = subprocess.run(
+        [account_cli(), "status", "--json"],
+        env={**os.environ, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    usage = json.loads(status.stdout)["profiles"][0]["usage"]
+    assert usage["rate_limits"]["five_hour"]["used_percentage"] == 23.5
+    assert usage["age_seconds"] <= 60
+
+
+def test_then_gets_the_same_bytes_and_its_exit_code_is_the_tees(home: Path, tmp_path: Path) -> None:
+    raw = PAYLOAD.read_bytes()
+    copy = tmp_path / "copy.json"
+    result = run(home, raw, "--then", f"cat > {copy}; echo 'my line'; exit 3")
+    assert (result.code, result.out, result.err) == (3, "my line\n", "")
+    assert copy.read_bytes() == raw
+    assert (sessions(home) / f"{SESSION}.json").exists()
+    assert run(home, raw, f"--then=cat > {copy}").code == 0
+
+
+def test_a_payload_without_rate_limits_writes_nothing_and_says_nothing(home: Path) -> None:
+    result = run(home, BEFORE_FIRST_ANSWER.read_bytes())
+    assert (result.code, result.err) == (0, "")
+    assert result.out == "unknown|unknown|||||||\n"
+    assert not sessions(home).exists()
+
+
+def test_a_limit_reported_past_100_is_kept_as_100(home: Path) -> None:
+    assert run(home, LIMIT_HIT.read_bytes()).err == ""
+    usage = read_usage(home / ".agent")
+    assert usage is not None
+    assert usage.reading["rate_limits"]["five_hour"]["used_percentage"] == 100
+    assert usage.reading["rate_limits"]["seven_day"]["used_percentage"] == 96.4
+
+
+@pytest.mark.parametrize(
+    ("stdin", "problem"),
+    [
+        (b"", "input is not a status-line JSON object"),
+        (b"not json", "input is not a status-line JSON object"),
+        (b'["an", "array"]', "input is not a status-line JSON object"),
+        (b"\xff\xfe{}", "input is not a status-line JSON object"),
+        (b"[" * 100_000, "input is not a status-line JSON object"),
+        (payload(rate_limits="full"), "input is not a status-line JSON object"),
+        (payload(rate_limits={"five_hour": {"used_percentage": "x"}}), "rate_limits holds no "),
+        (payload(rate_limits={"Five Hour": {"used_percentage": 5}}), "rate_limits holds no "),
+        (payload(session_id=None), "session_id missing or unusable"),
+        (payload(session_id=""), "session_id missing or unusable"),
+        (payload(session_id="x" * 129), "session_id missing or unusable"),
+        (payload(session_id="usage-poll"), "session_id missing or unusable"),
+        (payload(session_id=f"sk-ant-oat01-{CANARY}abc"), "session_id missing or unusable"),
+        (payload(session_id=f"eyJhbGciOi.{CANARY}"), "session_id missing or unusable"),
+    ],
+)
+def test_bad_input_gets_one_fixed_line_and_the_status_line_still_prints(
+    home: Path, tmp_path: Path, stdin: bytes, problem: str
+) -> None:
+    poll_file = sessions(home) / "usage-poll.json"
+    poll_file.parent.mkdir(parents=True)
+    poll_file.write_text('{"session_id": "usage-poll", "written_at": 1, "rate_limits": {}}')
+    before = poll_file.read_bytes()
+    result = run(home, stdin)
+    assert result.code == 0
+    assert result.err.startswith(f"account-cli: statusline-tee: {problem}")
+    assert result.out == "unknown|unknown|||||||\n"
+    assert sorted(p.name for p in sessions(home).iterdir()) == ["usage-poll.json"]
+    assert poll_file.read_bytes() == before  # the poller's reading is never the tee's to write
+    # With --then, the user's status line still runs on the very same bytes.
+    copy = tmp_path / "copy"
+    result = run(home, stdin, "--then", f"cat > {copy}")
+    assert result.code == 0
+    assert copy.read_bytes() == stdin
+    copy.unlink()  # the user's command got the payload as given, canary and all: not ours
+
+
+@pytest.mark.parametrize(
+    ("session_id", "file"),
+    [
+        ("../../../escape", "_________escape.json"),
+        ("/etc/passwd", "_etc_passwd.json"),
+        (".hidden", "_hidden.json"),
+        ("a.json", "a_json.json"),
+        ("..", "__.json"),
+        ("line\nbreak", "line_break.json"),
+        ("Ωmega", "_mega.json"),
+    ],
+)
+def test_a_session_id_never_leaves_the_sessions_dir(home: Path, session_id: str, file: str) -> None:
+    before = set(home.parent.rglob("*"))
+    assert run(home, payload(session_id=session_id)).err == ""
+    created = set(home.parent.rglob("*")) - before
+    assert sessions(home) / file in created
+    assert all(
+        p == sessions(home) or p.is_relative_to(sessions(home)) or p in sessions(home).parents
+        for p in created
+    )
+    stored = json.loads((sessions(home) / file).read_bytes())
+    assert is_plain_text(stored["session_id"])
+
+
+def test_no_config_dir_is_created_for_the_tee(tmp_path: Path) -> None:
+    empty = tmp_path / "nobody"
+    empty.mkdir()
+    result = run(empty, PAYLOAD.read_bytes())
+    assert result.code == 0
+    assert (
+        result.err == "account-cli: statusline-tee: no config dir (AGENT_CONFIG_DIR or ~/.agent)\n"
+    )
+    assert list(empty.iterdir()) == []
+
+
+def test_agent_config_dir_names_the_current_profile(home: Path) -> None:
+    work, _ = make_profile(home / ".agent-profiles", "work", None, seed=False)
+    result = run(home, PAYLOAD.read_bytes(), env={"AGENT_CONFIG_DIR": work.config_dir})
+    assert result.err == ""
+    stored = json.loads(
+        (Path(work.config_dir) / f"status-cache/sessions/{SESSION}.json").read_bytes()
+    )
+    assert stored["account"] == "work"
+    assert not sessions(home).exists()
+
+
+def test_an_unwritable_sessions_dir_is_reported_and_the_line_still_prints(home: Path) -> None:
+    sessions(home).parent.mkdir(parents=True)
+    sessions(home).write_text("a file where the dir should be")
+    result = run(home, PAYLOAD.read_bytes())
+    assert result.code == 0
+    assert result.err == "account-cli: statusline-tee: session reading not written\n"
+    assert result.out == "unknown|unknown|||||||\n"
+
+
+def test_input_over_the_cap_is_not_parsed_but_reaches_then_whole(
+    home: Path, tmp_path: Path
+) -> None:
+    big = payload(padding="x" * (300 * 1024))
+    copy = tmp_path / "copy"
+    result = run(home, big, "--then", f"cat > {copy}")
+    assert result.err == "account-cli: statusline-tee: input over 256 KiB, not read\n"
+    assert copy.read_bytes() == big
+    assert not sessions(home).exists()
+
+
+def test_then_that_does_not_read_stdin_still_ends(home: Path) -> None:
+    assert run(home, payload(padding="x" * (200 * 1024)), "--then", "exit 0").code == 0
+
+
+def test_help_and_usage_errors_go_through_the_parser(home: Path) -> None:
+    done = subprocess.run(
+        [account_cli(), "statusline-tee", "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0
+    assert "--then CMD" in done.stdout
+    done = subprocess.run(
+        [account_cli(), "statusline-tee", "--nope"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 64
+    assert done.stderr.startswith("account-cli: unrecognized arguments: --nope\n")
+
+
+# ---- the hot path: what the tee loads ------------------------------------------------------------
+
+PROBE = textwrap.dedent(
+    """
+    import sys
+    sys.argv = ["account-cli", "statusline-tee"]
+    from agent_accounts.cli import main
+    try:
+        main()
+    except SystemExit as done:
+        code = done.code
+    loaded = sorted(sys.modules)
+    import json
+    sys.stderr.write(json.dumps({"code": code, "modules": loaded}))
+    """
+)
+HEAVY = {
+    "typing",
+    "dataclasses",
+    "re",
+    "json",
+    "enum",
+    "collections",
+    "contextlib",
+    "datetime",
+    "subprocess",
+    "argparse",
+    "asyncio",
+    "httpx",
+    "shutil",
+    "hashlib",
+    "secrets",
+}
+
+
+def test_the_tee_loads_no_heavy_module(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "COV", "PYTHON"))}
+    env["HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        input=PAYLOAD.read_bytes(),
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    result = json.loads(done.stderr)
+    assert result["code"] == 0
+    assert (sessions(home) / f"{SESSION}.json").exists()
+    assert HEAVY & {m.split(".")[0] for m in result["modules"]} == set()
+
+
+# ---- write_session_reading: write_reading's rules for a session's file ----------------------------
+
+
+def reading(**changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "session_id": "s1",
+        "written_at": 1_800_000_000.25,
+        "rate_limits": {"five_hour": {"used_percentage": 12.5, "resets_at": 1_800_003_600}},
+        "source": "statusline",
+    }
+    doc.update(changes)
+    return doc
+
+
+def test_write_session_reading_writes_the_kept_fields(tmp_path: Path) -> None:
+    path = write_session_reading(tmp_path, "abc", {**reading(), "extra": "dropped"})
+    assert path == str(tmp_path / "status-cache/sessions/abc.json")
+    assert json.loads(Path(path).read_bytes()) == reading()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        reading(rate_limits={"five_hour": {"used_percentage": 101}}),
+        reading(session_id=""),
+        reading(written_at="now"),
+        {"session_id": "s1"},
+    ],
+)
+def test_write_session_reading_refuses_an_invalid_reading(tmp_path: Path, bad: Any) -> None:
+    with pytest.raises(TypeError, match=r"^reading must be a valid usage reading$"):
+        write_session_reading(tmp_path, "abc", bad)
+    assert not (tmp_path / "status-cache").exists()
+
+
+def test_write_session_reading_refuses_secret_shaped_text(tmp_path: Path) -> None:
+    secret = reading(account=f"sk-ant-oat01-{CANARY}xyz")
+    with pytest.raises(TypeError, match=r"^reading must not carry secret-shaped text$") as caught:
+        write_session_reading(tmp_path, "abc", secret)
+    assert CANARY not in str(caught.value)
+    assert not (tmp_path / "status-cache").exists()
+
+
+def test_write_session_reading_takes_other_windows_and_text_through_the_full_check(
+    tmp_path: Path,
+) -> None:
+    odd = reading(
+        session_id="Has Space",
+        rate_limits={"new_window": {"used_percentage": 1}},
+        written_at=10**13,
+    )
+    assert _plain_json(odd) is None  # type: ignore[arg-type]
+    path = write_session_reading(tmp_path, "abc", odd)
+    assert json.loads(Path(path).read_bytes()) == odd
+
+
+@pytest.mark.parametrize("bad", [None, 5, "", "x" * 129, "usage-poll", "sk-ant-x", "eyJabc"])
+def test_session_file_name_refuses(bad: object) -> None:
+    with pytest.raises(TypeError):
+        session_file_name(bad)
+
+
+def _plain_values(rng: random.Random) -> list[str]:
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789._"
+    shaped = [
+        "token",
+        "password",
+        "bearer",
+        "basic",
+        "authorization",
+        "refresh_token",
+        "x_api_key",
+        "a" * 24,
+        "0123456789abcdef01234567",
+        "statusline.3f2a9c1e",
+        "sk.ant.api03",
+    ]
+    return shaped + ["".join(rng.choices(alphabet, k=rng.randint(1, 24))) for _ in range(1500)]
+
+
+def _numbers(rng: random.Random) -> list[float]:
+    fixed: list[float] = [
+        0,
+        100,
+        99.99999999999999,
+        1e-300,
+        5e-324,
+        999_999_999_999,
+        1e11 + 0.1,
+        1_800_000_000.123456,
+        33.333333333333336,
+        -999_999_999_999.9,
+    ]
+    return (
+        fixed
+        + [rng.uniform(0, 100) for _ in range(300)]
+        + [rng.uniform(0, 1e12) for _ in range(300)]
+    )
+
+
+def test_a_reading_serialised_by_hand_is_json_redaction_leaves_alone() -> None:
+    """The tee's `re`-free path: every reading it writes by hand is what json and redaction
+    would accept unchanged."""
+    rng = random.Random(17)
+    texts = _plain_values(rng)
+    numbers = _numbers(rng)
+    checked = 0
+    for text in texts:
+        used = rng.choice(numbers[:310]) if rng.random() < 0.5 else rng.uniform(0, 100)
+        used = min(max(used, 0), 100)
+        doc: dict[str, Any] = {
+            "session_id": text,
+            "written_at": rng.choice(numbers),
+            "rate_limits": {
+                "five_hour": {"used_percentage": used, "resets_at": rng.choice(numbers)},
+                "seven_day": {"used_percentage": used},
+            },
+            "source": "statusline",
+            "account": rng.choice(texts),
+        }
+        text_json = _plain_json(doc)  # type: ignore[arg-type]
+        assert text_json is not None, doc
+        assert json.loads(text_json) == doc
+        assert redact_secrets(text_json) == text_json, text_json
+        checked += 1
+    assert checked == len(texts)
