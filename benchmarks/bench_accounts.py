@@ -7,6 +7,9 @@
    after 100 ms: total wall time (target: under 0.5 s; polled one by one it would take 5 s).
 3. `account-cli best` over 50 profiles (each with a login and a fresh reading), median wall time
    of RUNS runs, process start included, with `python -c pass` run in turn (target: under 100 ms).
+4. `account-cli statusline-tee` fed the 2 KiB status-line payload of tests/data (it writes the
+   session reading, fsyncs included, then prints the status line), median wall time of RUNS runs
+   against `python -c pass` fed the same stdin, in turn (target: at most 2x).
 
 Prints one JSON line per figure.
 """
@@ -56,7 +59,9 @@ def _make_profile(config: Path, now: float) -> None:
     (sessions / "usage-poll.json").write_text(json.dumps(reading))
 
 
-def _median_walls(argvs: list[list[str]], env: dict[str, str]) -> list[float]:
+def _median_walls(
+    argvs: list[list[str]], env: dict[str, str], stdin: bytes | None = None
+) -> list[float]:
     """Median wall time of each command, run in turn within each round.
 
     Interleaved, so load from other processes on a shared machine falls on the baseline and the
@@ -66,7 +71,9 @@ def _median_walls(argvs: list[list[str]], env: dict[str, str]) -> list[float]:
     for index in range(RUNS + 2):
         for argv, own in zip(argvs, times, strict=True):
             start = time.perf_counter()
-            subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, timeout=60)
+            subprocess.run(
+                argv, env=env, check=True, stdout=subprocess.DEVNULL, timeout=60, input=stdin
+            )
             if index >= 2:  # two warm-up rounds fill the page cache and the bytecode cache
                 own.append(time.perf_counter() - start)
     return [statistics.median(own) for own in times]
@@ -222,15 +229,66 @@ def bench_best() -> None:
     )
 
 
+TEE_PAYLOAD = (
+    Path(__file__).resolve().parents[1]
+    / "packages"
+    / "agent-accounts"
+    / "tests"
+    / "data"
+    / "statusline_payload.json"
+)
+
+
+def bench_statusline_tee() -> None:
+    """Median wall time of `statusline-tee` on a 2 KiB payload vs `python -c pass`."""
+    payload = TEE_PAYLOAD.read_bytes()
+    now = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        _make_profile(home / ".agent", now)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+        env["HOME"] = str(home)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        done = subprocess.run(
+            [account_cli(), "statusline-tee"],
+            input=payload,
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        session = home / ".agent/status-cache/sessions/3f2a9c1e-4b5d-4e6f-8a7b-9c0d1e2f3a4b.json"
+        if done.stderr or not done.stdout.startswith(b"23|41|") or not session.exists():
+            raise SystemExit(f"unexpected statusline-tee run: {done!r}")
+        baseline, value = _median_walls(
+            [[sys.executable, "-c", "pass"], [account_cli(), "statusline-tee"]], env, payload
+        )
+    _emit(
+        name=f"account-cli statusline-tee, {len(payload)} B payload (median wall, session "
+        "reading written and the status line printed)",
+        value=round(value, 4),
+        unit="s",
+        baseline="python -c pass",
+        baseline_value=round(baseline, 4),
+        ratio=round(value / baseline, 2),
+        target="<= 2x",
+    )
+
+
 def main() -> None:
-    """Run every figure."""
-    bench_statusline()
-    bench_poll_all()
-    bench_best()
+    """Run every figure (or only the ones named: statusline, poll_all, best, statusline_tee)."""
+    benches = {
+        "statusline": bench_statusline,
+        "poll_all": bench_poll_all,
+        "best": bench_best,
+        "statusline_tee": bench_statusline_tee,
+    }
+    for name in sys.argv[1:] or list(benches):
+        benches[name]()
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["serve"]:
+    if sys.argv[1:] == ["serve"]:  # the poll benchmark's server child
         asyncio.run(_serve())
     else:
         main()

@@ -94,3 +94,51 @@ async def test_poll_write_reaches_the_product_and_its_event_stream(
     everything = json.dumps([before, after]) + events_text + written.read_text() + caplog.text
     for canary in (CANARY_ACCESS, CANARY_REFRESH, "ITCANARY"):
         assert canary not in everything
+
+
+@pytest.mark.slow
+async def test_a_statusline_tee_reading_reaches_the_product(tmp_path: Path) -> None:
+    """The agent client's status-line payload, through `account-cli statusline-tee`, is what the
+    daemon's product shows: no request to the usage endpoint at all."""
+    home = tmp_path / "home"
+    work = home / ".agent-profiles" / "work"
+    write_credentials(
+        work,
+        token=CANARY_ACCESS,
+        refresh=CANARY_REFRESH,
+        expires_at_ms=int(time.time() * 1000) + 3_600_000,
+    )
+    fixture = (
+        Path(__file__).resolve().parents[1]
+        / "packages/agent-accounts/tests/data/statusline_payload.json"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
+    env.update(HOME=str(home), AGENT_CONFIG_DIR=str(work))
+    proc = await asyncio.create_subprocess_exec(
+        _cli(),
+        "statusline-tee",
+        "--then",
+        "cat >/dev/null; echo my-line",
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await proc.communicate(fixture.read_bytes())
+    assert (proc.returncode, out, err) == (0, b"my-line\n", b"")
+    demo = seed_forge()
+    registry = build_registry(
+        port=forge_port(demo.forge.wire),
+        repo=demo.repo,
+        profiles=lambda: discover_profiles(home=home, env={}),
+    )
+    async with (
+        running_daemon(tmp_path, registry=registry) as (base, _),
+        aiohttp.ClientSession() as session,
+    ):
+        status, answer = await rpc(session, base, "accounts")
+    assert status == 200
+    [profile] = answer["data"]["profiles"]
+    assert profile["label"] == "work"
+    assert profile["usage"]["rate_limits"] == json.loads(fixture.read_bytes())["rate_limits"]
+    assert "ITCANARY" not in json.dumps(answer)

@@ -150,3 +150,15 @@ def test_timer_fires_10s_after_start_then_every_150s_with_30s_jitter() -> None:
     assert one_directive(unit, "Timer", "RandomizedDelaySec") == "30s"
     assert one_directive(unit, "Timer", "Unit") == "account-poll.service"
     assert one_directive(unit, "Install", "WantedBy") == "timers.target"
+
+
+def test_service_offers_the_alert_thresholds_the_cli_reads() -> None:
+    from agent_accounts import parse_alert_thresholds
+
+    unit = unit_directives(SERVICE)
+    setting = one_directive(unit, "Service", "Environment")
+    name, _, value = setting.partition("=")
+    assert name == "AGENT_ALERT_AT"  # the variable `account-cli poll --write` reads
+    assert parse_alert_thresholds(value) == (80.0, 95.0)
+    comment = SERVICE.read_text(encoding="utf-8")
+    assert "AGENT_ALERT_EXEC" in comment  # the hook, offered in the drop-in example

@@ -38,7 +38,10 @@ STDERR_LINE = re.compile(
     r"account-cli: no account qualifies \(.+\)"
     r"|account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
     r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
-    r"|token refresh failed: [a-z0-9-]+)"
+    r"|token refresh failed: [a-z0-9-]+"
+    r"|[a-z0-9_]+ at [0-9.]+% \(crossed [0-9.]+%\), resets (unknown|\S+)"
+    r"|alert hook (failed: exit -?\d+|timed out after \S+|could not start)"
+    r"|alert state write failed; alerts held back)"
 )
 
 
@@ -503,15 +506,18 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 
 # Every bad invocation: its exact first stderr line (the problem, named) and its exit code; the
 # second line is always the usage of the command in question.
-POLL_USAGE = "usage: account-cli poll [-h] [--write] [--refresh]"
+POLL_USAGE = (
+    "usage: account-cli poll [-h] [--write] [--refresh] [--max-age SECONDS]\n"
+    "                        [--alert-at PERCENTS] [--alert-exec CMD]"
+)
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
-TOP_USAGE = "usage: account-cli [-h] {best,poll,status} ..."
+TOP_USAGE = "usage: account-cli [-h] {best,poll,status,statusline-tee} ..."
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (best, poll or status)", TOP_USAGE),
-    (["nope"], "unknown command 'nope' (best, poll or status)", TOP_USAGE),
-    (["Poll"], "unknown command 'Poll' (best, poll or status)", TOP_USAGE),
-    (["Best"], "unknown command 'Best' (best, poll or status)", TOP_USAGE),
+    ([], "missing command (best, poll, status or statusline-tee)", TOP_USAGE),
+    (["nope"], "unknown command 'nope' (best, poll, status or statusline-tee)", TOP_USAGE),
+    (["Poll"], "unknown command 'Poll' (best, poll, status or statusline-tee)", TOP_USAGE),
+    (["Best"], "unknown command 'Best' (best, poll, status or statusline-tee)", TOP_USAGE),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),
     (["best", "extra"], "unrecognized arguments: extra", BEST_USAGE),
     (["best", "--win", "five_hour"], "unrecognized arguments: --win five_hour", BEST_USAGE),

@@ -31,6 +31,11 @@ EXPECTED = {
     # usage reading shapes
     "RateWindow",
     "UsageReading",
+    # usage alerts
+    "Alert",
+    "AlertMark",
+    "alert_crossings",
+    "parse_alert_thresholds",
     # pace and the best account now
     "BestCandidate",
     "BestChoice",
@@ -50,6 +55,7 @@ EXPECTED = {
 }
 
 PRIVATE_MODULES = [
+    "_alerts",
     "_best",
     "_errors",
     "_labels",

@@ -46,6 +46,8 @@ EXPECTED = API_NAMES | {
     "RefreshResult",
     "RefreshSkipped",
     "UsageFile",
+    # issue 17: the status-line tee's writer, for other tools that receive status-line payloads
+    "write_session_reading",
 }
 
 

@@ -8,7 +8,8 @@ threshold already fired and the window's reset time, which names its period:
   only the highest one crossed fires (50% to 96% with 80 and 95 is one alert, at 95);
 - staying above fires nothing more in the same period;
 - a new period (the reset time moved on by more than `PERIOD_TOLERANCE_S`, or the marked reset
-  time has passed) starts from no level, so the first crossing in it fires again;
+  time is more than that in the past) starts from no level, so the first crossing in it fires
+  again; the mark keeps the period's first reset time, so jitter never creeps it forward;
 - a window with no reset time has no known period: its level re-arms once use falls below the
   lowest threshold;
 - a window whose reset time is already past, or older than the mark's period, is stale and
@@ -75,7 +76,7 @@ def parse_alert_thresholds(text: str) -> tuple[float, ...] | None:
 def _new_period(mark: AlertMark, resets_at: float | None, now: float) -> bool:
     if mark.resets_at is None:
         return False
-    if now >= mark.resets_at:
+    if now >= mark.resets_at + PERIOD_TOLERANCE_S:
         return True
     return resets_at is not None and resets_at > mark.resets_at + PERIOD_TOLERANCE_S
 
@@ -89,7 +90,9 @@ def alert_crossings(
     """Return the marks after `reading` and the alerts it fires (see the module docstring)."""
     levels = sorted(t for t in thresholds if 0 < t <= 100)
     kept = {
-        name: mark for name, mark in marks.items() if mark.resets_at is None or now < mark.resets_at
+        name: mark
+        for name, mark in marks.items()
+        if mark.resets_at is None or now < mark.resets_at + PERIOD_TOLERANCE_S
     }
     alerts: list[Alert] = []
     if not levels:
@@ -112,8 +115,8 @@ def alert_crossings(
             ):
                 continue  # a reading of an older period than the one marked
             level = previous.level
-            if period is None:
-                period = previous.resets_at
+            if previous.resets_at is not None:
+                period = previous.resets_at  # the period's first reset time, not its jitter
             if previous.resets_at is None and resets is None and used < levels[0]:
                 level = 0.0  # no known period: re-armed once use falls below every threshold
         crossed = [t for t in levels if level < t <= used]

@@ -1,0 +1,178 @@
+"""Asking the endpoint less: `poll --max-age` skips a profile with a fresh reading (a status-line
+session's included), and a 429's `Retry-After` lengthens the backoff (capped at the hour)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from accounts_support import NOW, UsageServer, account_cli, check_files, make_profile
+from agent_accounts.io import poll_all
+from agent_accounts.io._backoff import (
+    BACKOFF_FIRST_S,
+    Backoff,
+    backoff_after_429,
+    read_backoff,
+    retry_after_seconds,
+)
+from test_cli import Home, plant_reading
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[UsageServer]:
+    async with UsageServer() as running:
+        yield running
+
+
+@pytest.fixture
+def home(tmp_path: Path, server: UsageServer) -> Iterator[Home]:
+    path = tmp_path / "home"
+    path.mkdir()
+    yield Home(path=path, url=server.url)
+    check_files(tmp_path)
+
+
+# ---- poll --max-age ------------------------------------------------------------------------------
+
+
+async def test_a_fresh_reading_skips_the_request(home: Home, server: UsageServer) -> None:
+    fresh = home.add("fresh")
+    stale = home.add("stale")
+    home.add("none")
+    plant_reading(fresh, "a-session", time.time() - 5, five_hour=12.0, seven_day=30.0)
+    plant_reading(stale, "usage-poll", time.time() - 900, five_hour=1.0, seven_day=2.0)
+    run = await home.run("poll", "--write", "--max-age", "120")
+    assert (run.code, run.err) == (0, "")
+    assert run.lines[0].startswith("fresh: five_hour 12%, seven_day 30% (")
+    assert run.lines[0].endswith("s old, not polled)")
+    assert run.lines[1:] == [
+        "none: five_hour 23%, seven_day 41.5%",
+        "stale: five_hour 23%, seven_day 41.5%",
+    ]
+    assert len(server.requests) == 2
+    # Without the bound every profile is asked.
+    run = await home.run("poll")
+    assert len(server.requests) == 5
+
+
+async def test_a_reading_from_the_future_is_not_fresh(home: Home, server: UsageServer) -> None:
+    work = home.add("work")
+    plant_reading(work, "skewed", time.time() + 3600, five_hour=12.0, seven_day=30.0)
+    run = await home.run("poll", "--max-age", "120")
+    assert run.lines == ["work: five_hour 23%, seven_day 41.5%"]
+    assert len(server.requests) == 1
+
+
+async def test_a_statusline_tee_reading_keeps_the_timer_from_asking(
+    home: Home, server: UsageServer
+) -> None:
+    default = home.add(".agent")
+    env = home.env()
+    tee = subprocess.run(
+        [account_cli(), "statusline-tee", "--then", "true"],
+        input=(DATA / "statusline_payload.json").read_bytes(),
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert tee.stderr == b""
+    assert (default / "status-cache/sessions/3f2a9c1e-4b5d-4e6f-8a7b-9c0d1e2f3a4b.json").exists()
+    run = await home.run("poll", "--write", "--max-age", "300")
+    assert run.lines[0].startswith("default: five_hour 23.5%, seven_day 41.2% (")
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "nan", "inf", ""])
+async def test_max_age_must_be_a_positive_number(home: Home, value: str) -> None:
+    home.add("work")
+    run = await home.run("poll", "--max-age", value)
+    assert run.code == 64
+    assert run.err.startswith("account-cli: argument --max-age: ")
+
+
+# ---- Retry-After ---------------------------------------------------------------------------------
+
+
+def http_date(epoch: float) -> str:
+    return email.utils.formatdate(epoch, usegmt=True)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        (None, None),
+        ("1200", 1200.0),
+        (" 60 ", 60.0),
+        ("0", None),
+        ("-5", None),
+        ("1.5", None),
+        ("junk", None),
+        ("", None),
+        ("9" * 17, None),
+        ("٣٠٠", None),  # digits, but not ASCII ones
+        (http_date(NOW + 900), 900.0),
+        (http_date(NOW - 900), None),
+        ("Mon, 99 Foo 2026 99:99:99 GMT", None),
+        ("x" * 65, None),
+    ],
+)
+def test_retry_after_seconds(header: str | None, seconds: float | None) -> None:
+    assert retry_after_seconds(header, now=NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    ("previous", "retry_after", "wait"),
+    [
+        (None, None, BACKOFF_FIRST_S),
+        (None, 120.0, BACKOFF_FIRST_S),  # shorter than the backoff: the backoff stands
+        (None, 1200.0, 1200.0),
+        (None, 7200.0, 3600.0),  # capped at the spec's hour
+        (Backoff(until=NOW, wait=600.0), 900.0, 1200.0),  # doubling already asks for more
+        (Backoff(until=NOW, wait=600.0), 3000.0, 3000.0),
+        (Backoff(until=NOW, wait=3600.0), 3000.0, 3600.0),
+    ],
+)
+def test_backoff_after_429_honours_a_longer_retry_after(
+    previous: Backoff | None, retry_after: float | None, wait: float
+) -> None:
+    state = backoff_after_429(previous, now=NOW, retry_after=retry_after)
+    assert (state.wait, state.until) == (wait, NOW + wait)
+
+
+@pytest.mark.parametrize(
+    ("header", "wait"),
+    [("1800", 1800.0), ("0", 300.0), ("soon", 300.0), ("86400", 3600.0), (None, 300.0)],
+)
+async def test_poll_all_keeps_the_retry_after_wait_on_disk(
+    tmp_path: Path, server: UsageServer, header: str | None, wait: float
+) -> None:
+    async def limited(request: web.Request, srv: UsageServer) -> web.StreamResponse:
+        headers = {} if header is None else {"Retry-After": header}
+        return web.Response(status=429, headers=headers)
+
+    server.handler = limited
+    now = time.time()
+    profile, _ = make_profile(tmp_path, "work", now=now)
+    [entry] = await poll_all(profiles=[profile], api_base=server.url, now=now)
+    assert entry.result.ok is False
+    assert entry.result.failure == "http-429"
+    assert entry.backoff_until == now + wait
+    stored = read_backoff(profile.config_dir, uid=None, now=now)
+    assert stored == Backoff(until=now + wait, wait=wait)
+    raw = json.loads((Path(profile.config_dir) / "status-cache/usage-poll.backoff").read_bytes())
+    assert raw == {"until": now + wait, "wait": wait}
+    # While it runs, nothing is sent.
+    [entry] = await poll_all(profiles=[profile], api_base=server.url, now=now + wait - 1)
+    assert entry.result.ok is False
+    assert entry.result.failure == "backoff"
+    assert len(server.requests) == 1
