@@ -108,10 +108,10 @@ def _session_field(session_id: str) -> str:
 
 def _record(data: bytes) -> str | None:
     """Store the payload's `rate_limits` as a session reading; return the problem, or None."""
-    from agent_accounts.io._readings import _json_loads
+    from agent_accounts.io._readings import json_loads
 
     try:
-        payload = _json_loads(data)
+        payload = json_loads(data)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return _BAD_INPUT
     if not isinstance(payload, dict):
