@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ._git import exec_git, ls_remote_pull_head
     from ._logs import JobLogSummary, job_log_tail, summarize_job_log
     from ._port import ForgePort, forge_port, load_required_contexts
-    from ._readiness import Blocker, Readiness, merge_readiness
+    from ._readiness import Actor, Blocker, Readiness, merge_readiness
     from ._redact import redact_forge_secrets, redact_split
     from ._squash import SquashCommit, SquashMessage, format_squash_message
     from ._types import (
@@ -78,7 +78,12 @@ if TYPE_CHECKING:
         PullRequest,
         RequiredChecks,
         RequiredContext,
+        Review,
         ReviewComment,
+        ReviewRequest,
+        ReviewRules,
+        ReviewState,
+        ReviewThread,
         SkipReason,
         UpdateBranchResult,
         UpsertCommentResult,
@@ -125,7 +130,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_git": ("exec_git", "ls_remote_pull_head"),
     "_logs": ("JobLogSummary", "job_log_tail", "summarize_job_log"),
     "_port": ("ForgePort", "forge_port", "load_required_contexts"),
-    "_readiness": ("Blocker", "Readiness", "merge_readiness"),
+    "_readiness": ("Actor", "Blocker", "Readiness", "merge_readiness"),
     "_redact": ("redact_forge_secrets", "redact_split"),
     "_squash": ("SquashCommit", "SquashMessage", "format_squash_message"),
     "_types": (
@@ -152,7 +157,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PullRequest",
         "RequiredChecks",
         "RequiredContext",
+        "Review",
         "ReviewComment",
+        "ReviewRequest",
+        "ReviewRules",
+        "ReviewState",
+        "ReviewThread",
         "SkipReason",
         "UpdateBranchResult",
         "UpsertCommentResult",
@@ -166,6 +176,7 @@ _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in nam
 # Plain `sorted()` order, which test_exported_members pins (isort-style would differ).
 __all__ = [  # noqa: RUF022
     "ACTIONS_APP_ID",
+    "Actor",
     "Ancestry",
     "AncestryStatus",
     "AppTokenProvider",
@@ -225,7 +236,12 @@ __all__ = [  # noqa: RUF022
     "Readiness",
     "RequiredChecks",
     "RequiredContext",
+    "Review",
     "ReviewComment",
+    "ReviewRequest",
+    "ReviewRules",
+    "ReviewState",
+    "ReviewThread",
     "SkipReason",
     "SquashCommit",
     "SquashMessage",

@@ -29,7 +29,12 @@ __all__ = [
     "PullRequest",
     "RequiredChecks",
     "RequiredContext",
+    "Review",
     "ReviewComment",
+    "ReviewRequest",
+    "ReviewRules",
+    "ReviewState",
+    "ReviewThread",
     "SkipReason",
     "UpdateBranchResult",
     "UpsertCommentResult",
@@ -107,6 +112,7 @@ class ReviewComment:
     line: int | None
     body: str
     resolved: bool
+    thread_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +180,77 @@ class RequiredChecks:
 
     contexts: tuple[RequiredContext, ...] = ()
     strict: bool = False
+    # The rulesets' `pull_request` rule (the strictest of several); None when they have none.
+    reviews: ReviewRules | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewRules:
+    """What a branch asks of reviews: a `pull_request` ruleset rule, or classic protection's.
+
+    The default asks nothing (no rule, an unprotected branch, or the free-plan answer).
+    """
+
+    required_approving_review_count: int = 0
+    require_code_owner_review: bool = False
+    require_last_push_approval: bool = False
+    dismiss_stale_reviews_on_push: bool = False
+    required_review_thread_resolution: bool = False
+    # Where the rule came from, for details: "ruleset", "classic" or "none".
+    source: str = "none"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    """One submitted review: who, what (APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED), on
+    which commit, and whether its author can push (only their reviews count toward the rules)."""
+
+    author: str | None
+    state: str
+    commit_oid: str | None
+    submitted_at: str | None = None
+    author_can_push: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewThread:
+    """One review thread with its resolved state, where it sits and who opened it."""
+
+    id: str
+    resolved: bool
+    path: str = ""
+    line: int | None = None
+    author: str | None = None
+    comments: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewRequest:
+    """A pending review request: a user's login or a team's `org/slug`."""
+
+    reviewer: str
+    team: bool = False
+    as_code_owner: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewState:
+    """What `merge_readiness` needs to judge reviews; `load_review_state` reads it whole.
+
+    `reviews` oldest first; `threads` every review thread; `requests` pending requests;
+    `rules` the base branch's review rules; `decision` the forge's own `reviewDecision`
+    (APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED, or None when it requires no review);
+    `head_sha` the head the reviews were read at; `pushers` the logins the head commit names
+    (author and committer), standing in for the last pusher, whom the forge does not name.
+    """
+
+    head_sha: str
+    reviews: tuple[Review, ...] = ()
+    threads: tuple[ReviewThread, ...] = ()
+    requests: tuple[ReviewRequest, ...] = ()
+    rules: ReviewRules = ReviewRules()
+    decision: str | None = None
+    pushers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
