@@ -355,6 +355,8 @@ class _Graph:
             "mergedBy": _user(pr.get("_merged_by")) if merged else None,
             "headRef": head_ref,
             "reviews": _connect(lambda: pr.get("_reviews", []), lambda r: self.review(repo, r)),
+            "reviewDecision": pr.get("_review_decision"),
+            "reviewRequests": _connect(lambda: pr.get("_review_requests", []), self.review_request),
             "reviewThreads": _connect(
                 lambda: list(enumerate(repo.review_threads.get(number, []))),
                 lambda it: self.thread(repo, number, it[0], it[1]),
@@ -372,7 +374,28 @@ class _Graph:
             "author": _user(review.get("user")),
             "state": review["state"],
             "submittedAt": review.get("submitted_at"),
+            "authorCanPushToRepository": bool(review.get("can_push", True)),
             "commit": self.commit(repo, review["commit_id"]) if review.get("commit_id") else None,
+        }
+
+    def review_request(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        reviewer: dict[str, Any] | None
+        if "team" in request:
+            org, _, slug = str(request["team"]).partition("/")
+            reviewer = {
+                "__typename": "Team",
+                "slug": slug,
+                "name": slug,
+                "combinedSlug": f"{org}/{slug}",
+            }
+        elif request.get("login") is not None:
+            reviewer = _user(str(request["login"]))
+        else:
+            reviewer = None
+        return {
+            "__typename": "ReviewRequest",
+            "asCodeOwner": bool(request.get("as_code_owner")),
+            "requestedReviewer": reviewer,
         }
 
     def thread(
@@ -439,9 +462,12 @@ class _Graph:
 
     def commit(self, repo: RepoState, sha: str) -> dict[str, Any]:
         _parents, message, date = repo.commits.get(sha, ((), "", "2024-01-01T00:00:00Z"))
+        author, committer = repo.commit_users.get(sha, (None, None))
         return {
             "__typename": "Commit",
             "oid": sha,
+            "author": {"__typename": "GitActor", "user": _user(author), "date": date},
+            "committer": {"__typename": "GitActor", "user": _user(committer), "date": date},
             "message": message,
             "messageHeadline": message.splitlines()[0] if message else "",
             "committedDate": date,

@@ -90,6 +90,11 @@ class RepoState:
     classic: dict[str, dict[str, Any] | int] = field(default_factory=dict)
     compare_files: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     review_threads: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # Classic branch protection as GET .../branches/{branch}/protection answers it (its review
+    # and conversation-resolution parts); a branch without one answers from `classic`.
+    protection: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The logins a commit's author and committer map to (None: an email with no account).
+    commit_users: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
     # Raw job logs by check run (job) id, served through actions/jobs/{id}/logs.
     job_logs: dict[int, bytes] = field(default_factory=dict)
@@ -167,6 +172,19 @@ class RepoState:
                 },
             }
         ]
+
+    def add_review_rule(self, branch: str, **parameters: object) -> None:
+        """Add a ruleset `pull_request` rule on `branch` (every parameter GitHub requires)."""
+        params: dict[str, object] = {
+            "dismiss_stale_reviews_on_push": False,
+            "require_code_owner_review": False,
+            "require_last_push_approval": False,
+            "required_approving_review_count": 0,
+            "required_review_thread_resolution": False,
+        }
+        params.update(parameters)
+        rule = {"type": "pull_request", "parameters": params}
+        self.rulesets.setdefault(branch, []).append(rule)
 
     def mirror_git(self, clone: str) -> None:
         """Copy a real git repository's commits and branches into this state, shas and all."""
@@ -495,6 +513,7 @@ class _Api:
             (r"/commits/([^/]+)/status", "GET", self.combined_status),
             (r"/rules/branches/(.+)", "GET", self.branch_rules),
             (r"/branches/(.+)/protection/required_status_checks", "GET", self.classic),
+            (r"/branches/(.+)/protection", "GET", self.protection),
             (r"/check-runs/(\d+)", "GET", self.get_check_run),
             (r"/check-runs/(\d+)/annotations", "GET", self.check_run_annotations),
             (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
@@ -833,6 +852,22 @@ class _Api:
             )
         if isinstance(answer, int):
             raise _error(answer, "Branch not protected")
+        return 200, answer, {}
+
+    def protection(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
+    ) -> Any:
+        checks = repo.classic.get(b, 404)
+        if checks == 403:
+            raise _error(
+                403, "Upgrade to GitHub Pro or make this repository public to enable this feature."
+            )
+        if b not in repo.protection and isinstance(checks, int):
+            raise _error(checks, "Branch not protected")
+        url = f"http://{API_HOST}/repos/{repo.full_name}/branches/{b}/protection"
+        answer: dict[str, Any] = {"url": url, "enabled": True, **repo.protection.get(b, {})}
+        if isinstance(checks, dict):
+            answer["required_status_checks"] = {"url": f"{url}/required_status_checks", **checks}
         return 200, answer, {}
 
     def get_check_run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 import pytest
@@ -16,7 +17,14 @@ from forge_automation._errors import (
     ForgeInputError,
 )
 from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._port import ForgePort, forge_port, load_required_contexts
+from forge_automation._port import (
+    ForgePort,
+    forge_port,
+    load_required_contexts,
+    load_review_rules,
+    load_review_state,
+)
+from forge_automation._readiness import merge_readiness
 from forge_automation._types import (
     CheckRun,
     CommitStatus,
@@ -28,7 +36,11 @@ from forge_automation._types import (
     PullRequest,
     RequiredChecks,
     RequiredContext,
+    Review,
     ReviewComment,
+    ReviewRequest,
+    ReviewRules,
+    ReviewThread,
 )
 from forge_automation._wire import ForgeWire, gh_cli_wire
 from forge_support import ForgeServer, RepoState, sha_of
@@ -69,6 +81,13 @@ class Backend(Protocol):
         self, number: int, threads: Sequence[tuple[bool, Sequence[tuple[int, str, str]]]]
     ) -> None: ...
     def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None: ...
+    def review_rule(self, branch: str, **parameters: Any) -> None: ...
+    def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None: ...
+    def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None: ...
+    def review_requests(
+        self, number: int, requests: Sequence[tuple[str, bool, bool]], decision: str | None
+    ) -> None: ...
+    def commit_users(self, sha: str, author: str | None, committer: str | None) -> None: ...
     def effects(self, name: str) -> int: ...
     def user_lookups(self) -> int: ...
     def commit_message(self, sha: str) -> str: ...
@@ -189,13 +208,42 @@ class FakeBackend:
                 line=1,
                 body=b,
                 resolved=resolved,
+                thread_id=f"T{t}",
             )
-            for resolved, comments in threads
+            for t, (resolved, comments) in enumerate(threads)
             for i, a, b in comments
         ]
 
     def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None:
         self.fake.force_pushes[(REPO, number)] = [ForcePush(before=b, after=a) for b, a in pushes]
+
+    def review_rule(self, branch: str, **parameters: Any) -> None:
+        checks = self.fake._state.rulesets.get((REPO, branch), RequiredChecks())
+        rules = ReviewRules(source="ruleset", **parameters)
+        if checks.reviews is not None:  # two rulesets: the forge enforces both
+            from forge_automation._port import _strictest
+
+            rules = _strictest([checks.reviews, rules])
+        self.fake.set_rulesets(REPO, branch, replace(checks, reviews=rules))
+
+    def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None:
+        self.fake.set_classic_review_rules(REPO, branch, rules)
+
+    def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None:
+        self.fake.reviews[(REPO, number)] = [
+            Review(author=a, state=s, commit_oid=c, author_can_push=p) for a, s, c, p in reviews
+        ]
+
+    def review_requests(
+        self, number: int, requests: Sequence[tuple[str, bool, bool]], decision: str | None
+    ) -> None:
+        self.fake.review_requests[(REPO, number)] = [
+            ReviewRequest(reviewer=r, team=t, as_code_owner=o) for r, t, o in requests
+        ]
+        self.fake.review_decisions[(REPO, number)] = decision
+
+    def commit_users(self, sha: str, author: str | None, committer: str | None) -> None:
+        self.fake.commit_users[sha] = tuple(dict.fromkeys(u for u in (author, committer) if u))
 
     def effects(self, name: str) -> int:
         return self.fake.effects[name]
@@ -276,7 +324,17 @@ class GhBackend:
         self, branch: str, contexts: Sequence[tuple[str, int | None]], strict: bool
     ) -> None:
         self.repo.rulesets[branch] = [
-            {"type": "pull_request", "parameters": {}},
+            # Another rule type beside the checks, as GitHub answers it: read, not mistaken.
+            {
+                "type": "pull_request",
+                "parameters": {
+                    "dismiss_stale_reviews_on_push": False,
+                    "require_code_owner_review": False,
+                    "require_last_push_approval": False,
+                    "required_approving_review_count": 0,
+                    "required_review_thread_resolution": False,
+                },
+            },
             {
                 "type": "required_status_checks",
                 "parameters": {
@@ -338,6 +396,54 @@ class GhBackend:
 
     def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None:
         self.repo.force_pushes[number] = list(pushes)
+
+    def review_rule(self, branch: str, **parameters: Any) -> None:
+        self.repo.add_review_rule(branch, **parameters)
+
+    def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None:
+        if isinstance(rules, int):
+            self.repo.classic[branch] = rules
+            return
+        protection: dict[str, Any] = {
+            "required_conversation_resolution": {"enabled": rules.required_review_thread_resolution}
+        }
+        if (
+            rules.required_approving_review_count
+            or rules.require_code_owner_review
+            or rules.require_last_push_approval
+            or rules.dismiss_stale_reviews_on_push
+        ):
+            protection["required_pull_request_reviews"] = {
+                "dismiss_stale_reviews": rules.dismiss_stale_reviews_on_push,
+                "require_code_owner_reviews": rules.require_code_owner_review,
+                "required_approving_review_count": rules.required_approving_review_count,
+                "require_last_push_approval": rules.require_last_push_approval,
+            }
+        self.repo.protection[branch] = protection
+
+    def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None:
+        self.repo.prs[number]["_reviews"] = [
+            {
+                "id": next(self.server.state.ids),
+                "user": a,
+                "state": s,
+                "commit_id": c,
+                "can_push": p,
+                "submitted_at": "2024-01-02T00:00:00Z",
+            }
+            for a, s, c, p in reviews
+        ]
+
+    def review_requests(
+        self, number: int, requests: Sequence[tuple[str, bool, bool]], decision: str | None
+    ) -> None:
+        self.repo.prs[number]["_review_requests"] = [
+            {"team" if t else "login": r, "as_code_owner": o} for r, t, o in requests
+        ]
+        self.repo.prs[number]["_review_decision"] = decision
+
+    def commit_users(self, sha: str, author: str | None, committer: str | None) -> None:
+        self.repo.commit_users[sha] = (author, committer)
 
     def effects(self, name: str) -> int:
         return self.server.state.effects[name]
@@ -805,3 +911,176 @@ def test_update_branch_skips_a_merged_pr_and_one_not_behind(forge: Backend) -> N
     forge.port.merge_pr(REPO, 7, head_sha=head, method="merge", subject="S", body="")
     assert forge.port.update_branch(REPO, 7, head_sha=head).skipped == "merged"
     assert forge.effects("update_branch") == 0
+
+
+# -- review state and review rules -------------------------------------------------------------------
+
+
+def test_load_review_rules_rulesets_first_then_classic(forge: Backend) -> None:
+    _main(forge)
+    forge.rulesets("main", [("test", None)], False)
+    forge.review_rule("main", required_approving_review_count=1, dismiss_stale_reviews_on_push=True)
+    forge.review_rule("main", required_approving_review_count=2, require_code_owner_review=True)
+    assert load_review_rules(forge.port, REPO, "main") == ReviewRules(
+        required_approving_review_count=2,
+        require_code_owner_review=True,
+        dismiss_stale_reviews_on_push=True,
+        source="ruleset",
+    )
+    # The checks load_required_contexts read carry the rule: the rulesets are not read twice.
+    checks = load_required_contexts(forge.port, REPO, "main")
+    assert load_review_rules(forge.port, REPO, "main", checks).required_approving_review_count == 2
+    classic = ReviewRules(
+        required_approving_review_count=1,
+        require_last_push_approval=True,
+        required_review_thread_resolution=True,
+        source="classic",
+    )
+    forge.classic("dev", [("build", None)])
+    forge.classic_reviews("dev", classic)
+    assert load_review_rules(forge.port, REPO, "dev") == classic
+    # Classic checks found, rulesets' review rule kept beside them.
+    forge.classic("mixed", [("build", None)])
+    forge.review_rule("mixed", required_review_thread_resolution=True)
+    mixed = load_required_contexts(forge.port, REPO, "mixed")
+    assert [c.context for c in mixed.contexts] == ["build"]
+    assert mixed.reviews is not None
+    assert mixed.reviews.required_review_thread_resolution
+    forge.classic("free", 403)
+    assert load_review_rules(forge.port, REPO, "free") == ReviewRules()
+    assert load_review_rules(forge.port, REPO, "unprotected") == ReviewRules()
+
+
+def test_review_state_reads_every_page_at_the_head(forge: Backend) -> None:
+    _, tip = _main(forge)
+    head = forge.commit("head", [tip])
+    forge.pr(9, "topic", head)
+    forge.commit_users(head, "ann", "bob")
+    # 150 reviews: two pages; the last one decides each reviewer's verdict.
+    rows = [(f"r{i}", "COMMENTED", tip, False) for i in range(148)]
+    rows += [("cy", "APPROVED", head, True), ("dee", "CHANGES_REQUESTED", tip, True)]
+    forge.reviews(9, rows)
+    forge.review_requests(9, [("eve", False, False), ("acme/core", True, True)], "REVIEW_REQUIRED")
+    forge.review_threads(
+        9,
+        [(True, [(1, "ann", "fixed?")])]
+        + [(False, [(100 + t, "bob", "nit")]) for t in range(100)]
+        + [(False, [(1000 + c, "cy", f"c{c}") for c in range(101)])],
+    )
+    state = forge.port.review_state(REPO, 9, head)
+    assert state.head_sha == head
+    assert len(state.reviews) == 150
+    assert state.reviews[-2:] == (
+        Review(
+            author="cy",
+            state="APPROVED",
+            commit_oid=head,
+            author_can_push=True,
+            submitted_at=state.reviews[-2].submitted_at,
+        ),
+        Review(
+            author="dee",
+            state="CHANGES_REQUESTED",
+            commit_oid=tip,
+            author_can_push=True,
+            submitted_at=state.reviews[-1].submitted_at,
+        ),
+    )
+    assert state.requests == (
+        ReviewRequest(reviewer="eve"),
+        ReviewRequest(reviewer="acme/core", team=True, as_code_owner=True),
+    )
+    assert state.decision == "REVIEW_REQUIRED"
+    assert state.pushers == ("ann", "bob")
+    assert len(state.threads) == 102
+    assert [t.resolved for t in state.threads[:2]] == [True, False]
+    assert state.threads[-1] == ReviewThread(
+        id=state.threads[-1].id, resolved=False, path="a.py", line=1, author="cy", comments=101
+    )
+    assert state.rules == ReviewRules()
+
+
+def test_review_state_refuses_a_moved_head_and_too_many_requests(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(9, "topic", tip)
+    with pytest.raises(ForgeConflictError):
+        forge.port.review_state(REPO, 9, sha_of("elsewhere"))
+    forge.review_requests(9, [(f"u{i}", False, False) for i in range(101)], None)
+    with pytest.raises(ForgeCliError) as caught:
+        forge.port.review_state(REPO, 9, tip)
+    assert caught.value.kind == "malformed"
+
+
+def test_readiness_over_the_review_state_names_each_rule(forge: Backend) -> None:
+    _, tip = _main(forge)
+    head = forge.commit("head", [tip])
+    forge.pr(9, "topic", head)
+    forge.commit_users(head, "ann", "ann")
+    forge.rulesets("main", [("test", None)], False)
+    forge.review_rule(
+        "main",
+        required_approving_review_count=2,
+        require_code_owner_review=True,
+        require_last_push_approval=True,
+        dismiss_stale_reviews_on_push=True,
+        required_review_thread_resolution=True,
+    )
+    forge.reviews(
+        9,
+        [
+            ("bob", "APPROVED", tip, True),
+            ("cy", "CHANGES_REQUESTED", head, True),
+            ("ann", "APPROVED", head, True),
+        ],
+    )
+    forge.review_requests(
+        9, [("acme/core", True, True), ("eve", False, False)], "CHANGES_REQUESTED"
+    )
+    forge.review_threads(9, [(False, [(1, "bob", "why?")])])
+    pr = forge.port.get_pr(REPO, 9)
+    checks = load_required_contexts(forge.port, REPO, "main")
+    state = load_review_state(forge.port, REPO, pr, checks)
+    result = merge_readiness(
+        pr=pr,
+        rules=checks,
+        runs=[
+            CheckRun(
+                id=1,
+                name="test",
+                status="completed",
+                conclusion="success",
+                app_id=ACTIONS_APP_ID,
+                head_sha=head,
+            )
+        ],
+        required_apps=(ACTIONS_APP_ID,),
+        approved_head=head,
+        reviews=state,
+    )
+    assert [(b.reason, b.actor) for b in result.blockers] == [
+        ("changes-requested", "author"),
+        ("approvals-missing", "reviewer"),
+        ("code-owner-review-missing", "reviewer"),
+        ("last-push-unapproved", "reviewer"),
+        ("review-requested", "reviewer"),
+        ("threads-unresolved", "author"),
+    ]
+    forge.reviews(
+        9,
+        [
+            ("bob", "APPROVED", head, True),
+            ("cy", "APPROVED", head, True),
+        ],
+    )
+    forge.review_requests(9, [], "APPROVED")
+    forge.review_threads(9, [(True, [(1, "bob", "why?")])])
+    state = load_review_state(forge.port, REPO, pr, checks)
+    result = merge_readiness(
+        pr=pr,
+        rules=checks,
+        runs=[],
+        required_apps=(ACTIONS_APP_ID,),
+        approved_head=head,
+        reviews=state,
+    )
+    assert [b.reason for b in result.blockers] == ["check-pending"]

@@ -130,6 +130,7 @@ def test_ok_without_and_with_a_clone(world: World) -> None:
         "required": ["ci"],
         "strict": True,
         "behindBy": 0,
+        "blockers": [],
     }
 
 
@@ -383,3 +384,109 @@ def test_premerge_refuses_bad_shas_in_process(world: World) -> None:
     with pytest.raises(ForgeInputError) as caught:
         premerge(_port(world), REPO, 1, "HEAD", approved_head=world.head)
     assert caught.value.field == "head_sha"
+
+
+# -- reviews -----------------------------------------------------------------------------------------
+
+
+def test_review_blockers_fail_premerge_with_their_actors(world: World) -> None:
+    world.green(world.head)
+    world.repo.add_review_rule(
+        "main", required_approving_review_count=1, required_review_thread_resolution=True
+    )
+    world.repo.review_threads[1] = [
+        {"resolved": False, "comments": [{"id": 7, "user": "bob", "path": "a.py", "line": 3}]}
+    ]
+    code, out, _ = world.premerge()
+    assert (code, out) == (
+        1,
+        f"FAIL {REPO}#1: approvals-missing: main (ruleset rule) requires 1 approving review from "
+        "reviewers who can push; counted: none [actor: reviewer]; threads-unresolved: main "
+        "(ruleset rule) requires every review thread resolved; 1 unresolved: a.py:3 (bob) "
+        "[actor: author]\n",
+    )
+    code, out, _ = world.premerge("--json")
+    data = json.loads(out)
+    assert [(b["reason"], b["actor"]) for b in data["blockers"]] == [
+        ("approvals-missing", "reviewer"),
+        ("threads-unresolved", "author"),
+    ]
+    # An approval of the head by a reviewer who can push, and the thread resolved: OK.
+    world.repo.prs[1]["_reviews"] = [
+        {"id": 1, "user": "bob", "state": "APPROVED", "commit_id": world.head, "can_push": True}
+    ]
+    world.repo.review_threads[1][0]["resolved"] = True
+    code, out, _ = world.premerge()
+    assert (code, out.split()[0]) == (0, "OK")
+
+
+def test_classic_review_rules_apply_when_rulesets_have_none(world: World) -> None:
+    world.green(world.head)
+    world.repo.protection["main"] = {
+        "required_pull_request_reviews": {
+            "dismiss_stale_reviews": True,
+            "require_code_owner_reviews": False,
+            "required_approving_review_count": 1,
+        }
+    }
+    world.repo.prs[1]["_reviews"] = [
+        {"id": 1, "user": "bob", "state": "APPROVED", "commit_id": world.base, "can_push": True}
+    ]
+    code, out, _ = world.premerge()
+    assert code == 1
+    assert out.startswith(
+        f"FAIL {REPO}#1: approvals-missing: main (classic rule) requires 1 approving review"
+    )
+    assert "bob approved an older commit" in out
+
+
+def test_a_review_read_that_fails_fails_closed(world: World) -> None:
+    world.green(world.head)
+    world.server.state.graphql_faults.append({"message": "Something went wrong"})
+    code, out, _ = world.premerge()
+    assert (code, out) == (
+        1,
+        f"FAIL {REPO}#1: cannot read reviews: GraphQL error: Something went wrong\n",
+    )
+
+
+def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
+    from forge_automation._fake import fake_forge
+    from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+
+    fake = fake_forge()
+    head = "a" * 40
+    fake.add_pr(
+        REPO,
+        PullRequest(
+            number=1,
+            state="open",
+            head_sha=head,
+            head_ref="feature",
+            head_repo=REPO,
+            base_ref="main",
+            mergeable_state="clean",
+        ),
+    )
+    fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="ci"),)))
+    fake.set_runs(
+        head,
+        [
+            CheckRun(
+                id=1,
+                name="ci",
+                status="completed",
+                conclusion="success",
+                app_id=15368,
+                head_sha=head,
+            )
+        ],
+    )
+    port = forge_port(fake.wire)
+    assert premerge(port, REPO, 1, head, approved_head=head).ok
+    fake.read_faults.reviews = True
+    result = premerge(port, REPO, 1, head, approved_head=head)
+    assert result.reasons == (
+        "cannot read reviews: gh api failed with HTTP 502: fake reviews fault",
+    )
+    assert not result.ok

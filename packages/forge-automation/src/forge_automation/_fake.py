@@ -29,7 +29,11 @@ from ._types import (
     Page,
     PullRequest,
     RequiredChecks,
+    Review,
     ReviewComment,
+    ReviewRequest,
+    ReviewRules,
+    ReviewState,
 )
 from ._wire import ForgeWire
 
@@ -55,6 +59,7 @@ class ReadFaults:
 
     compare_ancestry: bool = False
     ls_remote: bool = False
+    reviews: bool = False
 
 
 @dataclass(slots=True)
@@ -68,6 +73,7 @@ class _State:
     statuses: dict[str, list[CommitStatus]] = field(default_factory=dict)
     rulesets: dict[tuple[str, str], RequiredChecks] = field(default_factory=dict)
     classic: dict[tuple[str, str], RequiredChecks | int] = field(default_factory=dict)
+    classic_reviews: dict[tuple[str, str], ReviewRules | int] = field(default_factory=dict)
     compares: dict[tuple[str, str, str], CompareFiles] = field(default_factory=dict)
 
 
@@ -82,6 +88,12 @@ class FakeForge:
         self.not_modified = 0
         self.pr_files: dict[tuple[str, int], list[FileEntry]] = {}
         self.review_comments: dict[tuple[str, int], list[ReviewComment]] = {}
+        # Reviews oldest first, pending review requests and the forge's review decision per PR;
+        # the logins each commit names (author, committer) for the last-push rule.
+        self.reviews: dict[tuple[str, int], list[Review]] = {}
+        self.review_requests: dict[tuple[str, int], list[ReviewRequest]] = {}
+        self.review_decisions: dict[tuple[str, int], str | None] = {}
+        self.commit_users: dict[str, tuple[str, ...]] = {}
         self.force_pushes: dict[tuple[str, int], list[ForcePush]] = {}
         self.commits: dict[str, FakeCommit] = {}
         self.created_check_runs: list[CreatedCheckRun] = []
@@ -184,6 +196,11 @@ class FakeForge:
         """Set classic protection's required checks, or an HTTP status it fails with (403, 404)."""
         with self._lock:
             self._state.classic[(repo, branch)] = rules
+
+    def set_classic_review_rules(self, repo: str, branch: str, rules: ReviewRules | int) -> None:
+        """Set classic protection's review rules, or an HTTP status it fails with (403, 404)."""
+        with self._lock:
+            self._state.classic_reviews[(repo, branch)] = rules
 
     def set_compare(self, repo: str, base: str, head: str, result: CompareFiles) -> None:
         """Set the answer of compare_files for `base...head`."""
@@ -562,6 +579,55 @@ class _FakeWire:
             if isinstance(rules, int):
                 raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
             return rules
+
+    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
+        with self._f._lock:
+            state = self._call("get_classic_review_rules")
+            rules = state.classic_reviews.get((repo, branch))
+            if rules is None:
+                # Like the forge: protection without a review rule still answers, else 404.
+                checks = state.classic.get((repo, branch), 404)
+                rules = ReviewRules(source="classic") if not isinstance(checks, int) else checks
+            if rules == 403:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 403: Upgrade to GitHub Pro or make this repository "
+                    "public to enable this feature.",
+                    status=403,
+                    kind="free-plan",
+                )
+            if isinstance(rules, int):
+                raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
+            return rules
+
+    def get_pull_reviews(
+        self, repo: str, number: int, head_sha: str, after: str | None
+    ) -> tuple[ReviewState, str | None]:
+        with self._f._lock:
+            state = self._call("get_pull_reviews")
+            if self._f.read_faults.reviews:
+                self._f.read_faults.reviews = False
+                raise ForgeCliError("gh api failed with HTTP 502: fake reviews fault", status=502)
+            pr = state.prs.get((repo, number))
+            if pr is None:
+                raise ForgeCliError(
+                    f"GraphQL error: Could not resolve to a PullRequest with the number of "
+                    f"{number}.",
+                    status=200,
+                    kind="http",
+                )
+            page = int(after) if after else 1
+            items, nxt = _paged(self._f.reviews.get((repo, number), []), page)
+            requests = tuple(self._f.review_requests.get((repo, number), []))
+            if len(requests) > _PAGE:
+                raise ForgeCliError("forge answered reviews the wire cannot read", kind="malformed")
+            result = ReviewState(
+                head_sha=pr.head_sha,
+                reviews=items,
+                requests=requests,
+                decision=self._f.review_decisions.get((repo, number)),
+                pushers=self._f.commit_users.get(head_sha, ()),
+            )
+            return result, str(nxt) if nxt else None
 
     def merge_pr(
         self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str

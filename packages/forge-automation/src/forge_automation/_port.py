@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar, cast, get_args
 
 from ._constants import FORCE_PUSHES_CAP, PR_COMMITS_CAP, PR_FILES_CAP
@@ -36,7 +37,11 @@ from ._types import (
     PullRequest,
     RequiredChecks,
     RequiredContext,
+    Review,
     ReviewComment,
+    ReviewRules,
+    ReviewState,
+    ReviewThread,
     UpdateBranchResult,
     UpsertCommentResult,
 )
@@ -53,7 +58,13 @@ from ._validate import (
 )
 from ._wire import ForgeWire
 
-__all__ = ["ForgePort", "forge_port", "load_required_contexts"]
+__all__ = [
+    "ForgePort",
+    "forge_port",
+    "load_required_contexts",
+    "load_review_rules",
+    "load_review_state",
+]
 
 T = TypeVar("T")
 
@@ -139,6 +150,41 @@ class ForgePort:
         validate_repo(repo)
         validate_branch(branch)
         return self._wire.get_classic_required_checks(repo, branch)
+
+    def classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
+        """Return classic branch protection's review rules; raises ForgeCliError on 403/404."""
+        validate_repo(repo)
+        validate_branch(branch)
+        return self._wire.get_classic_review_rules(repo, branch)
+
+    def review_state(self, repo: str, number: int, head_sha: str) -> ReviewState:
+        """Return the PR's reviews, review threads and pending requests, read at `head_sha`.
+
+        Every page of reviews and of review threads (and of each thread's comments) is read;
+        `rules` is left empty (see `load_review_state`). A PR whose head is no longer
+        `head_sha` raises ForgeConflictError: reviews read at another head decide nothing.
+        """
+        validate_repo(repo)
+        validate_number(number)
+        validate_sha(head_sha, "head_sha")
+        first: ReviewState | None = None
+        reviews: list[Review] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page, cursor = self._wire.get_pull_reviews(repo, number, head_sha, cursor)
+            if page.head_sha != head_sha:
+                raise ForgeConflictError(
+                    f"#{number}: the head is {page.head_sha[:12]}, not {head_sha[:12]}; "
+                    "its reviews were not judged"
+                )
+            first = first or page
+            reviews.extend(page.reviews)
+            if cursor is None:
+                break
+        if cursor is not None or first is None:
+            raise ForgeCliError(f"reviews still had pages after {_MAX_PAGES}")
+        threads = _threads_of(self.list_review_comments(repo, number))
+        return replace(first, reviews=tuple(reviews), threads=threads)
 
     def check_runs(self, repo: str, sha: str) -> tuple[CheckRun, ...]:
         """Return every check run for `sha`, superseded runs included."""
@@ -469,9 +515,24 @@ def _fresh(page: Page[PullRequest] | NotModified) -> Page[PullRequest]:
 
 
 def _replace_pr(pr: PullRequest, *, behind: bool, behind_by: int) -> PullRequest:
-    from dataclasses import replace
-
     return replace(pr, behind=behind, behind_by=behind_by)
+
+
+def _threads_of(comments: tuple[ReviewComment, ...]) -> tuple[ReviewThread, ...]:
+    grouped: dict[str, list[ReviewComment]] = {}
+    for comment in comments:
+        grouped.setdefault(comment.thread_id or f"comment:{comment.id}", []).append(comment)
+    return tuple(
+        ReviewThread(
+            id=key,
+            resolved=group[0].resolved,
+            path=group[0].path,
+            line=group[0].line,
+            author=group[0].author,
+            comments=len(group),
+        )
+        for key, group in grouped.items()
+    )
 
 
 def _merge_rules(rules: list[RequiredChecks]) -> RequiredChecks:
@@ -479,7 +540,24 @@ def _merge_rules(rules: list[RequiredChecks]) -> RequiredChecks:
     for rule in rules:
         for context in rule.contexts:
             seen.setdefault((context.context, context.app_id), context)
-    return RequiredChecks(contexts=tuple(seen.values()), strict=any(r.strict for r in rules))
+    reviews = [r.reviews for r in rules if r.reviews is not None]
+    return RequiredChecks(
+        contexts=tuple(seen.values()),
+        strict=any(r.strict for r in rules),
+        reviews=_strictest(reviews) if reviews else None,
+    )
+
+
+def _strictest(rules: list[ReviewRules]) -> ReviewRules:
+    # Several active rulesets all apply: the forge enforces every one of them.
+    return ReviewRules(
+        required_approving_review_count=max(r.required_approving_review_count for r in rules),
+        require_code_owner_review=any(r.require_code_owner_review for r in rules),
+        require_last_push_approval=any(r.require_last_push_approval for r in rules),
+        dismiss_stale_reviews_on_push=any(r.dismiss_stale_reviews_on_push for r in rules),
+        required_review_thread_resolution=any(r.required_review_thread_resolution for r in rules),
+        source=rules[0].source,
+    )
 
 
 def forge_port(wire: ForgeWire) -> ForgePort:
@@ -509,4 +587,44 @@ def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredC
         if exc.kind not in ("free-plan", "not-found"):
             raise
         return rules
-    return classic if classic.contexts else rules
+    # The rulesets' review rule (if any) stays with the classic checks.
+    return replace(classic, reviews=rules.reviews) if classic.contexts else rules
+
+
+def load_review_rules(
+    port: ForgePort, repo: str, branch: str, checks: RequiredChecks | None = None
+) -> ReviewRules:
+    """Return the branch's review rules: the rulesets' `pull_request` rule, else classic's.
+
+    `checks` is what `load_required_contexts` (or `required_checks`) already read for the
+    branch, so the rulesets are not read twice. As there, only the free-plan 403 and classic
+    protection's 404 read as "no review rule"; any other failed or malformed read raises.
+    """
+    if checks is None:
+        try:
+            checks = port.required_checks(repo, branch)
+        except ForgeCliError as exc:
+            if exc.kind != "free-plan":
+                raise
+            checks = RequiredChecks()
+    if checks.reviews is not None:
+        return checks.reviews
+    try:
+        return port.classic_review_rules(repo, branch)
+    except ForgeCliError as exc:
+        if exc.kind not in ("free-plan", "not-found"):
+            raise
+        return ReviewRules()
+
+
+def load_review_state(
+    port: ForgePort, repo: str, pr: PullRequest, checks: RequiredChecks | None = None
+) -> ReviewState:
+    """Return the review state `merge_readiness(reviews=...)` judges, for `pr` at its head.
+
+    Reads the base branch's review rules (`load_review_rules`) and the PR's reviews, threads
+    and requests (`ForgePort.review_state`). Raises on any failed or malformed read, and
+    ForgeConflictError when the head moved: never a partial state.
+    """
+    rules = load_review_rules(port, repo, pr.base_ref, checks)
+    return replace(port.review_state(repo, pr.number, pr.head_sha), rules=rules)

@@ -2,7 +2,9 @@
 
 It fails on a closed, merged or draft PR; a head other than the one the caller means to merge; a
 required check that `ci_verdict` does not call green; a strict base the head is behind; a conflict;
-and an approved head that `approved_head_walk` cannot reach through merges of the base.
+an approved head that `approved_head_walk` cannot reach through merges of the base; and any review
+blocker of `merge_readiness` (the base's review rules against the PR's reviews, threads and
+requests, read at the head), or review state it cannot read.
 
 With a clone, `git merge-tree --write-tree` runs twice: once to prove the walk's tree (the approved
 head merged with the newest base commit the branch took in gives exactly the head's tree), once to
@@ -21,14 +23,15 @@ from dataclasses import dataclass, replace
 
 from ._errors import ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
-from ._port import ForgePort, load_required_contexts
+from ._port import ForgePort, load_required_contexts, load_review_state
+from ._readiness import Blocker, review_blockers
 from ._redact import redact_forge_secrets
 from ._types import PullRequest, RequiredChecks
 from ._validate import validate_number, validate_repo
 from ._verdict import ci_verdict
 from ._walk import approved_head_walk
 
-__all__ = ["UNKNOWN_REREAD_DELAYS", "PremergeResult", "premerge"]
+__all__ = ["UNKNOWN_REREAD_DELAYS", "PremergeResult", "describe_blocker", "premerge"]
 
 # Seconds to wait before each re-read of an `unknown` mergeable state (spec: 1, 2 and 4 s).
 UNKNOWN_REREAD_DELAYS = (1.0, 2.0, 4.0)
@@ -40,7 +43,10 @@ _GIT_TIMEOUT = 120.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PremergeResult:
-    """OK or FAIL with every reason; `to_json` gives the spec's `--json` keys."""
+    """OK or FAIL with every reason; `to_json` gives the spec's `--json` keys and `blockers`.
+
+    `blockers` are the review blockers (each with its actor); their text is in `reasons` too.
+    """
 
     repo: str
     number: int
@@ -51,9 +57,11 @@ class PremergeResult:
     required: tuple[str, ...]
     strict: bool
     behind_by: int
+    blockers: tuple[Blocker, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        """Return `{repo, number, ok, reasons, head, base, required, strict, behindBy}`."""
+        """Return `{repo, number, ok, reasons, head, base, required, strict, behindBy,
+        blockers}`."""
         return {
             "repo": self.repo,
             "number": self.number,
@@ -64,6 +72,7 @@ class PremergeResult:
             "required": list(self.required),
             "strict": self.strict,
             "behindBy": self.behind_by,
+            "blockers": [b.to_json() for b in self.blockers],
         }
 
 
@@ -97,8 +106,9 @@ def premerge(
     except ForgeError as exc:
         return _failed(repo, number, [f"cannot read the PR: {_say(exc)}"])
     rules = RequiredChecks()
+    checks: RequiredChecks | None = None
     try:
-        rules = load_required_contexts(port, repo, pr.base_ref)
+        rules = checks = load_required_contexts(port, repo, pr.base_ref)
         runs = port.check_runs(repo, pr.head_sha)
         statuses = port.commit_statuses(repo, pr.head_sha)
     except ForgeError as exc:
@@ -112,6 +122,15 @@ def premerge(
         elif verdict.verdict != "green":
             reasons.append(f"CI is {verdict.verdict}: {', '.join(verdict.reasons)}")
     reasons.extend(_state_reasons(pr, head_sha))
+    blockers: list[Blocker] = []
+    if pr.state == "open" and not pr.merged:
+        try:
+            state = load_review_state(port, repo, pr, checks)
+        except ForgeError as exc:
+            reasons.append(f"cannot read reviews: {_say(exc)}")
+        else:
+            blockers = review_blockers(pr, state)
+            reasons.extend(describe_blocker(b) for b in blockers)
     if rules.strict and pr.behind:
         reasons.append(f"strict base {pr.base_ref}: head is behind by {pr.behind_by}")
     if clone is not None:
@@ -144,7 +163,13 @@ def premerge(
         required=tuple(c.context for c in rules.contexts),
         strict=rules.strict,
         behind_by=pr.behind_by,
+        blockers=tuple(blockers),
     )
+
+
+def describe_blocker(blocker: Blocker) -> str:
+    """Return a review blocker as one reason: `<reason>: <detail> [actor: <actor>]`."""
+    return f"{blocker.reason}: {blocker.detail} [actor: {blocker.actor}]"
 
 
 def _failed(repo: str, number: int, reasons: list[str]) -> PremergeResult:

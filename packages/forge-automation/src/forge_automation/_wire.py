@@ -33,7 +33,11 @@ from ._types import (
     PullRequest,
     RequiredChecks,
     RequiredContext,
+    Review,
     ReviewComment,
+    ReviewRequest,
+    ReviewRules,
+    ReviewState,
 )
 
 __all__ = [
@@ -169,6 +173,18 @@ class ForgeWire(Protocol):
 
     def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         """Return classic branch protection's required checks (raises on 403/404)."""
+        ...
+
+    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
+        """Return classic branch protection's review rules (raises on 403/404)."""
+        ...
+
+    def get_pull_reviews(
+        self, repo: str, number: int, head_sha: str, after: str | None
+    ) -> tuple[ReviewState, str | None]:
+        """Return one GraphQL page of the PR's reviews, with its pending review requests, the
+        forge's review decision, the head it read and the logins the commit `head_sha` names,
+        and the cursor of the next page of reviews (threads and rules are left empty)."""
         ...
 
 
@@ -333,6 +349,21 @@ def _rules_from_json(value: object) -> tuple[RequiredChecks, ...]:
     items = []
     for entry in _list(value):
         rule = _obj(entry)
+        if _str(rule["type"]) == "pull_request":
+            # Every parameter is required by the forge's description: a missing one is malformed.
+            params = _obj(rule["parameters"])
+            reviews = ReviewRules(
+                required_approving_review_count=_int(params["required_approving_review_count"]),
+                require_code_owner_review=_bool(params["require_code_owner_review"]),
+                require_last_push_approval=_bool(params["require_last_push_approval"]),
+                dismiss_stale_reviews_on_push=_bool(params["dismiss_stale_reviews_on_push"]),
+                required_review_thread_resolution=_bool(
+                    params["required_review_thread_resolution"]
+                ),
+                source="ruleset",
+            )
+            items.append(RequiredChecks(reviews=reviews))
+            continue
         if _str(rule["type"]) != "required_status_checks":
             continue
         params = _obj(rule["parameters"])
@@ -360,6 +391,109 @@ def _classic_from_json(value: object) -> RequiredChecks:
             RequiredContext(context=_str(c)) for c in _list(data.get("contexts") or [])
         )
     return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
+
+
+def _classic_reviews_from_json(value: object) -> ReviewRules:
+    data = _obj(value)
+    resolution = _bool(_opt_obj(data.get("required_conversation_resolution")).get("enabled", False))
+    reviews = data.get("required_pull_request_reviews")
+    if reviews is None:
+        return ReviewRules(required_review_thread_resolution=resolution, source="classic")
+    rule = _obj(reviews)
+    return ReviewRules(
+        # Present whenever reviews are required; read as one if a forge ever leaves it out.
+        required_approving_review_count=_int(rule.get("required_approving_review_count", 1)),
+        require_code_owner_review=_bool(rule.get("require_code_owner_reviews", False)),
+        require_last_push_approval=_bool(rule.get("require_last_push_approval", False)),
+        dismiss_stale_reviews_on_push=_bool(rule.get("dismiss_stale_reviews", False)),
+        required_review_thread_resolution=resolution,
+        source="classic",
+    )
+
+
+_REVIEW_STATE_QUERY = """query PullRequestReviewState($owner: String!, $name: String!,
+  $number: Int!, $head: GitObjectID!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      headRefOid
+      reviewDecision
+      reviewRequests(first: 100) {
+        pageInfo { hasNextPage }
+        nodes {
+          asCodeOwner
+          requestedReviewer {
+            __typename
+            ... on User { login }
+            ... on Team { combinedSlug }
+            ... on Bot { login }
+            ... on Mannequin { login }
+          }
+        }
+      }
+      reviews(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes { author { login } state submittedAt authorCanPushToRepository commit { oid } }
+      }
+    }
+    object(oid: $head) {
+      ... on Commit { author { user { login } } committer { user { login } } }
+    }
+  }
+}"""
+
+
+def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
+    repository = _obj(data["repository"])
+    pull = _obj(repository["pullRequest"])
+    requests = _obj(pull["reviewRequests"])
+    if _bool(_obj(requests["pageInfo"])["hasNextPage"]):
+        # More than one page of pending requests would be cut: cannot decide.
+        raise _Unmappable
+    asked = []
+    for node in _list(requests["nodes"]):
+        request = _obj(node)
+        reviewer = request.get("requestedReviewer")
+        if reviewer is None:  # a deleted user or a team the reader cannot see
+            asked.append(
+                ReviewRequest(reviewer="(hidden)", as_code_owner=_bool(request["asCodeOwner"]))
+            )
+            continue
+        who = _obj(reviewer)
+        team = _str(who["__typename"]) == "Team"
+        asked.append(
+            ReviewRequest(
+                reviewer=_str(who["combinedSlug"] if team else who["login"]),
+                team=team,
+                as_code_owner=_bool(request["asCodeOwner"]),
+            )
+        )
+    connection = _obj(pull["reviews"])
+    reviews = tuple(
+        Review(
+            author=_opt_str(_opt_obj(_obj(r).get("author")).get("login")),
+            state=_str(_obj(r)["state"]),
+            commit_oid=_opt_str(_opt_obj(_obj(r).get("commit")).get("oid")),
+            submitted_at=_opt_str(_obj(r).get("submittedAt")),
+            author_can_push=_bool(_obj(r)["authorCanPushToRepository"]),
+        )
+        for r in _list(connection["nodes"])
+    )
+    info = _obj(connection["pageInfo"])
+    cursor = _str(info["endCursor"]) if _bool(info["hasNextPage"]) else None
+    commit = _opt_obj(repository.get("object"))
+    pushers = []
+    for role in ("author", "committer"):
+        login = _opt_str(_opt_obj(_opt_obj(commit.get(role)).get("user")).get("login"))
+        if login is not None and login not in pushers:
+            pushers.append(login)
+    state = ReviewState(
+        head_sha=_str(pull["headRefOid"]),
+        reviews=reviews,
+        requests=tuple(asked),
+        decision=_opt_str(pull.get("reviewDecision")),
+        pushers=tuple(pushers),
+    )
+    return state, cursor
 
 
 def _app_id(value: object) -> int | None:
@@ -623,7 +757,9 @@ class _GhCliWire:
         variables = {"owner": owner, "name": name, "number": number, "after": after}
         data = self._graphql("review threads", _REVIEW_QUERY, variables)
 
-        def comments(connection: Any, resolved: bool) -> tuple[list[ReviewComment], str | None]:
+        def comments(
+            connection: Any, resolved: bool, thread_id: str | None = None
+        ) -> tuple[list[ReviewComment], str | None]:
             """Return one page of a thread's comments and the cursor of the next, if any."""
             items = [
                 ReviewComment(
@@ -634,6 +770,7 @@ class _GhCliWire:
                     line=c.get("line"),
                     body=str(c.get("body", "")),
                     resolved=resolved,
+                    thread_id=thread_id,
                 )
                 for c in connection["nodes"]
             ]
@@ -645,7 +782,10 @@ class _GhCliWire:
             read = []
             for thread in threads["nodes"]:
                 resolved = bool(thread.get("isResolved"))
-                items, more = comments(thread["comments"], resolved)
+                thread_id = thread.get("id")
+                items, more = comments(
+                    thread["comments"], resolved, None if thread_id is None else str(thread_id)
+                )
                 read.append((thread.get("id"), resolved, items, more))
             info = threads["pageInfo"]
             return read, (info.get("endCursor") if info.get("hasNextPage") else None)
@@ -667,7 +807,12 @@ class _GhCliWire:
                 page, cursor = _mapped_data(
                     "review thread comments",
                     answer,
-                    functools.partial(_thread_page, comments, resolved),
+                    functools.partial(
+                        _thread_page,
+                        comments,
+                        resolved,
+                        None if thread_id is None else str(thread_id),
+                    ),
                 )
                 items.extend(page)
             if cursor is not None:
@@ -806,6 +951,24 @@ class _GhCliWire:
         path = f"{_repo(repo)}/branches/{_seg(branch)}/protection/required_status_checks"
         return _mapped("branch protection", self._rest("GET", path), _classic_from_json)
 
+    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
+        path = f"{_repo(repo)}/branches/{_seg(branch)}/protection"
+        return _mapped("branch protection", self._rest("GET", path), _classic_reviews_from_json)
+
+    def get_pull_reviews(
+        self, repo: str, number: int, head_sha: str, after: str | None
+    ) -> tuple[ReviewState, str | None]:
+        owner, name = repo.split("/", 1)
+        variables = {
+            "owner": owner,
+            "name": name,
+            "number": number,
+            "head": head_sha,
+            "after": after,
+        }
+        data = self._graphql("reviews", _REVIEW_STATE_QUERY, variables)
+        return _mapped_data("reviews", data, _review_state_from_data)
+
     def merge_pr(
         self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str
     ) -> str:
@@ -829,11 +992,12 @@ class _GhCliWire:
 
 
 def _thread_page(
-    comments: Callable[[Any, bool], tuple[list[ReviewComment], str | None]],
+    comments: Callable[[Any, bool, str | None], tuple[list[ReviewComment], str | None]],
     resolved: bool,
+    thread_id: str | None,
     data: Any,
 ) -> tuple[list[ReviewComment], str | None]:
-    return comments(data["node"]["comments"], resolved)
+    return comments(data["node"]["comments"], resolved, thread_id)
 
 
 def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:

@@ -1,0 +1,172 @@
+"""The wire's review reads fail closed: an answer of another shape is `malformed`, never a rule."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from forge_automation._errors import ForgeCliError
+from forge_automation._exec import ExecOptions, ExecResult
+from forge_automation._types import ReviewRules
+from forge_automation._wire import gh_cli_wire
+
+REPO = "acme/widgets"
+HEAD = "a" * 40
+RULE = {
+    "dismiss_stale_reviews_on_push": True,
+    "require_code_owner_review": False,
+    "require_last_push_approval": True,
+    "required_approving_review_count": 2,
+    "required_review_thread_resolution": False,
+}
+
+
+def answering(body: Any) -> Any:
+    def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
+        raw = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(body).encode()
+        )
+        return ExecResult(returncode=0, stdout=raw, stderr=b"")
+
+    return gh_cli_wire(exec, timeout=5.0)
+
+
+def reviews_data(**pull: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "headRefOid": HEAD,
+        "reviewDecision": None,
+        "reviewRequests": {"pageInfo": {"hasNextPage": False}, "nodes": []},
+        "reviews": {
+            "pageInfo": {"hasNextPage": False, "endCursor": None},
+            "nodes": [
+                {
+                    "author": {"login": "bob"},
+                    "state": "APPROVED",
+                    "submittedAt": None,
+                    "authorCanPushToRepository": True,
+                    "commit": {"oid": HEAD},
+                }
+            ],
+        },
+    }
+    base.update(pull)
+    return {"data": {"repository": {"pullRequest": base, "object": None}}}
+
+
+def test_a_pull_request_rule_is_read_with_every_parameter() -> None:
+    wire = answering([{"type": "pull_request", "parameters": RULE}])
+    (rules,) = wire.get_branch_rules(REPO, "main", 1).items
+    assert rules.reviews == ReviewRules(
+        required_approving_review_count=2,
+        dismiss_stale_reviews_on_push=True,
+        require_last_push_approval=True,
+        source="ruleset",
+    )
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"type": "pull_request"},
+        {"type": "pull_request", "parameters": {}},
+        {"type": "pull_request", "parameters": {**RULE, "required_approving_review_count": "2"}},
+        {"type": "pull_request", "parameters": {**RULE, "require_code_owner_review": None}},
+    ],
+)
+def test_a_pull_request_rule_it_cannot_read_is_malformed(rule: dict[str, Any]) -> None:
+    with pytest.raises(ForgeCliError) as caught:
+        answering([rule]).get_branch_rules(REPO, "main", 1)
+    assert caught.value.kind == "malformed"
+
+
+def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
+    wire = answering(
+        {
+            "required_pull_request_reviews": {
+                "dismiss_stale_reviews": True,
+                "require_code_owner_reviews": True,
+                "required_approving_review_count": 3,
+            },
+            "required_conversation_resolution": {"enabled": True},
+        }
+    )
+    assert wire.get_classic_review_rules(REPO, "main") == ReviewRules(
+        required_approving_review_count=3,
+        require_code_owner_review=True,
+        dismiss_stale_reviews_on_push=True,
+        required_review_thread_resolution=True,
+        source="classic",
+    )
+    assert answering({"enabled": True}).get_classic_review_rules(REPO, "main") == ReviewRules(
+        source="classic"
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"required_pull_request_reviews": {"required_approving_review_count": "1"}},
+        {"required_pull_request_reviews": "yes"},
+        {"required_conversation_resolution": {"enabled": "true"}},
+    ],
+)
+def test_classic_protection_it_cannot_read_is_malformed(body: Any) -> None:
+    with pytest.raises(ForgeCliError) as caught:
+        answering(body).get_classic_review_rules(REPO, "main")
+    assert caught.value.kind == "malformed"
+
+
+def test_reviews_are_read_with_requests_and_pushers() -> None:
+    body = reviews_data(
+        reviewRequests={
+            "pageInfo": {"hasNextPage": False},
+            "nodes": [
+                {
+                    "asCodeOwner": True,
+                    "requestedReviewer": {"__typename": "Team", "combinedSlug": "acme/core"},
+                },
+                {"asCodeOwner": False, "requestedReviewer": None},
+            ],
+        }
+    )
+    body["data"]["repository"]["object"] = {
+        "author": {"user": {"login": "ann"}},
+        "committer": {"user": None},
+    }
+    state, cursor = answering(body).get_pull_reviews(REPO, 1, HEAD, None)
+    assert cursor is None
+    assert [(r.reviewer, r.team, r.as_code_owner) for r in state.requests] == [
+        ("acme/core", True, True),
+        ("(hidden)", False, False),
+    ]
+    assert state.pushers == ("ann",)
+    assert [(r.author, r.state, r.author_can_push) for r in state.reviews] == [
+        ("bob", "APPROVED", True)
+    ]
+
+
+@pytest.mark.parametrize(
+    "pull",
+    [
+        {"reviewRequests": {"pageInfo": {"hasNextPage": True}, "nodes": []}},
+        {"reviews": {"pageInfo": {"hasNextPage": False}, "nodes": [{"state": "APPROVED"}]}},
+        {"reviews": None},
+        {"headRefOid": None},
+        {"reviewDecision": 1},
+    ],
+)
+def test_reviews_it_cannot_read_are_malformed(pull: dict[str, Any]) -> None:
+    with pytest.raises(ForgeCliError) as caught:
+        answering(reviews_data(**pull)).get_pull_reviews(REPO, 1, HEAD, None)
+    assert caught.value.kind == "malformed"
+
+
+def test_a_graphql_error_beside_the_data_fails_the_read() -> None:
+    body = reviews_data()
+    body["errors"] = [{"message": "something went wrong"}]
+    with pytest.raises(ForgeCliError):
+        answering(body).get_pull_reviews(REPO, 1, HEAD, None)
