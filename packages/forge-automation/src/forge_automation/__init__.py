@@ -50,7 +50,13 @@ if TYPE_CHECKING:
     from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
     from ._git import exec_git, ls_remote_pull_head
     from ._logs import JobLogSummary, job_log_tail, summarize_job_log
-    from ._port import ForgePort, forge_port, load_required_contexts
+    from ._port import (
+        ForgePort,
+        forge_port,
+        load_required_contexts,
+        load_review_rules,
+        load_review_state,
+    )
     from ._readiness import Actor, Blocker, Readiness, merge_readiness
     from ._redact import redact_forge_secrets, redact_split
     from ._squash import SquashCommit, SquashMessage, format_squash_message
@@ -129,7 +135,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_fake": ("FakeCommit", "FakeForge", "ReadFaults", "fake_forge"),
     "_git": ("exec_git", "ls_remote_pull_head"),
     "_logs": ("JobLogSummary", "job_log_tail", "summarize_job_log"),
-    "_port": ("ForgePort", "forge_port", "load_required_contexts"),
+    "_port": (
+        "ForgePort",
+        "forge_port",
+        "load_required_contexts",
+        "load_review_rules",
+        "load_review_state",
+    ),
     "_readiness": ("Actor", "Blocker", "Readiness", "merge_readiness"),
     "_redact": ("redact_forge_secrets", "redact_split"),
     "_squash": ("SquashCommit", "SquashMessage", "format_squash_message"),
@@ -260,6 +272,8 @@ __all__ = [  # noqa: RUF022
     "graphql_points",
     "job_log_tail",
     "load_required_contexts",
+    "load_review_rules",
+    "load_review_state",
     "ls_remote_pull_head",
     "merge_readiness",
     "read_backstop_snapshot",

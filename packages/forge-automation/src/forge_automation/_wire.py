@@ -444,19 +444,28 @@ _REVIEW_STATE_QUERY = """query PullRequestReviewState($owner: String!, $name: St
 
 def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
     repository = _obj(data["repository"])
-    pull = _obj(repository["pullRequest"])
+    return reviews_from_pull(_obj(repository["pullRequest"]), repository.get("object"))
+
+
+def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
+    """Return the review state a `pullRequest` object answers (`headRefOid`, `reviewDecision`,
+    `reviewRequests`, `reviews`) and the cursor of its next page of reviews.
+
+    `commit` is the head commit's object (`author`/`committer` with `user { login }`), or None.
+    More than one page of review requests would be cut: that, and any field of another shape,
+    raises `_Unmappable` (the callers' "malformed"). Threads and rules are left empty.
+    """
+    pull = _obj(pull)
     requests = _obj(pull["reviewRequests"])
     if _bool(_obj(requests["pageInfo"])["hasNextPage"]):
-        # More than one page of pending requests would be cut: cannot decide.
         raise _Unmappable
     asked = []
     for node in _list(requests["nodes"]):
         request = _obj(node)
+        owner = _bool(request["asCodeOwner"])
         reviewer = request.get("requestedReviewer")
-        if reviewer is None:  # a deleted user or a team the reader cannot see
-            asked.append(
-                ReviewRequest(reviewer="(hidden)", as_code_owner=_bool(request["asCodeOwner"]))
-            )
+        if reviewer is None:  # a deleted user, or a team the reader cannot see
+            asked.append(ReviewRequest(reviewer="(hidden)", as_code_owner=owner))
             continue
         who = _obj(reviewer)
         team = _str(who["__typename"]) == "Team"
@@ -464,7 +473,7 @@ def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
             ReviewRequest(
                 reviewer=_str(who["combinedSlug"] if team else who["login"]),
                 team=team,
-                as_code_owner=_bool(request["asCodeOwner"]),
+                as_code_owner=owner,
             )
         )
     connection = _obj(pull["reviews"])
@@ -480,10 +489,10 @@ def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
     )
     info = _obj(connection["pageInfo"])
     cursor = _str(info["endCursor"]) if _bool(info["hasNextPage"]) else None
-    commit = _opt_obj(repository.get("object"))
-    pushers = []
+    head = _opt_obj(commit)
+    pushers: list[str] = []
     for role in ("author", "committer"):
-        login = _opt_str(_opt_obj(_opt_obj(commit.get(role)).get("user")).get("login"))
+        login = _opt_str(_opt_obj(_opt_obj(head.get(role)).get("user")).get("login"))
         if login is not None and login not in pushers:
             pushers.append(login)
     state = ReviewState(
