@@ -156,12 +156,12 @@ def test_a_field_the_fake_does_not_model_is_a_violation_not_a_silent_null(
     _repo_with_pr(server)
     answer = server.graphql(
         "query($o:String!,$n:String!){repository(owner:$o,name:$n){pullRequest(number:9)"
-        "{number reviewDecision}}}",
+        "{number activeLockReason}}}",
         {"o": "acme", "n": "widgets"},
     )
-    assert answer["data"]["repository"]["pullRequest"]["reviewDecision"] is None
+    assert answer["data"]["repository"]["pullRequest"]["activeLockReason"] is None
     assert server.take_violations() == [
-        "GraphQL: the test forge does not model PullRequest.reviewDecision"
+        "GraphQL: the test forge does not model PullRequest.activeLockReason"
     ]
 
 
