@@ -169,10 +169,12 @@ def build_http_app(
     # over-cap body's connection closes after at most LINGERING_TIME, not aiohttp's 10 s, and a
     # connection must deliver a whole request head within IDLE_TIMEOUT of opening or of its last
     # response, else it closes (aiohttp's keep-alive timer runs from `connection_made` and fires
-    # whenever no complete request is waiting; its default is an hour).
+    # whenever no complete request is waiting; its default is an hour). A client that goes away
+    # cancels its handler (aiohttp's `handler_cancellation`), and with it the command it called.
     app = web.Application(
         middlewares=middlewares,
         handler_args={
+            "handler_cancellation": True,
             "access_log": None,
             "lingering_time": LINGERING_TIME,
             "keepalive_timeout": IDLE_TIMEOUT,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import CommandError, UnknownCommandError
+from ._progress import CallScope, ProgressSender, enter_call, leave_call
 from ._threads import run_in_command_thread
 from ._types import CommandRegistry, ErrorFormatter, FormattedError
 
@@ -120,17 +121,38 @@ async def invoke(
     *,
     format_error: ErrorFormatter | None,
     logger: logging.Logger,
+    progress: ProgressSender | None = None,
 ) -> Outcome:
-    """Run one command through `registry.invoke_command` and return its status and envelope."""
+    """Run one command through `registry.invoke_command` and return its status and envelope.
+
+    The call runs in its own `CallScope`: a `Progress` parameter reports through `progress`
+    (reports still pending are sent before this returns), and a cancel of this task sets the
+    call's `CancelFlag` before it propagates.
+    """
+    scope = CallScope(progress)
+    token = enter_call(scope)
+    failure: Exception | None = None
     try:
-        data = await _call(registry, name, args, context)
+        try:
+            data = await _call(registry, name, args, context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = exc
+        await scope.finish()
+    except BaseException:
+        scope.cancel()
+        raise
+    finally:
+        leave_call(token)
+    if failure is not None:
+        return failure_outcome(failure, format_error=format_error, logger=logger)
+    try:
         # Refuse a result that cannot be sent here, so every surface reports it the same way;
         # the text is kept so `/rpc` sends it without encoding the data a second time.
         encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if not encoded.isascii():
             encoded.encode("utf-8")  # a lone surrogate cannot go out either
-    except asyncio.CancelledError:
-        raise
     except Exception as exc:
         return failure_outcome(exc, format_error=format_error, logger=logger)
     return Outcome(

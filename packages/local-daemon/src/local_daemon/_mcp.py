@@ -30,7 +30,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.jsonrpc_dispatcher import (
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
 from mcp.shared.message import MessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -38,6 +41,7 @@ from pydantic import ValidationError
 
 from ._errors import UnknownCommandError
 from ._invoke import failure_outcome, invoke
+from ._progress import ProgressSender
 from ._types import (
     AUTH_RECORD_KEY,
     AuthRecord,
@@ -131,8 +135,12 @@ async def invoke_tool(
     context: Any = None,
     format_error: ErrorFormatter | None = None,
     logger: logging.Logger | None = None,
+    progress: ProgressSender | None = None,
 ) -> types.CallToolResult:
-    """Call the command behind `tool_name`; answer its RPC envelope, `isError` on failure."""
+    """Call the command behind `tool_name`; answer its RPC envelope, `isError` on failure.
+
+    `progress`, when given, receives the command's `Progress` reports.
+    """
     log = logger or _log
     command = _command_for(tool_prefix, tool_name)
     if command is None:
@@ -148,6 +156,7 @@ async def invoke_tool(
         context,
         format_error=format_error,
         logger=log,
+        progress=progress,
     )
     return envelope_result(outcome.envelope, text=outcome.body)
 
@@ -203,6 +212,9 @@ def create_mcp_server(
                 # Reported through the envelope exactly like a command that raised it.
                 failed = failure_outcome(exc, format_error=format_error, logger=log)
                 return envelope_result(failed.envelope)
+        # The SDK's own reporter: `notifications/progress` on this request's stream, sent only
+        # when the client asked for progress (a token in `_meta`).
+        asked = progress_token_from_params(ctx.params) is not None
         return await invoke_tool(
             registry,
             params.name,
@@ -211,6 +223,7 @@ def create_mcp_server(
             context=context,
             format_error=format_error,
             logger=log,
+            progress=ctx.session.report_progress if asked else None,
         )
 
     def input_schema(name: str) -> Mapping[str, Any] | None:
@@ -369,6 +382,72 @@ class _Headers:
         self.headers = request.headers
 
 
+# What a call cancelled by its client answers, if anyone still reads (the client dropped the
+# request when it sent `notifications/cancelled`); the code is JSON-RPC's "request cancelled" as
+# LSP defines it, since MCP sends nothing for a cancelled request on a connection that stays.
+REQUEST_CANCELLED = -32800
+
+
+class _CallTracker:
+    """Tool calls in flight on a stateless `/mcp`, so `notifications/cancelled` can reach them.
+
+    A stateless server has no session: the cancel arrives in a POST of its own and names only a
+    request id, which each client numbers by itself. A cancel stops the call with that id only
+    when exactly one is in flight; when two clients' calls share it neither is touched (a
+    client that closes the call's stream still cancels it, through the disconnect).
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[types.RequestId, list[anyio.CancelScope]] = {}
+
+    async def middleware(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        """The SDK middleware that tracks each `tools/call` while it runs."""
+        request_id = ctx.request_id
+        if request_id is None or ctx.method != "tools/call":
+            return await call_next(ctx)
+        key = _id_key(request_id)
+        with anyio.CancelScope() as scope:
+            calls = self._calls.setdefault(key, [])
+            calls.append(scope)
+            try:
+                return await call_next(ctx)
+            finally:
+                calls.remove(scope)
+                if not calls:
+                    del self._calls[key]
+        raise MCPError(REQUEST_CANCELLED, "Request cancelled")
+
+    async def on_cancelled(
+        self, ctx: ServerRequestContext[Any], params: types.CancelledNotificationParams
+    ) -> None:
+        """The SDK notification handler for `notifications/cancelled`."""
+        if params.request_id is None:
+            return
+        calls = self._calls.get(_id_key(params.request_id))
+        if calls is not None and len(calls) == 1:
+            calls[0].cancel()
+
+
+def _id_key(request_id: types.RequestId) -> types.RequestId:
+    # "7" and 7 are one request id to the SDK's dispatchers (and to the TS SDK).
+    if isinstance(request_id, str):
+        try:
+            return int(request_id)
+        except ValueError:
+            return request_id
+    return request_id
+
+
+def _asks_progress(raw: Any) -> bool:
+    """True for a `tools/call` request carrying a progress token."""
+    return (
+        isinstance(raw, dict)
+        and raw.get("method") == "tools/call"
+        and "id" in raw
+        and progress_token_from_params(raw.get("params")) is not None
+    )
+
+
 class McpHttpHandler:
     """The aiohttp handler for `/mcp`: stateless, one transport per request.
 
@@ -403,13 +482,20 @@ class McpHttpHandler:
         # The SDK's one default middleware opens an OpenTelemetry span per message even with no
         # exporter installed (a quarter of a tool call's cost); the SDK documents dropping it.
         self._server.middleware.clear()
+        tracker = _CallTracker()
+        self._server.middleware.append(tracker.middleware)
+        self._server.add_notification_handler(
+            "notifications/cancelled", types.CancelledNotificationParams, tracker.on_cancelled
+        )
         self._manager: StreamableHTTPSessionManager | None = None
+        # Answers as a stream: tool calls that asked for progress (and accept SSE).
+        self._stream_manager: StreamableHTTPSessionManager | None = None
         self._lifespan_state: Any = None
 
-    def _new_manager(self) -> StreamableHTTPSessionManager:
+    def _new_manager(self, *, json_response: bool = True) -> StreamableHTTPSessionManager:
         return StreamableHTTPSessionManager(
             app=self._server,
-            json_response=True,
+            json_response=json_response,
             stateless=True,
             security_settings=_TRANSPORT_SECURITY,
             max_request_body_size=self._max_body_bytes,
@@ -418,14 +504,16 @@ class McpHttpHandler:
     async def lifespan(self, app: web.Application) -> AsyncIterator[None]:
         """Hold one session manager open from the app's start-up to its cleanup."""
         manager = self._new_manager()
+        stream_manager = self._new_manager(json_response=False)
         ready = asyncio.Event()
         stop = asyncio.Event()
 
         async def hold() -> None:
             # anyio's task group must be entered and left in one task: this one.
             server = self._server
-            async with manager.run(), server.lifespan(server) as state:
+            async with manager.run(), stream_manager.run(), server.lifespan(server) as state:
                 self._manager, self._lifespan_state = manager, state
+                self._stream_manager = stream_manager
                 ready.set()
                 await stop.wait()
 
@@ -438,33 +526,30 @@ class McpHttpHandler:
         try:
             yield
         finally:
-            self._manager = None
+            self._manager = self._stream_manager = None
             stop.set()
             await holder
 
-    def _fits_single_exchange(self, request: web.Request) -> bool:
-        """True for the common case the fast path answers: a sized body under the cap, JSON
-        accepted, and a handshake-era protocol version (or none)."""
+    def _read_first(self, request: web.Request) -> bool:
+        """True when the body is read here first: sized and under the cap (else the SDK's
+        transport reads it and answers 413 and the like)."""
         length = request.content_length
-        if length is None or length > self._max_body_bytes:
-            return False  # chunked, or too big: the SDK's transport answers (413 and the like)
-        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False  # the 2026-07-28 era and unknown versions: the SDK's modern entry
-        has_json, _ = check_accept_headers(_Headers(request))  # type: ignore[arg-type]
-        return has_json
+        return length is not None and length <= self._max_body_bytes
 
-    async def _single_exchange(self, request: web.Request, body: bytes) -> web.Response | None:
+    @staticmethod
+    def _handshake_era(request: web.Request) -> bool:
+        """True for a handshake-era protocol version header (or none); the 2026-07-28 era and
+        unknown versions take the SDK's modern entry."""
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    async def _single_exchange(self, request: web.Request, raw: Any) -> web.Response | None:
         """Answer one JSON-RPC request through the SDK's `serve_one`, as the SDK's stateless
         JSON transport would, without its per-request transport, streams and tasks.
 
         Anything but a well-formed request (a notification, a response, a batch, bad JSON)
         answers None and goes through the SDK's transport with the body already read.
         """
-        try:
-            raw = pydantic_core.from_json(body)
-        except ValueError:
-            return None
         if not (isinstance(raw, dict) and "method" in raw and "id" in raw):
             return None  # a notification, a response, a batch: the SDK's transport
         try:
@@ -519,15 +604,24 @@ class McpHttpHandler:
             return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
         manager = self._manager
         body: bytes | None = None
-        if manager is not None and self._fits_single_exchange(request):
+        if manager is not None and self._read_first(request):
             length = request.content_length or 0
             try:
                 body = await request.content.readexactly(length) if length else b""
             except asyncio.IncompleteReadError:
                 return _jsonrpc_error(400, "Bad Request")  # the body ended early
-            answer = await self._single_exchange(request, body)
-            if answer is not None:
-                return answer
+            try:
+                raw: Any = pydantic_core.from_json(body)
+            except ValueError:
+                raw = None
+            has_json, has_sse = check_accept_headers(_Headers(request))  # type: ignore[arg-type]
+            if has_sse and _asks_progress(raw):
+                # Progress needs a stream for the notifications: the SDK's SSE transport.
+                manager = self._stream_manager
+            elif has_json and self._handshake_era(request):
+                answer = await self._single_exchange(request, raw)
+                if answer is not None:
+                    return answer
         bridge = _AsgiBridge(request, body)
         try:
             if manager is not None:

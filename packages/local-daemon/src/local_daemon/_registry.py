@@ -4,8 +4,9 @@
 JSON Schema property (its annotation gives the type, a default makes it optional, the docstring's
 `Args:` section its description) and the same description validates the arguments of every call.
 The return annotation, when it has a JSON form, becomes the command's output schema. A parameter
-named `context` is not an argument: it receives the per-request context. Sync functions run in a
-worker thread. `title`, `read_only`, `destructive` and `idempotent` describe the command to MCP
+named `context` is not an argument: it receives the per-request context; nor is one annotated
+`Progress` (the call's progress reporter) or `CancelFlag` (set when the caller gives up). Sync
+functions run in a worker thread. `title`, `read_only`, `destructive` and `idempotent` describe the command to MCP
 clients (tool annotations); they change nothing about how it runs.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 from ._errors import CommandError, UnknownCommandError
+from ._progress import CallScope, CancelFlag, Progress, current_call
 from ._threads import run_in_command_thread
 from ._types import CommandInfo
 
@@ -198,6 +200,8 @@ class _Command:
     params: tuple[_Param, ...]
     takes_context: bool
     is_async: bool
+    progress_param: str | None = None
+    cancel_param: str | None = None
 
 
 def _json_default(value: Any) -> bool:
@@ -291,6 +295,7 @@ def _build(
     required: list[str] = []
     params: list[_Param] = []
     takes_context = False
+    controls: dict[type, str] = {}
     doc = inspect.getdoc(fn) or ""
     described = _arg_descriptions(doc)
     for param in signature.parameters.values():
@@ -299,7 +304,14 @@ def _build(
         if param.name == _CONTEXT_PARAM:
             takes_context = True
             continue
-        schema, check, _ = _describe(hints.get(param.name, Any))
+        annotation = hints.get(param.name, Any)
+        if annotation in (Progress, CancelFlag):
+            # Handed in by the surface that runs the call; never an argument a client sends.
+            if annotation in controls:
+                raise TypeError(f"command {name}: more than one {annotation.__name__} parameter")
+            controls[annotation] = param.name
+            continue
+        schema, check, _ = _describe(annotation)
         is_required = param.default is param.empty
         if is_required:
             required.append(param.name)
@@ -333,6 +345,8 @@ def _build(
         params=tuple(params),
         takes_context=takes_context,
         is_async=inspect.iscoroutinefunction(fn),
+        progress_param=controls.get(Progress),
+        cancel_param=controls.get(CancelFlag),
     )
 
 
@@ -419,6 +433,14 @@ class Registry:
         values = _arguments(command, args)
         if command.takes_context:
             values[_CONTEXT_PARAM] = context
+        if command.progress_param is not None or command.cancel_param is not None:
+            # Outside a surface's call (a direct call in a test) the reporter goes nowhere and
+            # the flag is never set.
+            scope = current_call() or CallScope(None)
+            if command.progress_param is not None:
+                values[command.progress_param] = scope.progress
+            if command.cancel_param is not None:
+                values[command.cancel_param] = scope.cancel_flag
         if command.is_async:
             return await command.fn(**values)
         return await run_in_command_thread(command.fn, **values)

@@ -10,6 +10,14 @@ is read, and a chunked body is counted as it arrives and refused the moment it p
 400 and closes the connection, before anything is read (the spec asks for 413 there).
 The 413 closes the connection; the server's lingering window (0.5 s under `start_daemon`)
 discards whatever the client still sends, then the socket closes.
+
+Progress, opt-in per request: with `Accept: text/event-stream`, a command's `Progress` reports
+stream as `event: progress` server-sent events (`data: {"progress", "total"?, "message"?}`) and
+the answer follows as one `event: result` whose data is the envelope, then the stream ends. The
+stream begins with the first report, so a call that reports nothing (or is refused before it
+runs) answers exactly as without the header, status and all; once it has begun the status is
+200 and the envelope says how the call ended. Without the header, reports go nowhere. A client
+that goes away cancels the call (the server cancels the handler on disconnect).
 """
 
 from __future__ import annotations
@@ -108,6 +116,49 @@ async def _read_capped(request: web.Request, cap: int) -> bytes:
         body += chunk
 
 
+_EVENT_STREAM = "text/event-stream"
+_STREAM_HEADERS = {
+    hdrs.CONTENT_TYPE: _EVENT_STREAM,
+    hdrs.CACHE_CONTROL: "no-store",
+    "X-Accel-Buffering": "no",
+}
+
+
+class _ProgressStream:
+    """A streamed `/rpc` answer: progress events as they come, then the envelope."""
+
+    __slots__ = ("request", "response")
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+
+    async def send(self, progress: float, total: float | None, message: str | None) -> None:
+        response = self.response
+        if response is None:
+            response = web.StreamResponse(status=200, headers=_STREAM_HEADERS)
+            await response.prepare(self.request)
+            self.response = response
+        event: dict[str, Any] = {"progress": progress}
+        if total is not None:
+            event["total"] = total
+        if message is not None:
+            event["message"] = message
+        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        await response.write(b"event: progress\ndata: " + data.encode() + b"\n\n")
+
+    async def answer(self, outcome: Outcome) -> web.StreamResponse:
+        response = self.response
+        if response is None:
+            return envelope_response(outcome)
+        text = outcome.body
+        if text is None:
+            text = json.dumps(outcome.envelope, ensure_ascii=False, separators=(",", ":"))
+        await response.write(b"event: result\ndata: " + text.encode() + b"\n\n")
+        await response.write_eof()
+        return response
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -184,9 +235,21 @@ def rpc_handler(
                 return envelope_response(
                     failure_outcome(exc, format_error=format_error, logger=logger)
                 )
+        if _EVENT_STREAM not in request.headers.get(hdrs.ACCEPT, ""):
+            outcome = await invoke(
+                registry, name, args, context, format_error=format_error, logger=logger
+            )
+            return envelope_response(outcome)
+        stream = _ProgressStream(request)
         outcome = await invoke(
-            registry, name, args, context, format_error=format_error, logger=logger
+            registry,
+            name,
+            args,
+            context,
+            format_error=format_error,
+            logger=logger,
+            progress=stream.send,
         )
-        return envelope_response(outcome)
+        return await stream.answer(outcome)
 
     return handle
