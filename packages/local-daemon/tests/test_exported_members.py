@@ -35,6 +35,8 @@ EXPECTED = {
     "TreeWatch",
     # the daemon and its registry
     "Registry",
+    "Progress",
+    "CancelFlag",
     "build_http_app",
     "run_daemon_until_signal",
     "start_daemon",

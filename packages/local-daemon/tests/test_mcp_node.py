@@ -15,6 +15,8 @@ from aiohttp import web
 
 from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
 from daemon_raw_http import serve_app
+from daemon_support import running
+from progress_support import Seen, progress_registry
 from local_daemon._mcp import mcp_http_handler
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
@@ -91,3 +93,25 @@ async def test_typescript_sdk_lists_and_calls_tools(node_client: Path) -> None:
     assert all(result["isError"] is True for result in results[2:])
     assert CANARY not in json.dumps(answer)
     assert contexts == [("mcp", None)] * len(calls)
+
+
+async def test_typescript_sdk_progress_and_cancel(node_client: Path, tmp_path: Path) -> None:
+    # A real daemon (its disconnect handling included); the TS SDK aborts two calls with an
+    # AbortSignal and, still connected, asks whether each command saw its cancellation.
+    seen = Seen()
+    registry = progress_registry(seen)
+    async with running(tmp_path, registry=registry, tool_prefix="") as handle:
+        answer = await run_node(
+            node_client.with_name("mcp_progress.mjs"), f"http://127.0.0.1:{handle.port}/mcp", []
+        )
+    assert answer["steps"] == {"ok": True, "data": 3}
+    assert [(p["progress"], p["total"], p["message"]) for p in answer["progress"]] == [
+        (1, 3, "step 1"),
+        (2, 3, "step 2"),
+        (3, 3, "step 3"),
+    ]
+    assert answer["aborted"] == {"async": "aborted", "sync": "aborted"}
+    assert answer["observed"] == {
+        "async": {"ok": True, "data": True},
+        "sync": {"ok": True, "data": True},
+    }

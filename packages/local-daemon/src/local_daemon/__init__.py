@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._files import file_response
     from ._guards import CLIENT_HEADER, Guards
     from ._mcp import create_mcp_server, invoke_tool, list_tools, run_mcp_stdio
+    from ._progress import CancelFlag, Progress
     from ._registry import Registry
     from ._remote import RemoteOptions, TlsFiles
     from ._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
@@ -39,6 +40,7 @@ __all__: list[str] = [
     "CLIENT_HEADER",
     "DEFAULT_RPC_BODY_LIMIT",
     "AuthRecord",
+    "CancelFlag",
     "CommandError",
     "CommandInfo",
     "CommandRegistry",
@@ -49,6 +51,7 @@ __all__: list[str] = [
     "EventHub",
     "FormattedError",
     "Guards",
+    "Progress",
     "Registry",
     "RemoteBindError",
     "RemoteOptions",
@@ -90,6 +93,7 @@ __all__: list[str] = [
 _LAZY: dict[str, str] = {
     "AuthRecord": "._types",
     "CLIENT_HEADER": "._guards",
+    "CancelFlag": "._progress",
     "CommandInfo": "._types",
     "CommandRegistry": "._types",
     "DEFAULT_RPC_BODY_LIMIT": "._rpc",
@@ -97,6 +101,7 @@ _LAZY: dict[str, str] = {
     "EventHub": "._events",
     "FormattedError": "._types",
     "Guards": "._guards",
+    "Progress": "._progress",
     "Registry": "._registry",
     "RpcBodyLimit": "._rpc",
     "TreeWatch": "._watch",

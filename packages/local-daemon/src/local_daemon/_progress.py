@@ -20,6 +20,7 @@ type, keeps it out of the command's JSON Schema (so out of `/rpc`, MCP `tools/li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import math
 import threading
@@ -73,7 +74,9 @@ class Progress:
         """True when reports reach a client (a progress token, or a streamed `/rpc` answer)."""
         return self._sender is not None
 
-    def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def report(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Report `progress` (of `total`, if known) with an optional message; never blocks.
 
         Thread-safe. A report nobody listens to is dropped at once.
@@ -89,10 +92,9 @@ class Progress:
         if threading.get_ident() == self._loop_thread:
             self._push(item)
         else:
-            try:
+            # RuntimeError: the loop closed, so the call is over and nobody listens any more.
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._push, item)
-            except RuntimeError:
-                pass  # the loop closed: the call is over and nobody listens any more
 
     def _push(self, item: _Report) -> None:
         if self._closing:
@@ -106,7 +108,8 @@ class Progress:
 
     async def _run(self) -> None:
         wake, sender = self._wake, self._sender
-        assert wake is not None and sender is not None
+        assert wake is not None
+        assert sender is not None
         while True:
             while self._pending:
                 await sender(*self._pending.popleft())
@@ -125,11 +128,10 @@ class Progress:
         self._closing = True
         assert self._wake is not None
         self._wake.set()
-        try:
-            await pump  # a cancel of this task cancels the pump with it
-        except Exception:
-            # The wire failed (the client went away): the answer that follows fails the same way.
-            pass
+        # A failed wire (the client went away) fails the answer that follows the same way; a
+        # cancel of this task cancels the pump with it.
+        with contextlib.suppress(Exception):
+            await pump
         self._pump = None
 
     def _stop(self) -> None:

@@ -6,8 +6,8 @@ JSON Schema property (its annotation gives the type, a default makes it optional
 The return annotation, when it has a JSON form, becomes the command's output schema. A parameter
 named `context` is not an argument: it receives the per-request context; nor is one annotated
 `Progress` (the call's progress reporter) or `CancelFlag` (set when the caller gives up). Sync
-functions run in a worker thread. `title`, `read_only`, `destructive` and `idempotent` describe the command to MCP
-clients (tool annotations); they change nothing about how it runs.
+functions run in a worker thread. `title`, `read_only`, `destructive` and `idempotent` describe
+the command to MCP clients (tool annotations); they change nothing about how it runs.
 """
 
 from __future__ import annotations
