@@ -41,6 +41,7 @@ SCENARIOS = (
     "tools-list",
     "tools-call-simple-text",
     "tools-call-error",
+    "tools-call-with-progress",
     "dns-rebinding-protection",
 )
 
@@ -196,7 +197,14 @@ def test_inspector_cli_over_http(node_env: dict[str, str], mcp_url: str, tmp_pat
     listed = _run([*inspector, "--method", "tools/list"], node_env, tmp_path)
     assert listed.returncode == 0, listed.stderr
     tools = {tool["name"]: tool for tool in json.loads(listed.stdout)["tools"]}
-    assert set(tools) == {"test_simple_text", "test_error_handling", "echo"}
+    assert set(tools) == {
+        "test_simple_text",
+        "test_error_handling",
+        "test_tool_with_progress",
+        "echo",
+    }
+    # The progress reporter is no argument: the listing does not show it.
+    assert tools["test_tool_with_progress"]["inputSchema"]["properties"] == {}
     echo = tools["echo"]
     assert echo["title"] == "Echo"
     assert echo["annotations"] == {"title": "Echo", "readOnlyHint": True, "idempotentHint": True}
@@ -251,12 +259,22 @@ def test_inspector_cli_over_stdio(node_env: dict[str, str], tmp_path: Path) -> N
 
 
 async def test_python_sdk_client_with_defaults(mcp_url: str) -> None:
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
     async with Client(mcp_url) as client:
         listed = await client.list_tools()
         echoed = await client.call_tool("echo", {"text": "sdk", "mode": "upper"})
         refused = await client.call_tool("test_error_handling", {})
+        reported = await client.call_tool(
+            "test_tool_with_progress", {}, progress_callback=on_progress
+        )
+    assert progress == [(0, 100), (50, 100), (100, 100)]
+    assert reported.structured_content == {"ok": True, "data": "progress reported"}
     names = [tool.name for tool in listed.tools]
-    assert names == ["test_simple_text", "test_error_handling", "echo"]
+    assert names == ["test_simple_text", "test_error_handling", "test_tool_with_progress", "echo"]
     assert not echoed.is_error
     # The client checked the structured result against the tool's outputSchema.
     assert echoed.structured_content == {"ok": True, "data": {"text": "SDK"}}
