@@ -1,5 +1,6 @@
 """The daemon's figures: RPC through every guard vs a bare aiohttp echo, MCP `tools/call` on `/mcp`
-vs the SDK's own `MCPServer` (stateless JSON, uvicorn) and vs the daemon's own `/rpc`, SSE fan-out
+vs the SDK's own `MCPServer` (stateless JSON, uvicorn) and vs the daemon's own `/rpc`, progress
+notifications per second for one call (vs `MCPServer`'s `ctx.report_progress`), SSE fan-out
 to 1,000 subscribers, start to first healthy answer, `import local_daemon`, and RSS under a
 never-ending chunked body.
 
@@ -42,6 +43,8 @@ MCP_CALL = json.dumps(
         "params": {"name": "echo_async", "arguments": {"text": "hello"}},
     }
 )
+# Progress reports one call makes; each figure counts the notifications that reached the client.
+PROGRESS_REPORTS = int(os.environ.get("BENCH_PROGRESS_REPORTS", "5000"))
 SUBSCRIBERS = 1000
 PUSH_BYTES = 1024 * 1024 * 1024
 HERE = Path(__file__).resolve()
@@ -56,9 +59,16 @@ def _emit(**row: Any) -> None:
 
 
 def _registry() -> Any:
-    from local_daemon import Registry
+    from local_daemon import Progress, Registry
 
     registry = Registry()
+
+    @registry.command
+    async def count(n: int, progress: Progress) -> int:
+        for step in range(1, n + 1):
+            progress.report(step, n)
+            await asyncio.sleep(0)
+        return n
 
     @registry.command
     def echo(text: str) -> dict[str, str]:
@@ -74,8 +84,8 @@ def _registry() -> Any:
 async def _serve(mode: str, workdir: Path) -> None:
     from aiohttp import web
 
-    if mode == "mcp_sdk":
-        await _serve_mcp_sdk()  # uvicorn handles SIGTERM itself
+    if mode in ("mcp_sdk", "mcp_sdk_sse"):
+        await _serve_mcp_sdk(json_response=mode == "mcp_sdk")  # uvicorn handles SIGTERM itself
         return
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -115,7 +125,7 @@ async def _serve(mode: str, workdir: Path) -> None:
         state_dir=workdir / mode,
         mount_routes=mount,
         # `daemon_mcp` serves /mcp with tools named by command; `daemon` has no /mcp at all.
-        tool_prefix="" if mode == "daemon_mcp" else None,
+        tool_prefix="" if mode in ("daemon_mcp", "daemon_progress") else None,
     )
     hub_ref["hub"] = handle.hub
     print(handle.port, flush=True)
@@ -123,12 +133,13 @@ async def _serve(mode: str, workdir: Path) -> None:
     await handle.close()
 
 
-async def _serve_mcp_sdk() -> None:
-    """The SDK's own high-level server on the same function: stateless JSON under uvicorn."""
+async def _serve_mcp_sdk(*, json_response: bool) -> None:
+    """The SDK's own high-level server on the same functions: stateless under uvicorn, answering
+    JSON (or SSE, which progress needs)."""
     import socket
 
     import uvicorn
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
 
     server = MCPServer("bench", log_level="WARNING")  # INFO logs a line per request
 
@@ -136,7 +147,16 @@ async def _serve_mcp_sdk() -> None:
     async def echo_async(text: str) -> dict[str, str]:
         return {"text": text}
 
-    app = server.streamable_http_app(json_response=True, stateless_http=True)
+    async def count(n: int, ctx: Context) -> int:
+        for step in range(1, n + 1):
+            await ctx.report_progress(step, n)
+        return n
+
+    # The SDK resolves string annotations in the module's globals, where `Context` is not.
+    count.__annotations__ = {"n": int, "ctx": Context, "return": int}
+    server.tool()(count)
+
+    app = server.streamable_http_app(json_response=json_response, stateless_http=True)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -281,6 +301,69 @@ def _mcp_figures(workdir: Path) -> None:
         baseline_value=round(per_call["sdk /mcp"] * 1e6, 1),
         ratio=round(per_call["daemon /mcp"] / per_call["sdk /mcp"], 3),
         target="information: lower is better",
+    )
+
+
+async def _progress_per_second(port: int) -> tuple[float, int]:
+    """One `tools/call` of `count` with a progress token: notifications received per second
+    (request sent to the end of the answer's stream) and how many arrived."""
+    from aiohttp import ClientSession
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "count",
+            "arguments": {"n": PROGRESS_REPORTS},
+            "_meta": {"progressToken": "bench"},
+        },
+    }
+    async with ClientSession() as session:
+        started = time.perf_counter()
+        async with session.post(
+            f"http://127.0.0.1:{port}/mcp", data=json.dumps(call), headers=MCP_HEADERS
+        ) as response:
+            assert response.status == 200, response.status
+            assert response.content_type == "text/event-stream", response.content_type
+            received = 0
+            last = b""
+            async for line in response.content:
+                if line.startswith(b"data:") and b"notifications/progress" in line:
+                    received += 1
+                    last = line
+        elapsed = time.perf_counter() - started
+    # The last report always arrives: a reporter that outruns the wire drops its oldest ones.
+    assert f'"progress":{PROGRESS_REPORTS}'.encode() in last.replace(b".0", b""), last
+    return received / elapsed, received
+
+
+def _progress_figures(workdir: Path) -> None:
+    """Progress notifications per second for one call: the daemon vs MCPServer, alternating."""
+    servers = {mode: _Server(mode, workdir) for mode in ("daemon_progress", "mcp_sdk_sse")}
+    rates: dict[str, list[float]] = {mode: [] for mode in servers}
+    counts: dict[str, list[int]] = {mode: [] for mode in servers}
+    try:
+        for server in servers.values():
+            asyncio.run(_progress_per_second(server.port))  # warm up
+        for _ in range(ROUNDS):
+            for mode, server in servers.items():
+                rate, received = asyncio.run(_progress_per_second(server.port))
+                rates[mode].append(rate)
+                counts[mode].append(received)
+    finally:
+        for server in servers.values():
+            server.close()
+    pairs = zip(rates["daemon_progress"], rates["mcp_sdk_sse"], strict=True)
+    _emit(
+        name=f"MCP progress notifications per second, one tools/call reporting {PROGRESS_REPORTS}"
+        f" times (median {statistics.median(counts['daemon_progress'])} arrived)",
+        value=round(statistics.median(rates["daemon_progress"]), 1),
+        unit="notifications/s",
+        baseline="MCPServer, stateless SSE, awaiting ctx.report_progress per step",
+        baseline_value=round(statistics.median(rates["mcp_sdk_sse"]), 1),
+        ratio=round(statistics.median(d / b for d, b in pairs), 3),
+        target="information: higher is better",
     )
 
 
@@ -461,6 +544,7 @@ def main() -> None:
         )
 
         _mcp_figures(workdir)
+        _progress_figures(workdir)
 
         server = _Server("daemon", workdir)
         try:
@@ -534,5 +618,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["mcp"]:  # the MCP figures alone
         with tempfile.TemporaryDirectory() as tmp:
             _mcp_figures(Path(tmp))
+    elif sys.argv[1:2] == ["progress"]:  # the progress figure alone
+        with tempfile.TemporaryDirectory() as tmp:
+            _progress_figures(Path(tmp))
     else:
         main()

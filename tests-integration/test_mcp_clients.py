@@ -259,10 +259,10 @@ def test_inspector_cli_over_stdio(node_env: dict[str, str], tmp_path: Path) -> N
 
 
 async def test_python_sdk_client_with_defaults(mcp_url: str) -> None:
-    progress: list[tuple[float, float | None]] = []
+    reports: list[tuple[float, float | None]] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append((done, total))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, total))
 
     async with Client(mcp_url) as client:
         listed = await client.list_tools()
@@ -271,7 +271,7 @@ async def test_python_sdk_client_with_defaults(mcp_url: str) -> None:
         reported = await client.call_tool(
             "test_tool_with_progress", {}, progress_callback=on_progress
         )
-    assert progress == [(0, 100), (50, 100), (100, 100)]
+    assert reports == [(0, 100), (50, 100), (100, 100)]
     assert reported.structured_content == {"ok": True, "data": "progress reported"}
     names = [tool.name for tool in listed.tools]
     assert names == ["test_simple_text", "test_error_handling", "test_tool_with_progress", "echo"]

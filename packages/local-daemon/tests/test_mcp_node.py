@@ -16,8 +16,8 @@ from aiohttp import web
 from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
 from daemon_raw_http import serve_app
 from daemon_support import running
-from progress_support import Seen, progress_registry
 from local_daemon._mcp import mcp_http_handler
+from progress_support import Seen, progress_registry
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 

@@ -326,11 +326,16 @@ class _AsgiBridge:
             await response.prepare(self.request)
             self.response = response
         body = message.get("body", b"")
-        if body:
-            await self.response.write(body)
-        if not message.get("more_body", False):
+        try:
+            if body:
+                await self.response.write(body)
+            if not message.get("more_body", False):
+                self.finished = True
+                await self.response.write_eof()
+        except ConnectionResetError:
+            # The client left mid-stream (a progress stream it stopped reading): nothing more
+            # can reach it, and that is no server error to log.
             self.finished = True
-            await self.response.write_eof()
 
 
 async def _forever() -> None:

@@ -290,7 +290,12 @@ def _build(
     fn: Callable[..., Any], name: str, description: str | None, hints_in: _Hints = _Hints()
 ) -> _Command:
     signature = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except NameError:
+        # String annotations naming a reporter or flag imported inside a function (a factory
+        # building its registry) resolve against the types themselves.
+        hints = typing.get_type_hints(fn, localns={"Progress": Progress, "CancelFlag": CancelFlag})
     properties: dict[str, Any] = {}
     required: list[str] = []
     params: list[_Param] = []
