@@ -10,6 +10,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -38,6 +39,7 @@ from ._types import (
     ReviewRequest,
     ReviewRules,
     ReviewState,
+    ReviewThread,
 )
 
 __all__ = [
@@ -503,6 +505,38 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         pushers=tuple(pushers),
     )
     return state, cursor
+
+
+def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
+    """Return the whole review state one `pullRequest` object answers, or None when a part has
+    another page (reviews or review threads past 100: read them with `ForgePort.review_state`).
+
+    Besides what `reviews_from_pull` reads, `pull` holds `reviewThreads(first: 100)` with each
+    thread's `id isResolved path line` and `comments(first: 1) { totalCount nodes { author {
+    login } } }`. A field of another shape raises `_Unmappable`; rules are left empty.
+    """
+    state, cursor = reviews_from_pull(pull, commit)
+    connection = _obj(_obj(pull)["reviewThreads"])
+    if cursor is not None or _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+        return None
+    threads = []
+    for node in _list(connection["nodes"]):
+        thread = _obj(node)
+        comments = _obj(thread["comments"])
+        first = _list(comments["nodes"])
+        threads.append(
+            ReviewThread(
+                id=_str(thread["id"]),
+                resolved=_bool(thread["isResolved"]),
+                path=_opt_str(thread.get("path")) or "",
+                line=_opt_int(thread.get("line")),
+                author=_opt_str(_opt_obj(_obj(first[0]).get("author")).get("login"))
+                if first
+                else None,
+                comments=_int(comments["totalCount"]),
+            )
+        )
+    return replace(state, threads=tuple(threads))
 
 
 def _app_id(value: object) -> int | None:
