@@ -490,3 +490,42 @@ def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
         "cannot read reviews: gh api failed with HTTP 502: fake reviews fault",
     )
     assert not result.ok
+
+
+@pytest.mark.parametrize("status", [500, 401])
+def test_a_review_rule_read_that_fails_fails_closed_on_the_fake(status: int) -> None:
+    from forge_automation._fake import fake_forge
+    from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+
+    fake = fake_forge()
+    head = "a" * 40
+    fake.add_pr(
+        REPO,
+        PullRequest(
+            number=1,
+            state="open",
+            head_sha=head,
+            head_ref="feature",
+            head_repo=REPO,
+            base_ref="main",
+            mergeable_state="clean",
+        ),
+    )
+    fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="ci"),)))
+    fake.set_runs(
+        head,
+        [
+            CheckRun(
+                id=1,
+                name="ci",
+                status="completed",
+                conclusion="success",
+                app_id=15368,
+                head_sha=head,
+            )
+        ],
+    )
+    # The rulesets have no pull_request rule, so classic protection decides; its read fails.
+    fake.set_classic_review_rules(REPO, "main", status)
+    result = premerge(forge_port(fake.wire), REPO, 1, head, approved_head=head)
+    assert result.reasons == (f"cannot read reviews: gh api failed with HTTP {status}",)
