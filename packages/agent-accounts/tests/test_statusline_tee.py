@@ -454,3 +454,31 @@ def test_a_reading_serialised_by_hand_is_json_redaction_leaves_alone() -> None:
         assert redact_secrets(text_json) == text_json, text_json
         checked += 1
     assert checked == len(texts)
+
+
+def test_a_new_session_removes_session_readings_a_week_stale(home: Path) -> None:
+    from agent_accounts.io._sessions import STALE_SESSION_S
+
+    directory = sessions(home)
+    directory.mkdir(parents=True)
+    old = time.time() - STALE_SESSION_S - 60
+    keep = {
+        "usage-poll.json": old,  # the poller's: never the tee's to remove
+        "recent-session.json": time.time() - 3600,
+        "notes.txt": old,
+        ".hidden.json": old,
+        "odd name.json": old,
+    }
+    for name, mtime in {**keep, "gone-1.json": old, "gone-2.json": old}.items():
+        (directory / name).write_text("{}")
+        os.utime(directory / name, (mtime, mtime))
+    (directory / "linked.json").symlink_to(directory / "notes.txt")
+    os.utime(directory / "linked.json", (old, old), follow_symlinks=False)
+    assert run(home, PAYLOAD.read_bytes(), "--then", "true").err == ""
+    left = {p.name for p in directory.iterdir()}
+    assert left == {*keep, "linked.json", f"{SESSION}.json"}
+    # Only a session's first write prunes; later prompts of the same session do not list the dir.
+    (directory / "gone-3.json").write_text("{}")
+    os.utime(directory / "gone-3.json", (old, old))
+    assert run(home, PAYLOAD.read_bytes(), "--then", "true").err == ""
+    assert (directory / "gone-3.json").exists()

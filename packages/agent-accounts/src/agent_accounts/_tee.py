@@ -148,10 +148,18 @@ def _record(data: bytes) -> str | None:
     label = account_label(config_dir)
     if is_plain_text(label):
         reading["account"] = label
+    from agent_accounts.io._readings import sessions_dir
+    from agent_accounts.io._sessions import prune_stale_sessions
+
+    directory = sessions_dir(config_dir)
+    first = not os.path.lexists(os.path.join(directory, session_file_name(session_id)))
     try:
         write_session_reading(config_dir, session_id, reading)
     except Exception:  # TypeError (refused) or the filesystem error, already redacted: dropped
         return _NOT_WRITTEN
+    if first:
+        # Once per session, not per prompt: every reader lists this dir on every status line.
+        prune_stale_sessions(directory, now=time.time())
     return None
 
 

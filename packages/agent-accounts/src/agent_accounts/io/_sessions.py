@@ -26,12 +26,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SESSION_ID_MAX",
+    "STALE_SESSION_S",
     "is_plain_text",
+    "prune_stale_sessions",
     "session_file_name",
     "write_session_reading",
 ]
 
 SESSION_ID_MAX: Final = 128
+STALE_SESSION_S: Final = 8 * 86400
+"""A session reading untouched this long holds no window that has not reset (the longest is 7 d)."""
 _FILE_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PLAIN_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
 # Under 1e12 a number prints as at most 17 digits in a row (float repr) or 12 (int): far from
@@ -145,3 +149,39 @@ def write_session_reading(
 
         failure = redact_secrets(exc)
     raise failure  # outside the handler, so no __context__ links the original
+
+
+def prune_stale_sessions(directory: str, *, now: float) -> int:
+    """Remove session readings untouched for `STALE_SESSION_S`; return how many went.
+
+    Only regular `*.json` files with a session file name are taken (never `usage-poll.json`,
+    never a symlink, a dir or a dot file); any file that cannot be examined or removed is left.
+    Every reader lists the sessions dir on every status line, and each session of the agent
+    client adds a file, so without this the dir only grows.
+    """
+    import stat
+
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        stem = name[:-5]
+        if (
+            not name.endswith(".json")
+            or name == USAGE_FILE
+            or not stem
+            or not _FILE_CHARS.issuperset(stem)
+        ):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or now - info.st_mtime < STALE_SESSION_S:
+                continue
+            os.unlink(path)
+        except OSError:
+            continue
+        removed += 1
+    return removed
