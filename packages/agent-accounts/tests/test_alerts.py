@@ -475,6 +475,12 @@ async def test_the_journal_gets_a_warning_line(
         (["--write", "--alert-at", "80,x"], {}, "argument --alert-at: not a list of percentages"),
         (["--write"], {"AGENT_ALERT_AT": "200"}, "AGENT_ALERT_AT: not a list of percentages"),
         (["--write", "--alert-exec", "true"], {}, "--alert-exec needs --alert-at"),
+        (
+            ["--write", "--alert-at", "80", "--alert-at", "90"],
+            {},
+            "argument --alert-at: given twice",
+        ),
+        (["--max-age", "5", "--max-age", "6"], {}, "argument --max-age: given twice"),
     ],
 )
 async def test_alert_usage_errors(

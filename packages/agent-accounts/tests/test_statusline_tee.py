@@ -274,6 +274,14 @@ def test_help_and_usage_errors_go_through_the_parser(home: Path) -> None:
     )
     assert done.returncode == 64
     assert done.stderr.startswith("account-cli: unrecognized arguments: --nope\n")
+    done = subprocess.run(
+        [account_cli(), "statusline-tee", "--then", "a", "--then", "b"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 64
+    assert done.stderr.startswith("account-cli: argument --then: given twice\n")
 
 
 # ---- the hot path: what the tee loads ------------------------------------------------------------

@@ -537,6 +537,14 @@ def _parser() -> tuple[Any, dict[str, Any]]:
                 raise argparse.ArgumentError(self, "given twice")
             setattr(namespace, self.dest, True)
 
+    class OnceValue(argparse.Action):
+        """A flag with a value, given at most once."""
+
+        def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+            if getattr(namespace, self.dest) is not None:
+                raise argparse.ArgumentError(self, "given twice")
+            setattr(namespace, self.dest, values)
+
     class Formatter(argparse.HelpFormatter):
         """argparse's formatter, sized without `shutil` (its import pulls in bz2 and lzma)."""
 
@@ -586,17 +594,20 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     )
     poll.add_argument(
         "--max-age",
+        action=OnceValue,
         metavar="SECONDS",
         help="skip a profile whose newest reading (session readings included) is younger",
     )
     poll.add_argument(
         "--alert-at",
+        action=OnceValue,
         metavar="PERCENTS",
         help=f"alert when a window crosses one of these upward, e.g. 80,95 (needs --write; "
         f"default: ${ALERT_AT_ENV})",
     )
     poll.add_argument(
         "--alert-exec",
+        action=OnceValue,
         metavar="CMD",
         help=f"run CMD (by /bin/sh -c) for each alert (default: ${ALERT_EXEC_ENV})",
     )
@@ -608,6 +619,7 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     )
     tee.add_argument(
         "--then",
+        action=OnceValue,
         metavar="CMD",
         help="run CMD (by /bin/sh -c) on the same stdin (default: print "
         "the status line of status --statusline)",
