@@ -490,3 +490,28 @@ async def test_alert_usage_errors(
     run = await home.run("poll", *args, env=home.env(**env))
     assert run.code == 64
     assert run.err.startswith(f"account-cli: {problem}")
+
+
+def test_notifications_that_hang_share_one_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import agent_accounts.io._alerts as alerts_module
+
+    profiles = []
+    for name in ("a", "b", "c"):
+        sessions = tmp_path / name / "status-cache" / "sessions"
+        sessions.mkdir(parents=True)
+        doc = reading(five_hour=(97, NOW + HOUR), seven_day=(99, NOW + HOUR))
+        (sessions / "usage-poll.json").write_text(json.dumps(doc))
+        profiles.append(Profile(label=name, config_dir=str(tmp_path / name)))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    tool = bin_dir / "notify-send"
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\nexec /bin/sleep 600\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr(alerts_module, "NOTIFY_TIMEOUT_S", 0.5)
+    assert run_alerts(profiles, T, None, now=NOW) == 0
+    assert len(capfd.readouterr().err.splitlines()) == 6  # every alert still has its line
+    assert len(calls.read_text().splitlines()) == 1  # the first hung: the rest were skipped

@@ -11,7 +11,8 @@ Each alert then fires three ways:
 - a line on stderr, `account-cli: <label>: <window> at 96% (crossed 95%), resets <ISO time>`,
   prefixed `<4>` (warning priority) when stderr is the journal (`JOURNAL_STREAM` names it, as
   systemd sets it for a service), so journald files it as a warning;
-- `notify-send` when it is on PATH (best effort: missing, failing or slow, it is skipped);
+- `notify-send` when it is on PATH (best effort: missing, failing or slow, it is skipped; all
+  notifications of a run share one `NOTIFY_TIMEOUT_S` deadline);
 - the hook (`--alert-exec CMD`, run by `/bin/sh -c`) with `AGENT_ALERT_LABEL`,
   `AGENT_ALERT_WINDOW`, `AGENT_ALERT_PERCENTAGE`, `AGENT_ALERT_THRESHOLD`,
   `AGENT_ALERT_RESETS_AT` (ISO, empty when unknown) and `AGENT_ALERT_RESETS_AT_EPOCH` in its
@@ -179,11 +180,8 @@ def _alert_text(label: str, alert: Alert) -> str:
     )
 
 
-def _notify(label: str, alert: Alert) -> None:
-    """Show a desktop notification when notify-send exists; never fail, never wait long."""
-    program = shutil.which("notify-send")
-    if program is None:
-        return
+def _notify(program: str, label: str, alert: Alert, timeout: float) -> None:
+    """Show a desktop notification through `program`; never fail, never wait past `timeout`."""
     title = f"{label}: {alert.window} at {_percent(alert.used_percentage)}%"
     body = _alert_text(label, alert)
     with contextlib.suppress(Exception):
@@ -192,7 +190,7 @@ def _notify(label: str, alert: Alert) -> None:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            timeout=NOTIFY_TIMEOUT_S,
+            timeout=timeout,
             check=False,
             env=alert_environment(label, alert, os.environ),
         )
@@ -273,8 +271,15 @@ def run_alerts(
     for label, alert in fired:
         sys.stderr.write(f"{prefix}account-cli: {_alert_text(label, alert)}\n")
     sys.stderr.flush()
-    for label, alert in fired:
-        _notify(label, alert)
+    notifier = shutil.which("notify-send") if fired else None
+    if notifier is not None:
+        # One deadline for them all: a session bus that never answers costs NOTIFY_TIMEOUT_S once.
+        deadline = time.monotonic() + NOTIFY_TIMEOUT_S
+        for label, alert in fired:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            _notify(notifier, label, alert, left)
     if hook and fired:
         code = max(code, _run_hooks(hook, fired, hook_timeout))
     return code
