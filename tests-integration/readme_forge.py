@@ -1,7 +1,9 @@
 """The forge the forge-automation README's gh examples run against: the real `gh`, logged in to
 the local forge API of the package's own tests (`forge_support.ForgeServer`), which holds
 `acme/widgets` with PR #42 (required check `ci` green, `lint` failed without a log but with an
-annotation, strict base)."""
+annotation, strict base), and `acme/gadgets` (strict base, `ci` required), where the merge example merges PR #5 (green, two
+commits, one by a co-author) and the train example runs over #6 (green), #7 (red) and #8 (green),
+labelled `merge-train`; CI on a head update-branch writes repeats the old head's."""
 
 from __future__ import annotations
 
@@ -33,5 +35,39 @@ def readme_forge() -> Iterator[dict[str, str]]:
     ]
     repo.add_run(head, "docs", "success", run_id=882)
     repo.add_run(head, "typecheck", "success", run_id=883)
+    _gadgets(state)
     with ForgeServer(state) as server:
         yield server.env()
+
+
+def _gadgets(state: ForgeState) -> None:
+    repo = state.repo("acme/gadgets")
+    base = repo.add_commit("main-0", message="Initial commit")
+    repo.branches["main"] = base
+    repo.set_rulesets("main", ["ci"], strict=True)
+    one = repo.add_commit("retry-1", parents=(base,), message="Add backoff\n\nWraps the call.")
+    two = repo.add_commit("retry-2", parents=(one,), message="Cap the delay")
+    repo.commit_authors[one] = ("Ann Author", "ann@example.org", "author")  # the PR's author
+    repo.commit_authors[two] = ("Bea Co", "bea@example.org", "bea")
+    repo.add_pr(5, head_ref="add-retry", head_sha=two, title="Add retry", body="Retries.")
+    repo.pr_commits[5] = [one, two]
+    repo.add_run(two, "ci", "success")
+    for number, (branch, title, ci) in enumerate(
+        (
+            ("add-docs", "Add docs", "success"),
+            ("fix-lint", "Fix lint", "failure"),
+            ("bump-deps", "Bump deps", "success"),
+        ),
+        start=6,
+    ):
+        head = repo.add_commit(branch, parents=(base,), message=title)
+        repo.add_pr(number, head_ref=branch, head_sha=head, title=title, body=f"{title}.")
+        repo.pr_commits[number] = [head]
+        repo.add_run(head, "ci", ci)
+        repo.labels[number] = ["merge-train"]
+
+    def ci_repeats(number: int, old: str, new: str) -> None:
+        for run in [r for r in repo.check_runs if r["head_sha"] == old]:
+            repo.add_run(new, run["name"], run["conclusion"])
+
+    repo.after_update = ci_repeats

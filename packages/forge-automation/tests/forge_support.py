@@ -105,6 +105,14 @@ class RepoState:
     # Where refs/pull/<n>/head points when not at the PR's head: the forge moves that ref after a
     # push, not with it, so a read through it can describe the previous head (or a newer one).
     pull_heads: dict[int, str] = field(default_factory=dict)
+    # Labels on each PR (its issue), by name.
+    labels: dict[int, list[str]] = field(default_factory=dict)
+    # Commit authors by sha: (name, email, login or None); others read as "A U Thor".
+    commit_authors: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
+    # Called under the server's lock after an update-branch wrote the new head (number, old
+    # head, new head), and after a merge landed (number): a test's CI or crash point.
+    after_update: Callable[[int, str, str], None] | None = None
+    after_merge: Callable[[int], None] | None = None
 
     def pull_head(self, number: int) -> str | None:
         """Return the sha refs/pull/<number>/head points at, None without such a PR."""
@@ -503,6 +511,9 @@ class _Api:
             (r"/pulls/(\d+)/commits", "GET", self.pull_commits),
             (r"/pulls/(\d+)/merge", "PUT", self.merge_pull),
             (r"/pulls/(\d+)/update-branch", "PUT", self.update_pull_branch),
+            (r"/issues", "GET", self.list_issues),
+            (r"/issues/(\d+)/labels", "GET", self.list_labels),
+            (r"/issues/(\d+)/labels/(.+)", "DELETE", self.remove_label),
             (r"/issues/(\d+)/comments", "GET", self.list_comments),
             (r"/issues/(\d+)/comments", "POST", self.create_comment),
             (r"/compare/(.+?)\.\.\.(.+)", "GET", self.compare),
@@ -641,7 +652,23 @@ class _Api:
     def pull_commits(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
     ) -> Any:
-        rows = [{"sha": s, "commit": {"message": ""}} for s in repo.pr_commits.get(int(n), [])]
+        rows = []
+        for sha in repo.pr_commits.get(int(n), []):
+            parents, message, date = repo.commits.get(sha, ((), "", "2024-01-01T00:00:00Z"))
+            name, email, login = repo.commit_authors.get(
+                sha, ("A U Thor", "author@example.com", None)
+            )
+            rows.append(
+                {
+                    "sha": sha,
+                    "commit": {
+                        "message": message,
+                        "author": {"name": name, "email": email, "date": date},
+                    },
+                    "author": {"login": login} if login else None,
+                    "parents": [{"sha": p} for p in parents],
+                }
+            )
         chunk, headers = self._paginate(request, rows, cap=250)
         return 200, chunk, headers
 
@@ -672,6 +699,8 @@ class _Api:
         pr["merge_commit_sha"] = merged
         pr["_merge_message"] = message.rstrip()
         self.state.effects["merge_pr"] += 1
+        if repo.after_merge is not None:
+            repo.after_merge(int(n))
         return (
             200,
             {"sha": merged, "merged": True, "message": "Pull Request successfully merged"},
@@ -702,8 +731,58 @@ class _Api:
         if (pr["head"]["repo"] or {}).get("full_name") == repo.full_name:
             repo.branches[head_ref] = new_head
         self.state.effects["update_branch"] += 1
+        if repo.after_update is not None:
+            repo.after_update(int(n), head_sha, new_head)
         url = f"http://github.localhost/{repo.full_name}/pull/{n}"
         return 202, {"message": "Updating pull request branch.", "url": url}, {}
+
+    def list_issues(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
+        # Only PRs live here, so every row is a PR's issue and carries `pull_request`.
+        state = request.query.get("state", "open")
+        wanted = [x for x in request.query.get("labels", "").split(",") if x]
+        rows = []
+        for number, pr in repo.prs.items():
+            names = {x.casefold() for x in repo.labels.get(number, [])}
+            if state != "all" and pr["state"] != state:
+                continue
+            if not all(w.casefold() in names for w in wanted):
+                continue
+            rows.append(
+                {
+                    "number": number,
+                    "state": pr["state"],
+                    "title": pr["title"],
+                    "user": pr["user"],
+                    "labels": [{"name": x} for x in repo.labels.get(number, [])],
+                    "created_at": pr.get("created_at", "2024-01-01T00:00:00Z"),
+                    "pull_request": {
+                        "url": f"http://{API_HOST}/repos/{repo.full_name}/pulls/{number}"
+                    },
+                }
+            )
+        oldest_first = request.query.get("direction", "desc") == "asc"
+        rows.sort(key=lambda r: (r["created_at"], r["number"]), reverse=not oldest_first)
+        chunk, headers = self._paginate(request, rows)
+        return 200, chunk, headers
+
+    def list_labels(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
+    ) -> Any:
+        if int(n) not in repo.prs:
+            raise _error(404, "Not Found")
+        chunk, headers = self._paginate(request, [{"name": x} for x in repo.labels.get(int(n), [])])
+        return 200, chunk, headers
+
+    def remove_label(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str, name: str
+    ) -> Any:
+        labels = repo.labels.get(int(n), [])
+        kept = [x for x in labels if x.casefold() != name.casefold()]
+        if int(n) not in repo.prs or len(kept) == len(labels):
+            raise _error(404, "Label does not exist")
+        repo.labels[int(n)] = kept
+        self.state.effects["remove_label"] += 1
+        return 200, [{"name": x} for x in kept], {}
 
     def list_comments(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str

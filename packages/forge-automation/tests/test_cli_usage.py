@@ -21,7 +21,7 @@ from forge_support import ForgeServer
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 REPO = "acme/widgets"
 SHA = "a" * 40
-COMMANDS = ["ci-wait", "pr-status", "pr-context", "ci-failures", "premerge"]
+COMMANDS = ["ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "merge", "train"]
 TOP_USAGE = "usage: forge-cli [-h] [--debug] COMMAND ..."
 USAGE = {
     "ci-wait": "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] REPO SHA",
@@ -30,6 +30,14 @@ USAGE = {
     "ci-failures": "usage: forge-cli ci-failures [-h] [--job ID] [--lines N] [--json] REPO#N|REPO",
     "premerge": (
         "usage: forge-cli premerge [-h] --approved-head SHA [--clone DIR] [--json] REPO#N HEAD_SHA"
+    ),
+    "merge": (
+        "usage: forge-cli merge [-h] --approved-head SHA [--clone DIR] [--task-id ID] REPO#N "
+        "HEAD_SHA"
+    ),
+    "train": (
+        "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
+        "[--interval S] REPO"
     ),
 }
 
@@ -54,13 +62,8 @@ def run(server: ForgeServer, *args: str, columns: int = 80) -> subprocess.Comple
 
 # (argv, the problem line, the usage line's command or None for the top level, exit code)
 BAD = [
-    ([], "missing command (ci-wait, pr-status, pr-context, ci-failures, premerge)", None, 64),
-    (
-        ["frobnicate"],
-        "unknown command 'frobnicate' (ci-wait, pr-status, pr-context, ci-failures, premerge)",
-        None,
-        64,
-    ),
+    ([], f"missing command ({', '.join(COMMANDS)})", None, 64),
+    (["frobnicate"], f"unknown command 'frobnicate' ({', '.join(COMMANDS)})", None, 64),
     (["--bogus"], "unrecognized arguments: --bogus", None, 64),
     # unknown flag
     (["pr-status", f"{REPO}#1", "--bogus"], "unrecognized arguments: --bogus", "pr-status", 64),
@@ -151,6 +154,43 @@ BAD = [
         ["premerge", f"{REPO}#1", "ABC", "--approved-head", SHA],
         "head_sha: must be 40 lower-case hex characters",
         "premerge",
+        2,
+    ),
+    (
+        ["merge", f"{REPO}#1", SHA],
+        "the following arguments are required: --approved-head",
+        "merge",
+        2,
+    ),
+    (
+        ["merge", f"{REPO}#1", SHA, "--approved-head", "HEAD"],
+        "approved_head: must be 40 lower-case hex characters",
+        "merge",
+        2,
+    ),
+    (
+        ["merge", f"{REPO}#1", SHA, "--approved-head", SHA, "--task-id", " "],
+        "--task-id ' ': must be one non-blank line",
+        "merge",
+        2,
+    ),
+    (["train", REPO], "the following arguments are required: --label", "train", 2),
+    (
+        ["train", REPO, "--label", "a,b"],
+        "label: contains ',' (the forge's label filter splits on it)",
+        "train",
+        2,
+    ),
+    (
+        ["train", REPO, "--label", "q", "--interval", "0"],
+        "--interval must be a finite number of seconds > 0",
+        "train",
+        2,
+    ),
+    (
+        ["train", f"{REPO}#1", "--label", "q"],
+        "repo: must be 'owner/name' with a valid repository name",
+        "train",
         2,
     ),
     (

@@ -91,6 +91,11 @@ class Backend(Protocol):
     def effects(self, name: str) -> int: ...
     def user_lookups(self) -> int: ...
     def commit_message(self, sha: str) -> str: ...
+    def authored(
+        self, name: str, parents: Sequence[str], message: str, author: tuple[str, str, str | None]
+    ) -> str: ...
+    def set_labels(self, number: int, names: Sequence[str]) -> None: ...
+    def labels(self, number: int) -> list[str]: ...
 
 
 class FakeBackend:
@@ -253,6 +258,24 @@ class FakeBackend:
 
     def commit_message(self, sha: str) -> str:
         return self.fake.commits[sha].message
+
+    def authored(
+        self, name: str, parents: Sequence[str], message: str, author: tuple[str, str, str | None]
+    ) -> str:
+        return self.fake.add_commit(
+            sha_of(f"{REPO}:{name}"),
+            parents=parents,
+            message=message,
+            author_name=author[0],
+            author_email=author[1],
+            author_login=author[2],
+        )
+
+    def set_labels(self, number: int, names: Sequence[str]) -> None:
+        self.fake.set_labels(REPO, number, names)
+
+    def labels(self, number: int) -> list[str]:
+        return self.fake.labels(REPO, number)
 
 
 class GhBackend:
@@ -453,6 +476,19 @@ class GhBackend:
 
     def commit_message(self, sha: str) -> str:
         return self.repo.commits[sha][1]
+
+    def authored(
+        self, name: str, parents: Sequence[str], message: str, author: tuple[str, str, str | None]
+    ) -> str:
+        sha = self.repo.add_commit(name, parents=parents, message=message)
+        self.repo.commit_authors[sha] = author
+        return sha
+
+    def set_labels(self, number: int, names: Sequence[str]) -> None:
+        self.repo.labels[number] = list(names)
+
+    def labels(self, number: int) -> list[str]:
+        return list(self.repo.labels.get(number, []))
 
 
 @pytest.fixture(params=["fake", "gh"])
@@ -1084,3 +1120,57 @@ def test_readiness_over_the_review_state_names_each_rule(forge: Backend) -> None
         reviews=state,
     )
     assert [b.reason for b in result.blockers] == ["check-pending"]
+
+
+# -- what forge-cli merge and train read and write ---------------------------------------------------
+
+
+def test_list_pr_commit_messages_splits_messages_and_names_authors(forge: Backend) -> None:
+    _, tip = _main(forge)
+    first = forge.authored(
+        "c1", [tip], "Add retry\n\nWraps the call\nin a loop.\n", ("Alice", "a@x.org", "alice")
+    )
+    merge = forge.authored("c2", [first, tip], "Merge branch 'main' into topic", ("B", "b@x", None))
+    forge.pr(7, "topic", merge)
+    forge.pr_commits(7, [first, merge])
+    commits = forge.port.list_pr_commit_messages(REPO, 7)
+    assert [(c.sha, c.subject, c.body) for c in commits] == [
+        (first, "Add retry", "Wraps the call\nin a loop."),
+        (merge, "Merge branch 'main' into topic", ""),
+    ]
+    assert [(c.author_name, c.author_email, c.author_login) for c in commits] == [
+        ("Alice", "a@x.org", "alice"),
+        ("B", "b@x", None),
+    ]
+    assert [c.parents for c in commits] == [(tip,), (first, tip)]
+
+
+def test_list_labelled_prs_lists_prs_oldest_first_by_state(forge: Backend) -> None:
+    _, tip = _main(forge)
+    for number in (3, 1, 2, 4):
+        forge.pr(number, f"topic{number}", forge.commit(f"w{number}", [tip]))
+    forge.set_labels(1, ["merge-train"])
+    forge.set_labels(2, ["other", "Merge-Train"])
+    forge.set_labels(3, ["merge-train"])
+    forge.update_pr(3, state="closed")
+    assert [p.number for p in forge.port.list_labelled_prs(REPO, "merge-train")] == [1, 2]
+    every = forge.port.list_labelled_prs(REPO, "merge-train", state="all")
+    assert [(p.number, p.state) for p in every] == [(1, "open"), (2, "open"), (3, "closed")]
+    assert forge.port.list_labelled_prs(REPO, "nothing") == ()
+    for bad in ("a,b", "", "..", "x\n"):
+        with pytest.raises(ForgeInputError, match="label"):
+            forge.port.list_labelled_prs(REPO, bad)
+    with pytest.raises(ForgeInputError, match="state"):
+        forge.port.list_labelled_prs(REPO, "merge-train", state="merged")
+
+
+def test_remove_label_removes_once(forge: Backend) -> None:
+    _, tip = _main(forge)
+    forge.pr(5, "topic", forge.commit("w", [tip]))
+    forge.set_labels(5, ["keep", "merge/train"])
+    first = forge.port.remove_label(REPO, 5, "Merge/Train")
+    second = forge.port.remove_label(REPO, 5, "merge/train")
+    assert (first.done, first.skipped) == (True, None)
+    assert (second.done, second.skipped) == (False, "missing")
+    assert forge.labels(5) == ["keep"]
+    assert forge.effects("remove_label") == 1

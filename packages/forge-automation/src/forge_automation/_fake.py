@@ -25,8 +25,10 @@ from ._types import (
     FileEntry,
     ForcePush,
     IssueComment,
+    LabelledPr,
     NotModified,
     Page,
+    PrCommit,
     PullRequest,
     RequiredChecks,
     Review,
@@ -46,11 +48,14 @@ _PULL_REF = re.compile(r"refs/pull/(\d+)/head")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FakeCommit:
-    """One commit in the fake's history: its parents, message and committer date."""
+    """One commit in the fake's history: its parents, message, committer date and author."""
 
     parents: tuple[str, ...] = ()
     message: str = ""
     date: str = "2024-01-01T00:00:00Z"
+    author_name: str = "A U Thor"
+    author_email: str = "author@example.com"
+    author_login: str | None = None
 
 
 @dataclass(slots=True)
@@ -75,6 +80,7 @@ class _State:
     classic: dict[tuple[str, str], RequiredChecks | int] = field(default_factory=dict)
     classic_reviews: dict[tuple[str, str], ReviewRules | int] = field(default_factory=dict)
     compares: dict[tuple[str, str, str], CompareFiles] = field(default_factory=dict)
+    labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)
 
 
 class FakeForge:
@@ -113,9 +119,19 @@ class FakeForge:
         parents: Sequence[str] = (),
         message: str = "",
         date: str = "2024-01-01T00:00:00Z",
+        author_name: str = "A U Thor",
+        author_email: str = "author@example.com",
+        author_login: str | None = None,
     ) -> str:
         """Record a commit in the history `compare_ancestry` and commit listings walk."""
-        self.commits[sha] = FakeCommit(parents=tuple(parents), message=message, date=date)
+        self.commits[sha] = FakeCommit(
+            parents=tuple(parents),
+            message=message,
+            date=date,
+            author_name=author_name,
+            author_email=author_email,
+            author_login=author_login,
+        )
         return sha
 
     def set_branch(self, repo: str, branch: str, sha: str, *, default: bool = False) -> None:
@@ -176,6 +192,16 @@ class FakeForge:
         """Set the PR's commit list, oldest first."""
         with self._lock:
             self._state.pr_commits[(repo, number)] = list(shas)
+
+    def set_labels(self, repo: str, number: int, labels: Iterable[str]) -> None:
+        """Set the labels a PR carries."""
+        with self._lock:
+            self._state.labels[(repo, number)] = list(labels)
+
+    def labels(self, repo: str, number: int) -> list[str]:
+        """Return the labels a PR carries (a copy)."""
+        with self._lock:
+            return list(self._state.labels.get((repo, number), []))
 
     def set_runs(self, sha: str, runs: Iterable[CheckRun]) -> None:
         """Set every check run for `sha` (superseded runs included)."""
@@ -443,6 +469,58 @@ class _FakeWire:
             shas = state.pr_commits.get((repo, number), [])
             items, nxt = _paged(shas[:250], page)
             return Page(items=items, next_page=nxt)
+
+    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> Page[PrCommit]:
+        with self._f._lock:
+            state = self._call("list_pr_commit_messages")
+            rows = []
+            for sha in state.pr_commits.get((repo, number), [])[:250]:
+                commit = self._f.commits.get(sha, FakeCommit())
+                subject, _, body = commit.message.partition("\n")
+                rows.append(
+                    PrCommit(
+                        sha=sha,
+                        subject=subject,
+                        body=body.strip("\n"),
+                        author_name=commit.author_name,
+                        author_email=commit.author_email,
+                        author_login=commit.author_login,
+                        parents=commit.parents,
+                    )
+                )
+            items, nxt = _paged(rows, page)
+            return Page(items=items, next_page=nxt)
+
+    def list_labelled_prs(self, repo: str, label: str, state: str, page: int) -> Page[LabelledPr]:
+        with self._f._lock:
+            st = self._call("list_labelled_prs")
+            rows = [
+                LabelledPr(number=n, state=pr.state)
+                for (r, n), pr in sorted(st.prs.items())
+                if r == repo
+                and state in ("all", pr.state)
+                and label.casefold() in {x.casefold() for x in st.labels.get((r, n), [])}
+            ]
+            items, nxt = _paged(rows, page)
+            return Page(items=items, next_page=nxt)
+
+    def list_issue_labels(self, repo: str, number: int) -> tuple[str, ...]:
+        with self._f._lock:
+            state = self._call("list_issue_labels")
+            if (repo, number) not in state.prs:
+                raise _not_found(f"{repo}#{number}")
+            return tuple(state.labels.get((repo, number), []))
+
+    def remove_issue_label(self, repo: str, number: int, label: str) -> bool:
+        with self._f._lock:
+            state = self._call("remove_issue_label")
+            labels = state.labels.get((repo, number), [])
+            kept = [x for x in labels if x.casefold() != label.casefold()]
+            if len(kept) == len(labels):
+                return False
+            state.labels[(repo, number)] = kept
+            self._f.effects["remove_label"] += 1
+            return True
 
     def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
         with self._f._lock:

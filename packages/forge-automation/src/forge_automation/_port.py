@@ -28,13 +28,16 @@ from ._types import (
     FileEntry,
     ForcePush,
     IssueComment,
+    LabelledPr,
     MergeMethod,
     MergeResult,
     NotModified,
     OpenPrResult,
     OpenPrsList,
     Page,
+    PrCommit,
     PullRequest,
+    RemoveLabelResult,
     RequiredChecks,
     RequiredContext,
     Review,
@@ -48,6 +51,7 @@ from ._types import (
 from ._validate import (
     validate_branch,
     validate_etag,
+    validate_label,
     validate_marker,
     validate_number,
     validate_ref,
@@ -73,6 +77,7 @@ _MAX_PAGES = 1000
 _CONCLUSIONS: frozenset[str] = frozenset(get_args(CheckConclusion))
 _ANCESTRY: frozenset[str] = frozenset({"ahead", "behind", "identical", "diverged"})
 _MERGE_METHODS: frozenset[str] = frozenset(get_args(MergeMethod))
+_ISSUE_STATES = frozenset({"open", "closed", "all"})
 
 
 def _all_pages(fetch: Callable[[int], Page[T]], *, limit: int = _MAX_PAGES) -> list[T]:
@@ -230,6 +235,31 @@ class ForgePort:
         shas = _all_pages(lambda page: self._wire.list_pr_commits(repo, number, page), limit=limit)
         return tuple(shas)
 
+    def list_pr_commit_messages(self, repo: str, number: int) -> tuple[PrCommit, ...]:
+        """Return the PR's commits with subject, body, author and parents, oldest first.
+
+        Like `list_pr_commits`, the forge lists at most PR_COMMITS_CAP.
+        """
+        validate_repo(repo)
+        validate_number(number)
+        limit = PR_COMMITS_CAP // 100 + 1
+        return tuple(
+            _all_pages(
+                lambda page: self._wire.list_pr_commit_messages(repo, number, page), limit=limit
+            )
+        )
+
+    def list_labelled_prs(
+        self, repo: str, label: str, *, state: str = "open"
+    ) -> tuple[LabelledPr, ...]:
+        """Return the PRs carrying `label` (open, closed or all), oldest first; issues left out."""
+        validate_repo(repo)
+        validate_label(label)
+        if state not in _ISSUE_STATES:
+            raise ForgeInputError("state", "must be open, closed or all")
+        rows = _all_pages(lambda page: self._wire.list_labelled_prs(repo, label, state, page))
+        return tuple(sorted(rows, key=lambda r: (r.created_at or "", r.number)))
+
     def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
         """Return the files changed from the merge base to `head`, with `truncated`."""
         validate_repo(repo)
@@ -380,6 +410,19 @@ class ForgePort:
         return UpsertCommentResult(
             id=self._wire.create_issue_comment(repo, number, body), done=True
         )
+
+    def remove_label(self, repo: str, number: int, label: str) -> RemoveLabelResult:
+        """Remove `label` from the PR unless it does not carry it (then skipped `missing`)."""
+        validate_repo(repo)
+        validate_number(number)
+        validate_label(label)
+        # Label names compare without case on the forge.
+        present = {name.casefold() for name in self._wire.list_issue_labels(repo, number)}
+        if label.casefold() not in present:
+            return RemoveLabelResult(done=False, skipped="missing")
+        if not self._wire.remove_issue_label(repo, number, label):
+            return RemoveLabelResult(done=False, skipped="missing")  # removed in between
+        return RemoveLabelResult(done=True)
 
     def merge_pr(
         self,

@@ -20,13 +20,16 @@ __all__ = [
     "FileEntry",
     "ForcePush",
     "IssueComment",
+    "LabelledPr",
     "MergeMethod",
     "MergeResult",
     "NotModified",
     "OpenPrResult",
     "OpenPrsList",
     "Page",
+    "PrCommit",
     "PullRequest",
+    "RemoveLabelResult",
     "RequiredChecks",
     "RequiredContext",
     "Review",
@@ -130,6 +133,32 @@ class ForcePush:
 
     before: str | None
     after: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrCommit:
+    """One commit of a PR as the forge lists it: message split into subject and body, author.
+
+    `author_login` is the forge account the commit's author email belongs to (None when it
+    belongs to none); `parents` tells merge commits (two or more) apart.
+    """
+
+    sha: str
+    subject: str
+    body: str
+    author_name: str | None
+    author_email: str | None
+    author_login: str | None
+    parents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelledPr:
+    """A PR carrying a label, from the forge's issue listing (`state` is open or closed)."""
+
+    number: int
+    state: str
+    created_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -311,6 +340,14 @@ class UpdateBranchResult:
     `skipped` is `up-to-date` when the head already contains the base tip, `merged` when the PR
     is merged. The forge updates the branch asynchronously: re-read the PR for the new head.
     """
+
+    done: bool
+    skipped: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveLabelResult:
+    """`done` when this call removed the label; else skipped `missing` (the PR did not have it)."""
 
     done: bool
     skipped: SkipReason | None = None

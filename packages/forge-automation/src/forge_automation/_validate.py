@@ -9,6 +9,7 @@ from ._errors import ForgeInputError
 __all__ = [
     "validate_branch",
     "validate_etag",
+    "validate_label",
     "validate_marker",
     "validate_number",
     "validate_ref",
@@ -121,6 +122,25 @@ def validate_text(
         raise _refuse(field, f"is longer than {max_len} characters")
     if "\x00" in value:
         raise _refuse(field, "contains a NUL character")
+    return value
+
+
+def validate_label(value: object, field: str = "label") -> str:
+    """Return a label name safe for a path segment and the issue filter, or raise ForgeInputError.
+
+    The issue listing's `labels` filter splits on commas, so a comma is refused; `.` and `..`
+    would be path steps even when quoted.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise _refuse(field, "must be a non-blank string")
+    if len(value) > 100:
+        raise _refuse(field, "is longer than 100 characters")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise _refuse(field, "contains a control character")
+    if "," in value:
+        raise _refuse(field, "contains ',' (the forge's label filter splits on it)")
+    if value in {".", ".."}:
+        raise _refuse(field, "must not be '.' or '..'")
     return value
 
 

@@ -29,8 +29,10 @@ from ._types import (
     FileEntry,
     ForcePush,
     IssueComment,
+    LabelledPr,
     NotModified,
     Page,
+    PrCommit,
     PullRequest,
     RequiredChecks,
     RequiredContext,
@@ -107,6 +109,22 @@ class ForgeWire(Protocol):
 
     def list_pr_commits(self, repo: str, number: int, page: int) -> Page[str]:
         """Return one page of a PR's commit shas, oldest first."""
+        ...
+
+    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> Page[PrCommit]:
+        """Return one page of a PR's commits with message, author and parents, oldest first."""
+        ...
+
+    def list_labelled_prs(self, repo: str, label: str, state: str, page: int) -> Page[LabelledPr]:
+        """Return one page of PRs (not issues) carrying `label` in `state`, oldest first."""
+        ...
+
+    def list_issue_labels(self, repo: str, number: int) -> tuple[str, ...]:
+        """Return the names of the labels on a PR (its issue)."""
+        ...
+
+    def remove_issue_label(self, repo: str, number: int, label: str) -> bool:
+        """Remove `label` from the PR; False when the forge answers 404 (not there)."""
         ...
 
     def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
@@ -295,6 +313,23 @@ def _pr_from_json(value: object) -> PullRequest:
         changed_files=_opt_int(data.get("changed_files")),
         author=_opt_str(user.get("login")),
         updated_at=_opt_str(data.get("updated_at")),
+    )
+
+
+def _pr_commit_from_json(value: object) -> PrCommit:
+    data = _obj(value)
+    commit = _obj(data["commit"])
+    author = _opt_obj(commit.get("author"))
+    account = _opt_obj(data.get("author"))
+    subject, _, body = _str(commit["message"]).replace("\r\n", "\n").partition("\n")
+    return PrCommit(
+        sha=_str(data["sha"]),
+        subject=subject,
+        body=body.strip("\n"),
+        author_name=_opt_str(author.get("name")),
+        author_email=_opt_str(author.get("email")),
+        author_login=_opt_str(account.get("login")),
+        parents=tuple(_str(_obj(p)["sha"]) for p in _list(data.get("parents") or [])),
     )
 
 
@@ -768,6 +803,54 @@ class _GhCliWire:
             "a commit list", response, lambda d: tuple(_str(_obj(c)["sha"]) for c in _list(d))
         )
         return Page(items=items, next_page=self._page(response, page))
+
+    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> Page[PrCommit]:
+        query = {"per_page": PER_PAGE, "page": page}
+        response = self._rest("GET", f"{_repo(repo)}/pulls/{number}/commits", query=query)
+        items = _mapped(
+            "a commit list", response, lambda d: tuple(_pr_commit_from_json(c) for c in _list(d))
+        )
+        return Page(items=items, next_page=self._page(response, page))
+
+    def list_labelled_prs(self, repo: str, label: str, state: str, page: int) -> Page[LabelledPr]:
+        query = {
+            "labels": label,
+            "state": state,
+            "sort": "created",
+            "direction": "asc",
+            "per_page": PER_PAGE,
+            "page": page,
+        }
+        response = self._rest("GET", f"{_repo(repo)}/issues", query=query)
+
+        def parse(data: object) -> tuple[LabelledPr, ...]:
+            return tuple(
+                LabelledPr(
+                    number=_int(_obj(i)["number"]),
+                    state=_str(_obj(i)["state"]),
+                    created_at=_opt_str(_obj(i).get("created_at")),
+                )
+                for i in _list(data)
+                # The issue listing holds issues too; a PR's row carries `pull_request`.
+                if _obj(i).get("pull_request") is not None
+            )
+
+        return Page(
+            items=_mapped("an issue list", response, parse), next_page=self._page(response, page)
+        )
+
+    def list_issue_labels(self, repo: str, number: int) -> tuple[str, ...]:
+        # One page of 100: GitHub allows at most 100 labels on an issue.
+        query = {"per_page": PER_PAGE}
+        response = self._rest("GET", f"{_repo(repo)}/issues/{number}/labels", query=query)
+        return _mapped(
+            "a label list", response, lambda d: tuple(_str(_obj(x)["name"]) for x in _list(d))
+        )
+
+    def remove_issue_label(self, repo: str, number: int, label: str) -> bool:
+        path = f"{_repo(repo)}/issues/{number}/labels/{quote(label, safe='')}"
+        response = self._rest("DELETE", path, ok=frozenset({404}))
+        return response.status != 404
 
     def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
         query = {"per_page": PER_PAGE, "page": page}

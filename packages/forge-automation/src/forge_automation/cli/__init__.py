@@ -1,12 +1,14 @@
-"""forge-cli: ci-wait, pr-status, pr-context, ci-failures and premerge over the logged-in `gh`.
+"""forge-cli: ci-wait, pr-status, pr-context, ci-failures, premerge, merge and train over `gh`.
 
-One module per command (`_ci_wait`, `_pr_status`, `_pr_context`, `_ci_failures`, `_premerge`),
+One module per command (`_ci_wait`, `_pr_status`, `_pr_context`, `_ci_failures`, `_premerge`,
+`_merge`, `_train`),
 one argparse parser (`_parse`), exit codes in one place (`_common`), and one boundary (`main`)
 that maps every outcome to them, never with a traceback:
 
 - a usage error (one type, `UsageError`): `forge-cli: <problem>` and the command's usage line on
   stderr, exit 64 (ci-wait, pr-status, pr-context, no or an unknown command) or 2 (ci-failures,
-  premerge), as the spec fixes them; `-h`/`--help` anywhere prints help and exits 0;
+  premerge, and merge and train after it), as the spec fixes them; `-h`/`--help` anywhere prints
+  help and exits 0;
 - a forge error: one redacted `forge-cli: <message>` line, exit 1; ci-wait without a verdict: 69;
 - Ctrl-C: 130; anything else is a bug: exit 70, and `--debug` first (or FORGE_CLI_DEBUG=1) adds a
   redacted traceback.
@@ -69,10 +71,18 @@ def _dispatch(args: list[str], early: _EarlyGh | None) -> None:
         from ._ci_failures import ci_failures_command
 
         ci_failures_command(**values)
-    else:
+    elif command == "premerge":
         from ._premerge import premerge_command
 
         premerge_command(**values)
+    elif command == "merge":
+        from ._merge import merge_command
+
+        merge_command(**values)
+    else:
+        from ._train import train_command
+
+        train_command(**values)
 
 
 def _run(args: list[str], *, debug: bool) -> int:

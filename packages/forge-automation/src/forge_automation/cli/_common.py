@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_BAD_ARGS",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
+    "EXIT_MOVED",
     "EXIT_SOFTWARE",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
@@ -43,11 +44,12 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_ARGS = 2
+EXIT_MOVED = 3
 EXIT_USAGE = 64
 EXIT_UNAVAILABLE = 69
 EXIT_SOFTWARE = 70
 EXIT_INTERRUPTED = 130
-COMMANDS = ("ci-wait", "pr-status", "pr-context", "ci-failures", "premerge")
+COMMANDS = ("ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "merge", "train")
 # The spec's exit code for a usage error, per command: 2 for ci-failures and premerge, 64 for the
 # rest and for a missing or unknown command.
 USAGE_EXIT = {
@@ -56,6 +58,8 @@ USAGE_EXIT = {
     "pr-context": EXIT_USAGE,
     "ci-failures": EXIT_BAD_ARGS,
     "premerge": EXIT_BAD_ARGS,
+    "merge": EXIT_BAD_ARGS,
+    "train": EXIT_BAD_ARGS,
 }
 PR_REF = re.compile(r"\A([^#\s]+)#([0-9]{1,10})\Z")
 

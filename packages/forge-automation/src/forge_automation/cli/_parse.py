@@ -150,6 +150,66 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         help="a fetched clone holding head, approved head and base tip",
     )
     _flag(p, "--json", "as_json", "print one JSON object")
+
+    p = command(
+        "merge",
+        "Premerge, squash-merge a PR at HEAD_SHA, delete its head branch: MERGED (0), FAIL (1) "
+        "or MOVED (3).",
+    )
+    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+    p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
+    _option(
+        p,
+        "--approved-head",
+        type=str,
+        default=None,
+        metavar="SHA",
+        help="the head a reviewer approved",
+        required=True,
+    )
+    _option(
+        p,
+        "--clone",
+        type=str,
+        default=None,
+        metavar="DIR",
+        help="a fetched clone holding head, approved head and base tip",
+    )
+    p.add_argument(
+        "--task-id",
+        dest="task_ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a task id for the squash subject and Refs line (repeatable)",
+    )
+
+    p = command(
+        "train",
+        "Merge the PRs carrying LABEL one at a time, oldest first; drop (comment, unlabel) those "
+        "that cannot merge.",
+    )
+    p.add_argument("repo", metavar="REPO", help="owner/name")
+    _option(
+        p,
+        "--label",
+        type=str,
+        default=None,
+        metavar="LABEL",
+        help="the queue's label",
+        required=True,
+    )
+    _option(
+        p,
+        "--clone",
+        type=str,
+        default=None,
+        metavar="DIR",
+        help="a clone whose origin is the repository: fetched, then premerge runs git in it",
+    )
+    _flag(p, "--dry-run", "dry_run", "say what would happen; write nothing")
+    _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="per CI wait (1800)")
+    _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
     return top, commands
 
 

@@ -1,0 +1,376 @@
+"""The local merge train behind `forge-cli train`: labelled PRs, oldest first, one at a time.
+
+For each PR carrying the label: premerge (in the clone, fetched first, when one is given),
+update-branch when the base is strict and the head is behind, then a wait for CI on the head,
+then the guarded merge of `_merge`. A PR that cannot merge gets a comment naming its blocker
+(`upsert_comment` with a marker holding the label and the head) and loses the label; the train
+goes on with the next one. A merged PR loses the label once its branch is dealt with.
+
+State lives on the forge, nowhere else: the label means "not finished yet". The train lists
+labelled PRs in every state, so a rerun after a crash continues where the last run stopped:
+
+- crashed before the merge: the PR is open and labelled, and its turn starts over; every write
+  it already made is skipped (an update-branch already done leaves the head up to date, the CI
+  wait sees the runs that came meanwhile, the comment's marker is already there);
+- crashed after the merge: the PR is merged and still labelled, so the rerun deletes its branch
+  (if it is still there and still at the merged head) and removes the label;
+- crashed after the comment of a drop: the rerun judges the PR again, finds the comment by its
+  marker and removes the label.
+
+No state file: a file would disagree with the forge as soon as someone else merges, pushes or
+relabels, and the forge is what the next run has to act on anyway.
+
+A forge read that fails (rather than a PR that cannot merge) stops the train with the PR still
+labelled: the PR is not to blame, and a rerun continues with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ._ci_wait import ci_wait
+from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
+from ._exec import ExecOptions, GitExec
+from ._merge import delete_head_branch, guarded_merge
+from ._port import ForgePort, load_required_contexts
+from ._premerge import UNKNOWN_REREAD_DELAYS, PremergeResult, premerge
+from ._redact import redact_forge_secrets
+from ._types import PullRequest
+from ._validate import validate_label, validate_repo
+
+__all__ = ["TrainResult", "run_train", "train_marker"]
+
+_FETCH_TIMEOUT = 300.0
+# The longest pause between reads while waiting for update-branch's new head.
+_HEAD_POLL = 2.0
+# Premerge reasons that say the train could not look, not that the PR cannot merge.
+_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ")
+# Premerge reasons the train can clear: a strict base the head is behind, CI still running.
+_CAN_PASS = ("strict base ", "CI is pending")
+
+
+@dataclass(slots=True, kw_only=True)
+class TrainResult:
+    """What one run did: PRs merged (now or finished after a crash), dropped, and a stop."""
+
+    repo: str
+    label: str
+    merged: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    stopped: int | None = None
+
+
+class _Stop(Exception):
+    """The train cannot go on without a rerun (a failed read, a fetch); the PR keeps its label."""
+
+
+class _Drop(Exception):
+    """This PR cannot merge: comment, unlabel, go on."""
+
+    def __init__(self, blocker: str, head: str) -> None:
+        super().__init__(blocker)
+        self.blocker = blocker
+        self.head = head
+
+
+def train_marker(label: str, head: str) -> str:
+    """Return the marker of the train's comment on a PR dropped at `head`."""
+    return f"<!-- forge-cli train: {label} {head} -->"
+
+
+def _say(exc: BaseException) -> str:
+    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
+
+
+def run_train(
+    port: ForgePort,
+    repo: str,
+    label: str,
+    *,
+    emit: Callable[[str], None],
+    clone: str | None = None,
+    dry_run: bool = False,
+    timeout: float = 1800.0,
+    interval: float = 15.0,
+    git: GitExec | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    delays: Sequence[float] = UNKNOWN_REREAD_DELAYS,
+) -> TrainResult:
+    """Merge the PRs carrying `label`, oldest first, one at a time; print one line per step.
+
+    `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
+    With `dry_run` nothing is written (not even the clone) and each line says what would happen.
+    """
+    validate_repo(repo)
+    validate_label(label)
+    train = _Train(
+        port,
+        repo,
+        label,
+        emit=emit,
+        clone=clone,
+        dry_run=dry_run,
+        timeout=timeout,
+        interval=interval,
+        git=git,
+        sleep=sleep,
+        delays=delays,
+    )
+    return train.run()
+
+
+class _Train:
+    def __init__(
+        self,
+        port: ForgePort,
+        repo: str,
+        label: str,
+        *,
+        emit: Callable[[str], None],
+        clone: str | None,
+        dry_run: bool,
+        timeout: float,
+        interval: float,
+        git: GitExec | None,
+        sleep: Callable[[float], None],
+        delays: Sequence[float],
+    ) -> None:
+        self.port, self.repo, self.label, self.emit = port, repo, label, emit
+        self.clone, self.dry_run = clone, dry_run
+        self.timeout, self.interval = timeout, interval
+        self.git, self.sleep, self.delays = git, sleep, delays
+        self.result = TrainResult(repo=repo, label=label)
+
+    def run(self) -> TrainResult:
+        rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
+        listed = ",".join(f"#{r.number}" for r in rows) or "none"
+        mode = " (dry run: nothing is written)" if self.dry_run else ""
+        self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{mode}")
+        for row in rows:
+            try:
+                if row.state == "open":
+                    self._turn(row.number)
+                else:
+                    self._closed(row.number)
+            except _Stop as stop:
+                self._stopped(row.number, str(stop))
+                break
+            except ForgeInputError as exc:
+                self._drop_or_stop(row.number, "", f"cannot handle this PR: {_say(exc)}")
+            except ForgeError as exc:
+                self._stopped(row.number, _say(exc))
+                break
+            if self.result.stopped is not None:
+                break
+        if self.result.stopped is None:
+            merged, dropped = len(self.result.merged), len(self.result.dropped)
+            tail = " (dry run)" if self.dry_run else ""
+            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{tail}")
+        return self.result
+
+    # -- one PR ------------------------------------------------------------------------------------
+
+    def _ref(self, number: int) -> str:
+        return f"{self.repo}#{number}"
+
+    def _stopped(self, number: int, why: str) -> None:
+        self.result.stopped = number
+        self.emit(f"STOPPED {self._ref(number)}: {why}; the PR keeps its label, rerun to continue")
+
+    def _closed(self, number: int) -> None:
+        pr = self.port.get_pr(self.repo, number)
+        ref = self._ref(number)
+        if not pr.merged:
+            if self.dry_run:
+                self.emit(f"WOULD-UNLABEL {ref}: closed without merging")
+                return
+            self.port.remove_label(self.repo, number, self.label)
+            self.emit(f"SKIPPED {ref}: closed without merging; label removed")
+            return
+        if self.dry_run:
+            self.emit(f"WOULD-FINISH {ref}: merged at {pr.merge_sha}; delete its branch, unlabel")
+            return
+        # Merged by an earlier run that stopped before its cleanup (or by someone else).
+        branch = delete_head_branch(self.port, self.repo, pr)
+        self.port.remove_label(self.repo, number, self.label)
+        self.result.merged.append(number)
+        self.emit(
+            f"MERGED {ref} head={pr.head_sha} sha={pr.merge_sha or '-'} merge=skipped(merged) "
+            f"branch={branch}"
+        )
+
+    def _turn(self, number: int) -> None:
+        ref = self._ref(number)
+        if not self._still_labelled(number):
+            self.emit(f"SKIPPED {ref}: the label was removed meanwhile")
+            return
+        pr = self.port.wire.get_pr(self.repo, number)
+        try:
+            head = self._prepare(pr)
+            if head is None:
+                return  # dry run: said what it would do
+            self._merge(number, head)
+        except _Drop as drop:
+            self._drop_or_stop(number, drop.head, drop.blocker)
+
+    def _still_labelled(self, number: int) -> bool:
+        names = self.port.wire.list_issue_labels(self.repo, number)
+        return self.label.casefold() in {n.casefold() for n in names}
+
+    def _premerge(self, number: int, head: str) -> PremergeResult:
+        if self.clone is not None and not self.dry_run:
+            self._fetch(number)
+        return premerge(
+            self.port,
+            self.repo,
+            number,
+            head,
+            approved_head=head,
+            clone=self.clone,
+            git=self.git,
+            sleep=self.sleep,
+            delays=self.delays,
+        )
+
+    def _prepare(self, pr: PullRequest) -> str | None:
+        """Premerge; update and wait for CI when only that blocks; return the head to merge.
+
+        None in a dry run, after saying what would happen.
+        """
+        number, head, ref = pr.number, pr.head_sha, self._ref(pr.number)
+        result = self._premerge(number, head)
+        self._judge(result, head)
+        if result.ok:
+            if self.dry_run:
+                self.emit(f"WOULD-MERGE {ref} head={head}")
+                return None
+            return head
+        # Only a head behind a strict base and CI still running are left: both can pass.
+        behind = result.strict and result.behind_by > 0
+        if self.dry_run:
+            if behind:
+                self.emit(
+                    f"WOULD-UPDATE {ref}: behind {result.base} by {result.behind_by} on a strict "
+                    "base; then wait for CI and merge"
+                )
+            else:
+                self.emit(f"WOULD-WAIT {ref} {head}: {'; '.join(result.reasons)}; then merge")
+            return None
+        if behind:
+            head = self._update(pr)
+        rules = load_required_contexts(self.port, self.repo, pr.base_ref)
+        waited = ci_wait(
+            self.port,
+            self.repo,
+            head,
+            rules=rules.contexts,
+            timeout=self.timeout,
+            interval=self.interval,
+            sleep=self.sleep,
+        )
+        reasons = ", ".join(waited.reasons) or "-"
+        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[waited.verdict]
+        self.emit(f"{word} {ref} {head} {reasons}")
+        if waited.verdict == "timeout":
+            raise _Drop(f"CI did not finish within {self.timeout:g} s ({reasons})", head)
+        result = self._premerge(number, head)
+        self._judge(result, head)
+        if not result.ok:
+            raise _Drop("; ".join(result.reasons), head)
+        return head
+
+    def _judge(self, result: PremergeResult, head: str) -> None:
+        """Stop on a failed look, drop on a real blocker; return when OK or only waiting."""
+        if result.ok:
+            return
+        if any(r.startswith(_NOT_THE_PRS_FAULT) for r in result.reasons):
+            raise _Stop("; ".join(result.reasons))
+        if result.head is not None and result.head != head:
+            raise _Drop(f"the head moved to {result.head} during the train", head)
+        if not all(r.startswith(_CAN_PASS) for r in result.reasons):
+            raise _Drop("; ".join(r for r in result.reasons if not r.startswith(_CAN_PASS)), head)
+
+    def _update(self, pr: PullRequest) -> str:
+        number, head = pr.number, pr.head_sha
+        try:
+            self.port.update_branch(self.repo, number, head_sha=head)
+        except ForgeConflictError:
+            raise _Drop("the head moved during the train (update-branch refused)", head) from None
+        except ForgeCliError as exc:
+            if exc.status != 422:
+                raise
+            raise _Drop(f"update-branch refused: {_say(exc)}", head) from None
+        # The forge writes the new head asynchronously: read until it shows, within the timeout.
+        step = min(self.interval, _HEAD_POLL)
+        for _ in range(int(self.timeout / step) + 2):
+            fresh = self.port.get_pr(self.repo, number)
+            if fresh.head_sha != head:
+                self.emit(f"UPDATED {self._ref(number)} {head} -> {fresh.head_sha}")
+                return fresh.head_sha
+            if not fresh.behind:
+                return head  # nothing to merge in after all (someone else updated it first)
+            self.sleep(step)
+        raise _Stop(f"update-branch did not give a new head within {self.timeout:g} s")
+
+    def _fetch(self, number: int) -> None:
+        assert self.clone is not None
+        if self.git is None:
+            from ._git import exec_git
+
+            self.git = exec_git
+        base = self.port.wire.get_pr(self.repo, number).base_ref
+        refspecs = [f"refs/heads/{base}", f"refs/pull/{number}/head"]
+        try:
+            done = self.git(
+                ["fetch", "--quiet", "--no-tags", "origin", *refspecs],
+                ExecOptions(cwd=self.clone, timeout=_FETCH_TIMEOUT),
+            )
+        except (ForgeError, OSError) as exc:
+            raise _Stop(f"cannot fetch into {self.clone}: {_say(exc)}") from None
+        if done.returncode != 0:
+            raise _Stop(f"git fetch in {self.clone} failed (exit {done.returncode})")
+
+    def _merge(self, number: int, head: str) -> None:
+        outcome = guarded_merge(
+            self.port,
+            self.repo,
+            number,
+            head,
+            approved_head=head,
+            clone=self.clone,
+            git=self.git,
+            sleep=self.sleep,
+            delays=self.delays,
+            checked=True,
+        )
+        if outcome.status == "moved":
+            raise _Drop(f"the head moved during the train ({'; '.join(outcome.reasons)})", head)
+        if outcome.status == "failed":
+            raise _Drop("; ".join(outcome.reasons), head)
+        self.port.remove_label(self.repo, number, self.label)
+        self.result.merged.append(number)
+        self.emit(outcome.line())
+
+    def _drop_or_stop(self, number: int, head: str, blocker: str) -> None:
+        ref = self._ref(number)
+        if self.dry_run:
+            self.emit(f"WOULD-DROP {ref}: {blocker}")
+            return
+        marker = train_marker(self.label, head or "-")
+        at = f" at {head}" if head else ""
+        body = (
+            f"{marker}\n"
+            f"forge-cli train took this PR out of the `{self.label}` train{at}:\n\n"
+            f"> {blocker}\n\n"
+            f"Fix that, then add the `{self.label}` label again to queue it."
+        )
+        try:
+            self.port.upsert_comment(self.repo, number, marker, body)
+            self.port.remove_label(self.repo, number, self.label)
+        except ForgeError as exc:
+            self._stopped(number, f"cannot drop it ({blocker}): {_say(exc)}")
+            return
+        self.result.dropped.append(number)
+        self.emit(f"DROPPED {ref}: {blocker}")

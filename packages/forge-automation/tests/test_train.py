@@ -1,0 +1,289 @@
+"""forge-cli train: five labelled PRs (one conflict, one red, one behind), a crash in the middle,
+run twice; on fake_forge() and as the real command with the real gh against the local forge API.
+
+Base `main` is strict and requires `ci`: once #1 merges every later PR is behind. Premerge runs
+first: a conflict or a red check drops the PR at once; a PR only behind (or only waiting for CI)
+goes through update-branch and the CI wait. CI on an updated head repeats the old head's.
+The crash comes right after #4's merge landed, before its branch is deleted and its label removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from forge_automation._constants import ACTIONS_APP_ID
+from forge_automation._fake import FakeForge, fake_forge
+from forge_automation._port import forge_port
+from forge_automation._train import TrainResult, run_train, train_marker
+from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+from forge_automation._wire import ForgeWire
+from forge_support import ForgeServer, RepoState, sha_of
+
+REPO = "acme/widgets"
+LABEL = "merge-train"
+FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
+CONFLICT = "the forge reports a conflict (mergeable_state dirty)"
+
+
+# The first run: #1 merges, #2 (conflict) and #3 (red) drop without an update, #4 is updated
+# and merged, and the process dies right after that merge.
+FIRST_RUN = [
+    f"TRAIN {REPO}",
+    f"MERGED {REPO}#1",
+    f"DROPPED {REPO}#2",
+    f"DROPPED {REPO}#3",
+    f"UPDATED {REPO}#4",
+    f"GREEN {REPO}#4",
+]
+
+
+class _Crash(BaseException):
+    """The process dies here (not an error anything may catch)."""
+
+
+def _run(sha: str, conclusion: str, run_id: int = 1) -> CheckRun:
+    return CheckRun(
+        id=run_id,
+        name="ci",
+        status="completed",
+        conclusion=conclusion,
+        app_id=ACTIONS_APP_ID,
+        head_sha=sha,
+    )
+
+
+class _CiAndCrash:
+    """The fake's wire, plus CI that repeats on an updated head and a crash after one merge."""
+
+    def __init__(self, forge: FakeForge, crash_after_merge_of: int | None) -> None:
+        self._forge, self._crash = forge, crash_after_merge_of
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._forge.wire, name)
+
+    def update_branch(self, repo: str, number: int, *, expected_head_sha: str) -> None:
+        self._forge.wire.update_branch(repo, number, expected_head_sha=expected_head_sha)
+        new = self._forge.pr(repo, number).head_sha
+        old = self._forge.wire.list_check_runs(repo, expected_head_sha, 1, latest=False).items
+        self._forge.set_runs(new, [replace(r, head_sha=new, id=r.id + 100) for r in old])
+
+    def merge_pr(self, repo: str, number: int, **kwargs: Any) -> str:
+        sha = self._forge.wire.merge_pr(repo, number, **kwargs)
+        if number == self._crash:
+            raise _Crash
+        return sha
+
+
+def _fake_train() -> FakeForge:
+    forge = fake_forge()
+    root = forge.add_commit(sha_of("root"), message="root")
+    tip = forge.add_commit(sha_of("m1"), parents=[root], message="m1")
+    forge.set_branch(REPO, "main", tip, default=True)
+    rules = RequiredChecks(contexts=(RequiredContext(context="ci"),), strict=True)
+    forge.set_rulesets(REPO, "main", rules)
+    for number in range(1, 6):
+        # #4 forked from main before m1: behind from the start.
+        parent = root if number == 4 else tip
+        head = forge.add_commit(sha_of(f"h{number}"), parents=[parent], message=f"Change {number}")
+        forge.add_pr(
+            REPO,
+            PullRequest(
+                number=number,
+                state="open",
+                head_sha=head,
+                head_ref=f"topic{number}",
+                head_repo=REPO,
+                base_ref="main",
+                title=f"Change {number}",
+                mergeable_state="dirty" if number == 2 else "clean",
+            ),
+        )
+        forge.set_pr_commits(REPO, number, [head])
+        forge.set_runs(head, [_run(head, "failure" if number == 3 else "success")])
+        forge.set_labels(REPO, number, [LABEL, "keep"])
+    return forge
+
+
+def _train(forge: FakeForge, *, crash: int | None = None, dry_run: bool = False) -> list[str]:
+    port = forge_port(cast(ForgeWire, _CiAndCrash(forge, crash)))
+    lines: list[str] = []
+    try:
+        result = run_train(
+            port, REPO, LABEL, emit=lines.append, dry_run=dry_run, sleep=lambda _s: None, delays=()
+        )
+    except _Crash:
+        return lines
+    assert isinstance(result, TrainResult)
+    return lines
+
+
+def _words(lines: list[str]) -> list[str]:
+    """Each line's verb and PR (or repo), without shas."""
+    return [" ".join(line.split(":")[0].split()[:2]) for line in lines]
+
+
+def test_train_over_five_prs_with_a_crash_then_a_rerun_on_the_fake() -> None:
+    forge = _fake_train()
+    plan = _train(forge, dry_run=True)
+    assert _words(plan) == [
+        f"TRAIN {REPO}",
+        f"WOULD-MERGE {REPO}#1",
+        f"WOULD-DROP {REPO}#2",
+        f"WOULD-DROP {REPO}#3",
+        f"WOULD-UPDATE {REPO}#4",
+        f"WOULD-MERGE {REPO}#5",
+        f"DONE {REPO}",
+    ]
+    assert plan[0] == f"TRAIN {REPO} label={LABEL} prs=#1,#2,#3,#4,#5 (dry run: nothing is written)"
+    assert sum(forge.effects.values()) == 0
+
+    first = _train(forge, crash=4)
+    assert _words(first) == FIRST_RUN
+    assert first[2] == f"DROPPED {REPO}#2: {CONFLICT}"
+    assert first[3] == f"DROPPED {REPO}#3: CI is red: ci=failure"
+    assert forge.pr(REPO, 4).merged
+    assert forge.labels(REPO, 4) == [LABEL, "keep"]
+
+    second = _train(forge)
+    four, five = forge.pr(REPO, 4), forge.pr(REPO, 5)
+    assert second[:2] == [
+        f"TRAIN {REPO} label={LABEL} prs=#4,#5",
+        f"MERGED {REPO}#4 head={four.head_sha} sha={four.merge_sha} merge=skipped(merged) "
+        "branch=deleted",
+    ]
+    assert _words(second[2:]) == [
+        f"UPDATED {REPO}#5",
+        f"GREEN {REPO}#5",
+        f"MERGED {REPO}#5",
+        f"DONE {REPO}",
+    ]
+    assert second[-1] == f"DONE {REPO} merged=2 dropped=0"
+    assert five.merged
+    assert forge.branch_sha(REPO, "main") == five.merge_sha
+
+    assert _train(forge) == [
+        f"TRAIN {REPO} label={LABEL} prs=none",
+        f"DONE {REPO} merged=0 dropped=0",
+    ]
+    # Every effect once: three merges, two updates, two comments, five labels, three branches.
+    assert dict(forge.effects) == {
+        "merge_pr": 3,
+        "update_branch": 2,
+        "create_issue_comment": 2,
+        "remove_label": 5,
+        "delete_ref": 3,
+    }
+    for number in range(1, 6):
+        assert forge.labels(REPO, number) == ["keep"]
+    for number, kept in ((1, False), (2, True), (3, True), (4, False), (5, False)):
+        assert (forge.branch_sha(REPO, f"topic{number}") is not None) is kept
+    (comment,) = forge.comments(REPO, 2)
+    assert comment.body.splitlines()[0] == train_marker(LABEL, forge.pr(REPO, 2).head_sha)
+    assert f"> {CONFLICT}" in comment.body
+
+
+def test_a_rerun_after_a_crash_before_the_drop_finished_comments_once() -> None:
+    forge = _fake_train()
+    for number in (1, 3, 4, 5):
+        forge.set_labels(REPO, number, [])
+    head = forge.pr(REPO, 2).head_sha
+    # The earlier run posted the comment, then died before removing the label.
+    forge.add_comment(REPO, 2, author=forge.user, body=f"{train_marker(LABEL, head)}\nblocked")
+    lines = _train(forge)
+    assert lines[1] == f"DROPPED {REPO}#2: {CONFLICT}"
+    assert (forge.effects["create_issue_comment"], forge.labels(REPO, 2)) == (0, ["keep"])
+
+
+# -- the command, through the real gh ----------------------------------------------------------------
+
+
+def _served(server: ForgeServer) -> RepoState:
+    repo = server.state.repo(REPO)
+    root = repo.add_commit("root")
+    tip = repo.add_commit("m1", parents=[root])
+    repo.branches["main"] = tip
+    repo.set_rulesets("main", ["ci"], strict=True)
+    for number in range(1, 6):
+        parent = root if number == 4 else tip
+        head = repo.add_commit(f"h{number}", parents=[parent], message=f"Change {number}")
+        repo.add_pr(
+            number,
+            head_ref=f"topic{number}",
+            head_sha=head,
+            title=f"Change {number}",
+            mergeable_state="dirty" if number == 2 else "clean",
+        )
+        repo.pr_commits[number] = [head]
+        repo.add_run(head, "ci", "failure" if number == 3 else "success")
+        repo.labels[number] = [LABEL, "keep"]
+
+    def ci_repeats(number: int, old: str, new: str) -> None:
+        for run in [r for r in repo.check_runs if r["head_sha"] == old]:
+            repo.add_run(new, run["name"], run["conclusion"])
+
+    repo.after_update = ci_repeats
+    return repo
+
+
+def _cli(server: ForgeServer, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [FORGE_CLI, "train", REPO, "--label", LABEL, "--interval", "0.2", "--timeout", "20", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **server.env()},
+    )
+
+
+def test_cli_train_with_a_kill_9_after_a_merge_then_a_rerun_through_gh() -> None:
+    with ForgeServer() as server:
+        repo = _served(server)
+        first = _cli(server)
+
+        def crash(number: int) -> None:
+            if number == 4:
+                os.kill(first.pid, signal.SIGKILL)  # the merge has landed; nothing after it runs
+
+        repo.after_merge = crash
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == -signal.SIGKILL, err
+        assert _words(out.splitlines()) == FIRST_RUN
+        assert repo.prs[4]["merged"]
+        assert LABEL in repo.labels[4]
+
+        second = _cli(server)
+        out, err = second.communicate(timeout=120)
+        assert (second.returncode, err) == (0, "")
+        lines = out.splitlines()
+        four = repo.prs[4]
+        assert lines[:2] == [
+            f"TRAIN {REPO} label={LABEL} prs=#4,#5",
+            f"MERGED {REPO}#4 head={four['head']['sha']} sha={four['merge_commit_sha']} "
+            "merge=skipped(merged) branch=deleted",
+        ]
+        assert _words(lines[2:]) == [
+            f"UPDATED {REPO}#5",
+            f"GREEN {REPO}#5",
+            f"MERGED {REPO}#5",
+            f"DONE {REPO}",
+        ]
+        assert lines[-1] == f"DONE {REPO} merged=2 dropped=0"
+        effects = server.state.effects
+        assert (effects["merge_pr"], effects["update_branch"], effects["remove_label"]) == (3, 2, 5)
+        assert effects["create_issue_comment"] == 2
+        assert all(repo.labels[n] == ["keep"] for n in range(1, 6))
+        assert sorted(b for b in repo.branches if b.startswith("topic")) == ["topic2", "topic3"]
+        (comment,) = repo.comments[3]
+        assert re.fullmatch(
+            rf"<!-- forge-cli train: {LABEL} [0-9a-f]{{40}} -->\n"
+            rf"forge-cli train took this PR out of the `{LABEL}` train at [0-9a-f]{{40}}:\n\n"
+            rf"> CI is red: ci=failure\n\nFix that, then add the `{LABEL}` label again to queue it\.",
+            comment["body"],
+        )
