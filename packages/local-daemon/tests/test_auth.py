@@ -138,11 +138,17 @@ class TestLoginCode:
 class TestSessionCookie:
     def test_round_trip(self, auth: DaemonAuth) -> None:
         value = auth.issue_session_cookie()
-        assert value.startswith(f"v1.{int(T0)}.")
+        version, issued, session_id, mac = value.split(".")
+        assert (version, issued, len(session_id), len(mac)) == ("v2", str(int(T0)), 22, 43)
         verified = auth.verify_session_cookie(value)
         assert verified is not None
         assert verified.credential == "session"
         assert verified.issued_at == int(T0)
+        assert verified.session_id == session_id
+
+    def test_a_v1_cookie_without_an_id_is_refused(self, auth: DaemonAuth) -> None:
+        _version, issued, _id, mac = auth.issue_session_cookie().split(".")
+        assert auth.verify_session_cookie(f"v1.{issued}.{mac}") is None
 
     def test_survives_a_restart(self, auth: DaemonAuth, token_file: Path, clock: Clock) -> None:
         value = auth.issue_session_cookie()
@@ -166,7 +172,15 @@ class TestSessionCookie:
 
     @pytest.mark.parametrize(
         "value",
-        ["", "v1", "v1.abc.def", "v1.1800000000." + "A" * 43, "v1.1800000000." + "A" * 44],
+        [
+            "",
+            "v1",
+            "v1.abc.def",
+            "v1.1800000000." + "A" * 43,
+            "v2.1800000000." + "A" * 22 + "." + "A" * 43,
+            "v2.1800000000." + "A" * 22 + "." + "A" * 44,
+            "v2.1800000000." + "A" * 21 + "." + "A" * 43,
+        ],
     )
     def test_garbage(self, auth: DaemonAuth, value: str) -> None:
         assert auth.verify_session_cookie(value) is None
@@ -176,15 +190,16 @@ class TestKeys:
     """Separate HKDF keys: no kind's MAC works as another's, and none uses the raw secret."""
 
     def test_a_code_mac_is_not_a_cookie(self, auth: DaemonAuth, token_file: Path) -> None:
-        _v, issued, _nonce, mac = mint_login_code(token_file, now=T0).split(".")
-        assert auth.verify_session_cookie(f"v1.{issued}.{mac}") is None
+        _v, _issued, nonce, mac = mint_login_code(token_file, now=T0).split(".")
+        assert auth.verify_session_cookie(f"v2.{int(T0)}.{nonce}.{mac}") is None
 
     def test_cookie_mac_uses_the_derived_key_not_the_secret(
         self, auth: DaemonAuth, token_file: Path
     ) -> None:
         secret = token_file.read_text().strip()
         raw = base64.urlsafe_b64decode(secret + "=")
-        body = f"v1.{int(T0)}"
+        session_id = auth.issue_session_cookie().split(".")[2]  # a session the file lists
+        body = f"v2.{int(T0)}.{session_id}"
         for key in (secret.encode(), raw):
             forged = base64.urlsafe_b64encode(hmac.new(key, body.encode(), hashlib.sha256).digest())
             assert auth.verify_session_cookie(f"{body}.{forged.rstrip(b'=').decode()}") is None

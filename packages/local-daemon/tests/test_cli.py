@@ -79,8 +79,13 @@ USER_MODULES = {
 
 # (args, exact first stderr line after "local-daemon: ", exit code, exact second line or None).
 BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
-    ([], "missing command (serve, health, mcp-stdio, token)", 64, TOP_USAGE),
-    (["bogus"], "unknown command 'bogus' (serve, health, mcp-stdio, token)", 64, TOP_USAGE),
+    ([], "missing command (serve, health, mcp-stdio, token, sessions)", 64, TOP_USAGE),
+    (
+        ["bogus"],
+        "unknown command 'bogus' (serve, health, mcp-stdio, token, sessions)",
+        64,
+        TOP_USAGE,
+    ),
     (["--bogus"], "the following arguments are required: COMMAND", 64, TOP_USAGE),
     # unknown flag
     (["serve", *OK, "--bogus"], "unrecognized arguments: --bogus", 64, SERVE_USAGE),

@@ -202,7 +202,7 @@ class TestLoginPost:
         assert resp.status == 200
         cookie = resp.headers["Set-Cookie"]
         assert re.fullmatch(
-            r"local_session=v1\.\d+\.[A-Za-z0-9_-]{43}; "
+            r"local_session=v2\.\d+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}; "
             r"HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=2592000",
             cookie,
         )
@@ -319,10 +319,10 @@ class TestLogout:
         assert resp.headers["Set-Cookie"] == (
             "local_session=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0"
         )
-        # Stateless: a copied cookie stays valid until rotation.
+        # Server-side too: a copied cookie stops working with it.
         assert (
             await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
-        ).status == 200
+        ).status == 401
 
     async def test_get_is_405(self, client: Client, token_file: Path) -> None:
         resp = await client.get("/auth/logout", headers=_bearer(token_file))
@@ -423,8 +423,8 @@ class TestPeerLocal:
         assert len(reads) == 3
 
 
-_COOKIE = "v1.1763890000." + "Ab-_9" * 8 + "xyz"
-_OTHER = "v1.1763890001." + "Zz09_" * 8 + "-q-"
+_COOKIE = "v2.1763890000." + "Ab-_9" * 4 + "xy." + "Ab-_9" * 8 + "xyz"
+_OTHER = "v2.1763890001." + "Zz09_" * 4 + "-q." + "Zz09_" * 8 + "-q-"
 
 
 class TestSessionCookieValue:

@@ -19,6 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from local_daemon._errors import SessionFileError
+from local_daemon._sessions import (
+    MAX_USER_AGENT_CHARS,
+    SessionInfo,
+    SessionStore,
+    clean_text,
+    new_session_id,
+    sessions_file_beside,
+)
 from local_daemon._tokenfile import TokenFileReader, TokenSecret, read_token_file
 
 __all__ = [
@@ -44,7 +53,9 @@ _BEARER_INFO = b"local-daemon v1 bearer"
 # process started (perhaps spent by the previous one) from one minted just after.
 _CODE_RE = re.compile(r"v1\.([0-9]{1,20})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
 _NS = 1_000_000_000
-_COOKIE_RE = re.compile(r"v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
+# v2 carries the session id (v1 cookies had none and are refused: sign in again once).
+_COOKIE_RE = re.compile(r"v2\.([0-9]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
+_GENERATION = b"local-daemon v2 sessions generation"
 
 
 def _b64(data: bytes) -> str:
@@ -80,6 +91,8 @@ class _Keys:
     bearer: hmac.HMAC
     bearer_digest: bytes
     written_at: int
+    # Names this secret in the sessions file without revealing anything of it.
+    generation: str
 
     def __repr__(self) -> str:
         return "_Keys(...)"
@@ -87,12 +100,14 @@ class _Keys:
 
 def _keys_for(secret: TokenSecret) -> _Keys:
     bearer = hmac.new(_derive(secret.key_material, _BEARER_INFO), digestmod=hashlib.sha256)
+    cookie = hmac.new(_derive(secret.key_material, _COOKIE_INFO), digestmod=hashlib.sha256)
     return _Keys(
-        cookie=hmac.new(_derive(secret.key_material, _COOKIE_INFO), digestmod=hashlib.sha256),
+        cookie=cookie,
         code=hmac.new(_derive(secret.key_material, _CODE_INFO), digestmod=hashlib.sha256),
         bearer=bearer,
         bearer_digest=_mac_bytes(bearer, secret.text.encode("ascii")),
         written_at=secret.written_at,
+        generation=_mac_bytes(cookie, _GENERATION)[:16].hex(),
     )
 
 
@@ -120,10 +135,12 @@ def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = N
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verified:
-    """A credential that passed every check: its kind and when it was issued (epoch seconds)."""
+    """A credential that passed every check: its kind, when it was issued (epoch seconds) and,
+    for a session cookie, the session's id."""
 
     credential: Literal["session", "bearer"]
     issued_at: int
+    session_id: str | None = None
 
 
 class DaemonAuth:
@@ -138,6 +155,7 @@ class DaemonAuth:
         "_keys",
         "_keys_for_secret",
         "_reader",
+        "_sessions",
         "_spent",
         "_started_ns",
         "sign_in_hint",
@@ -151,9 +169,14 @@ class DaemonAuth:
         sign_in_hint: str | None = None,
         clock: Callable[[], float] = time.time,
         started_at: float | None = None,
+        sessions_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self._reader = TokenFileReader(token_file)
         self._clock = clock
+        self._sessions = SessionStore(
+            sessions_file if sessions_file is not None else sessions_file_beside(token_file),
+            clock=clock,
+        )
         self.sign_in_hint = sign_in_hint if sign_in_hint else DEFAULT_SIGN_IN_HINT
         # Codes minted before this point may have been spent in an earlier process, whose spent set
         # is gone. Nanoseconds, as codes carry: a code that process spent was minted before it
@@ -177,6 +200,11 @@ class DaemonAuth:
         """Return the token file's path."""
         return str(self._reader.path)
 
+    @property
+    def sessions_file(self) -> str:
+        """Return the sessions file's path (what `local-daemon sessions` reads)."""
+        return str(self._sessions.path)
+
     def now(self) -> float:
         """Return the current time in epoch seconds from this auth's clock."""
         return self._clock()
@@ -189,6 +217,9 @@ class DaemonAuth:
         secret = self._reader.current()
         if self._keys is None or secret is not self._keys_for_secret:
             self._keys, self._keys_for_secret = _keys_for(secret), secret
+            # A rotated secret ended every session: clear them from the file too, so that
+            # `sessions list` stops showing them.
+            self._sessions.forget_other_generations(self._keys.generation)
         return self._keys
 
     def spend_login_code(self, code: str) -> bool:
@@ -222,28 +253,73 @@ class DaemonAuth:
         self._spent[nonce] = issued_ns // _NS
         return True
 
-    def issue_session_cookie(self) -> str:
-        """Return a fresh session cookie value `v1.<issuedAt>.<mac>`."""
+    def sign_in(self, code: str, *, user_agent: str = "", peer: str | None = None) -> str | None:
+        """Spend a login code and start a session; return its cookie value, None for a bad code.
+
+        Raise `SessionFileError` when the session cannot be recorded; the code is then unspent.
+        """
+        if not self.spend_login_code(code):
+            return None
+        try:
+            return self.issue_session_cookie(user_agent=user_agent, peer=peer)
+        except SessionFileError:
+            match = _CODE_RE.fullmatch(code)
+            if match is not None:
+                self._spent.pop(match.group(2), None)
+            raise
+
+    def issue_session_cookie(self, *, user_agent: str = "", peer: str | None = None) -> str:
+        """Record a new session (raising `SessionFileError` when it cannot be written) and
+        return its cookie value `v2.<issuedAt>.<id>.<mac>`."""
         keys = self._current_keys()
-        body = f"v1.{int(self._clock())}"
+        issued_at = int(self._clock())
+        session_id = new_session_id()
+        self._sessions.add(
+            SessionInfo(
+                id=session_id,
+                issued_at=issued_at,
+                first_seen=issued_at,
+                last_seen=issued_at,
+                user_agent=clean_text(user_agent, MAX_USER_AGENT_CHARS),
+                peer=peer,
+            ),
+            keys.generation,
+            lifetime=SESSION_LIFETIME_SECONDS,
+        )
+        body = f"v2.{issued_at}.{session_id}"
         return f"{body}.{_b64(_mac(keys.cookie, body))}"
 
-    def verify_session_cookie(self, value: str) -> Verified | None:
-        """Return the session a cookie value proves, or None when it fails any check."""
-        keys = self._current_keys()
+    def _cookie_session(self, keys: _Keys, value: str) -> tuple[int, str] | None:
         match = _COOKIE_RE.fullmatch(value)
         if match is None:
             return None
-        presented = _unb64_mac(match.group(2))
+        presented = _unb64_mac(match.group(3))
         if presented is None:
             return None
-        if not hmac.compare_digest(_mac(keys.cookie, f"v1.{match.group(1)}"), presented):
+        body = f"v2.{match.group(1)}.{match.group(2)}"
+        if not hmac.compare_digest(_mac(keys.cookie, body), presented):
             return None
         issued_at = int(match.group(1))
         now = self._clock()
         if issued_at > now or now - issued_at >= SESSION_LIFETIME_SECONDS:
             return None
-        return Verified(credential="session", issued_at=issued_at)
+        return issued_at, match.group(2)
+
+    def verify_session_cookie(self, value: str) -> Verified | None:
+        """Return the session a cookie value proves, or None when it fails any check: its MAC,
+        its age, or the sessions file no longer listing it (revoked, signed out, rotated)."""
+        keys = self._current_keys()
+        found = self._cookie_session(keys, value)
+        if found is None or not self._sessions.is_active(found[1], keys.generation):
+            return None
+        return Verified(credential="session", issued_at=found[0], session_id=found[1])
+
+    def end_session(self, session_id: str) -> bool:
+        """Sign out one session (logout); true when the sessions file listed it.
+
+        Raise `SessionFileError` when the file cannot be written.
+        """
+        return self._sessions.remove(session_id)
 
     def verify_bearer(self, token: str) -> Verified | None:
         """Return the bearer credential when `token` is the token file's secret, else None."""
@@ -260,10 +336,19 @@ def create_daemon_auth(
     sign_in_hint: str | None = None,
     clock: Callable[[], float] | None = None,
     started_at: float | None = None,
+    sessions_file: str | os.PathLike[str] | None = None,
 ) -> DaemonAuth:
-    """Create the gate for one daemon process from a token file; it checks the file at once."""
+    """Create the gate for one daemon process from a token file; it checks the file at once.
+
+    Sessions are recorded in `sessions_file`, by default `<token file>.sessions.json` beside it
+    (`start_daemon` uses `sessions.json` in its state dir).
+    """
     auth = DaemonAuth(
-        token_file, sign_in_hint=sign_in_hint, clock=clock or time.time, started_at=started_at
+        token_file,
+        sign_in_hint=sign_in_hint,
+        clock=clock or time.time,
+        started_at=started_at,
+        sessions_file=sessions_file,
     )
     auth.check()
     return auth

@@ -219,8 +219,14 @@ async def start_daemon(
                     allowed_origins=allowed_origins,
                 )
 
+            from ._sessions import SESSIONS_FILE_NAME
+
             remote_listener = await open_remote_listener(
-                remote=remote, port=bound_port, build_app=build_remote_app, logger=log
+                remote=remote,
+                port=bound_port,
+                build_app=build_remote_app,
+                logger=log,
+                sessions_file=paths.state_dir / SESSIONS_FILE_NAME,
             )
             made.push_async_callback(remote_listener.close)
             made.callback(hub.close)  # its streams too end before that listener closes

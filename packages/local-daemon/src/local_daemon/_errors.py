@@ -6,6 +6,7 @@ DaemonError
 ├── DaemonPortInUseError    the loopback port is taken
 ├── DaemonStateError        the pid or metadata file names no live daemon (`problem` says why)
 ├── RemoteBindError         the remote listener's address or options are refused
+├── SessionFileError        the gate's sessions file fails a check or cannot be written
 ├── TlsFileError            a certificate or key file fails a check
 └── TokenFileError          the gate's token file fails a check (`problem` says which)
 """
@@ -18,6 +19,7 @@ __all__ = [
     "DaemonPortInUseError",
     "DaemonStateError",
     "RemoteBindError",
+    "SessionFileError",
     "TlsFileError",
     "TokenFileError",
     "UnknownCommandError",
@@ -68,6 +70,14 @@ class DaemonStateError(DaemonError):
 
 class RemoteBindError(DaemonError):
     """The remote listener's options are refused before anything binds."""
+
+
+class SessionFileError(DaemonError):
+    """The gate's sessions file fails a check or cannot be written; `problem` names which."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 class TlsFileError(DaemonError):

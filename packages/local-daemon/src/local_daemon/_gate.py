@@ -23,7 +23,7 @@ from local_daemon._auth import (
     DaemonAuth,
     Verified,
 )
-from local_daemon._errors import TokenFileError
+from local_daemon._errors import SessionFileError, TokenFileError
 from local_daemon._peer import is_local_peer
 from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Middleware
 
@@ -183,7 +183,8 @@ def _session_cookie_header(value: str, max_age: int) -> str:
 # A browser signed in here usually sends this daemon's cookie alone. Such a header is read with
 # one match; aiohttp's parser, used for every other header, reads the same value from it.
 _SOLE_SESSION_COOKIE = re.compile(
-    re.escape(SESSION_COOKIE) + r"=(v1\.[0-9]{1,12}\.[A-Za-z0-9_-]{43})", re.ASCII
+    re.escape(SESSION_COOKIE) + r"=(v2\.[0-9]{1,12}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})",
+    re.ASCII,
 )
 
 
@@ -279,21 +280,39 @@ class _Gate:
         except ValueError:
             return _envelope(400, 65, 'the body must be JSON: {"code": "..."}')
         code = body.get("code") if isinstance(body, dict) else None
-        if not isinstance(code, str) or not self._auth.spend_login_code(code):
+        cookie: str | None = None
+        if isinstance(code, str):
+            try:
+                cookie = self._auth.sign_in(
+                    code,
+                    user_agent=request.headers.get(hdrs.USER_AGENT, ""),
+                    peer=request.remote,
+                )
+            except SessionFileError as exc:
+                _log.error("gate: a sign-in could not be recorded: %s", exc)
+                return _envelope(503, 75, "the daemon could not record the sign-in; try again")
+        if cookie is None:
             return _envelope(401, 77, "this sign-in link is invalid, expired or already used")
         response = web.json_response(
             {"ok": True, "data": {"session_lifetime_s": SESSION_LIFETIME_SECONDS}}
         )
         response.headers["Cache-Control"] = "no-store"
-        response.headers["Set-Cookie"] = _session_cookie_header(
-            self._auth.issue_session_cookie(), SESSION_LIFETIME_SECONDS
-        )
+        response.headers["Set-Cookie"] = _session_cookie_header(cookie, SESSION_LIFETIME_SECONDS)
         return response
 
-    def _logout(self, request: web.Request) -> web.StreamResponse:
+    def _logout(self, request: web.Request, verified: Verified) -> web.StreamResponse:
         if request.method != "POST":
             return _envelope(405, 64, "method not allowed", Allow="POST")
         response = web.json_response({"ok": True, "data": None})
+        if verified.session_id is not None:
+            # Server-side too: a copy of this cookie stops working with it.
+            try:
+                self._auth.end_session(verified.session_id)
+            except SessionFileError as exc:
+                _log.error("gate: a sign-out could not be recorded: %s", exc)
+                response = _envelope(
+                    503, 75, "signed out in this browser only: the daemon could not end the session"
+                )
         response.headers["Cache-Control"] = "no-store"
         response.headers["Set-Cookie"] = _session_cookie_header("", 0)
         return response
@@ -316,7 +335,7 @@ class _Gate:
         if verified is None:
             return self._unauthorized(request)
         if path == LOGOUT_PATH:
-            return self._logout(request)
+            return self._logout(request, verified)
         if (path == "/mcp" or path.startswith("/mcp/")) and verified.credential != "bearer":
             # A cookie is ambient: the browser attaches it to any request a page makes, so a
             # cookie alone would let a page drive the tools (CSRF). MCP clients send the bearer.

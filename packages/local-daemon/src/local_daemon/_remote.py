@@ -284,12 +284,19 @@ async def open_remote_listener(
     port: int,
     build_app: Callable[[DaemonAuth, frozenset[str], frozenset[str]], web.Application],
     logger: logging.Logger | None = None,
+    sessions_file: str | os.PathLike[str] | None = None,
 ) -> RemoteListener:
-    """Check the token and TLS files, bind `remote.host:port` with TLS and serve the gated app."""
+    """Check the token and TLS files, bind `remote.host:port` with TLS and serve the gated app.
+
+    Sessions go to `sessions_file` (default: beside the token file; `start_daemon` passes
+    `sessions.json` in its state dir).
+    """
     from local_daemon._tls import check_tls_pair, new_server_context
 
     _check_shape(remote)
-    auth = create_daemon_auth(remote.token_file, sign_in_hint=remote.sign_in_hint)
+    auth = create_daemon_auth(
+        remote.token_file, sign_in_hint=remote.sign_in_hint, sessions_file=sessions_file
+    )
     pair = check_tls_pair(
         remote.tls.cert_file, remote.tls.key_file, names=tuple(remote.allowed_hosts)
     )

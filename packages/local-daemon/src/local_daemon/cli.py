@@ -80,7 +80,7 @@ def _command(
     return parser
 
 
-COMMANDS = ("serve", "health", "mcp-stdio", "token")
+COMMANDS = ("serve", "health", "mcp-stdio", "token", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("path", type=Path, metavar="PATH", help=path_help)
         if name == "login-code":
             action.add_argument("--url", **once, metavar="URL", help="https://box.example:8443")
+
+    from ._cli_sessions import add_sessions_command
+
+    add_sessions_command(_command(sub, "sessions", "list or sign out the signed-in devices"), once)
     return top
 
 
@@ -300,6 +304,10 @@ def _run(ns: argparse.Namespace) -> int:
         registry = load_registry(ns.target)
         setup_logging("warning")  # stdout carries the protocol: logs go to stderr only
         asyncio.run(run_mcp_stdio(registry, tool_prefix=ns.tool_prefix, version=ns.version))
+    elif ns.command == "sessions":
+        from ._cli_sessions import run_sessions
+
+        return run_sessions(ns)
     else:
         from . import _cli_token
 

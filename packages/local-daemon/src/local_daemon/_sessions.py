@@ -1,0 +1,437 @@
+"""Per-device sessions: the gate's record of each signed-in browser, in one small file.
+
+A session cookie carries an id; it is honoured only while the sessions file lists that id (an
+allowlist: a lost or emptied file signs everyone out, never in). Each entry says when the device
+signed in, when it was last seen, its user agent and its peer address. `revoke_session` (the
+`local-daemon sessions revoke ID` command) removes one entry, which signs out that device alone;
+rotating the token file ends them all (their MACs fail, and the file's `generation`, a value
+derived from the secret, no longer matches, so its entries count as none).
+
+The file is JSON, at most `MAX_SESSIONS_FILE_BYTES`, mode 0600, written whole to a temp file and
+renamed into place relative to its directory's fd, under an `flock` on `<file>.lock` so the daemon
+and the CLI never lose each other's changes (every write re-reads the file first). It is read as
+untrusted input through `read_safe_file`: a symlink, another owner's file, a file others can read,
+a FIFO or malformed JSON is refused (`SessionFileError`), and a refused file honours no cookie.
+
+Last-seen times are kept in memory on every request and written at most once a minute
+(`LAST_SEEN_WRITE_INTERVAL`) whatever the traffic, so a busy browser costs no disk writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import secrets
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ._errors import SessionFileError
+from ._safefile import UnsafeFileError, read_safe_file
+
+__all__ = [
+    "LAST_SEEN_WRITE_INTERVAL",
+    "MAX_SESSIONS",
+    "MAX_SESSIONS_FILE_BYTES",
+    "MAX_USER_AGENT_CHARS",
+    "SESSIONS_FILE_NAME",
+    "SessionInfo",
+    "SessionStore",
+    "clean_text",
+    "list_sessions",
+    "new_session_id",
+    "revoke_session",
+    "sessions_file_beside",
+]
+
+SESSIONS_FILE_NAME = "sessions.json"
+MAX_SESSIONS = 256
+MAX_USER_AGENT_CHARS = 256
+_MAX_PEER_CHARS = 64
+# 256 entries of a few hundred bytes each; anything this large is not the daemon's file.
+MAX_SESSIONS_FILE_BYTES = 256 * 1024
+LAST_SEEN_WRITE_INTERVAL = 60.0
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{22}", re.ASCII)
+_FORMAT = 1
+_LOCK_TRIES = 50  # with _LOCK_PAUSE: half a second for the daemon, then it gives up
+_LOCK_PAUSE = 0.01
+_log = logging.getLogger("local_daemon")
+
+
+def new_session_id() -> str:
+    """Return a fresh random session id: 16 bytes as 22 base64url characters, never starting
+    with `-` (so `sessions revoke ID` never reads it as an option)."""
+    sid = secrets.token_urlsafe(16)
+    return sid if sid[0] != "-" else "A" + sid[1:]
+
+
+# Control characters (C0, DEL, C1: terminal escapes), format characters (bidi overrides,
+# zero-width), lone surrogates (undecodable header bytes, which no terminal can print) and line
+# and paragraph separators.
+_UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def clean_text(text: str, limit: int) -> str:
+    """Return `text` without control, format or unpaired surrogate characters, capped."""
+    kept = "".join(c for c in text[: limit * 4] if unicodedata.category(c) not in _UNSHOWN)
+    return kept[:limit]
+
+
+def sessions_file_beside(token_file: str | os.PathLike[str]) -> Path:
+    """Return where a gate keeps its sessions when not told: `<token file>.sessions.json`."""
+    path = Path(token_file)
+    return path.with_name(f"{path.name}.{SESSIONS_FILE_NAME}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """One signed-in device: its session id, sign-in and last-seen times (epoch seconds), user
+    agent (untrusted: control characters removed, capped) and peer address."""
+
+    id: str
+    issued_at: int
+    first_seen: int
+    last_seen: int
+    user_agent: str
+    peer: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the entry as the sessions file and `sessions list --json` spell it."""
+        return {
+            "id": self.id,
+            "issued_at": self.issued_at,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "user_agent": self.user_agent,
+            "peer": self.peer,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    generation: str | None
+    sessions: dict[str, SessionInfo]
+
+
+_EMPTY = _Snapshot(None, {})
+
+
+def _bad(path: Path, what: str, problem: str) -> SessionFileError:
+    return SessionFileError(f"sessions file {path} {what}", problem=problem)
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
+        return None
+    return value
+
+
+def _entry(raw: object) -> SessionInfo | None:
+    if not isinstance(raw, dict):
+        return None
+    sid, ua, peer = raw.get("id"), raw.get("user_agent"), raw.get("peer")
+    times = [_int(raw.get(key)) for key in ("issued_at", "first_seen", "last_seen")]
+    if not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid) or not isinstance(ua, str):
+        return None
+    if peer is not None and not isinstance(peer, str):
+        return None
+    issued, first, last = times
+    if issued is None or first is None or last is None:
+        return None
+    return SessionInfo(
+        id=sid,
+        issued_at=issued,
+        first_seen=first,
+        last_seen=last,
+        user_agent=clean_text(ua, MAX_USER_AGENT_CHARS),
+        peer=None if peer is None else clean_text(peer, _MAX_PEER_CHARS),
+    )
+
+
+def _parse(path: Path, data: bytes) -> _Snapshot:
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        # Not chained: the decoder's error quotes the file's text.
+        raw = None
+    if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
+        raise _bad(path, "is not a sessions file of this daemon", "malformed")
+    generation, entries = raw.get("generation"), raw.get("sessions")
+    if not isinstance(generation, str) or not isinstance(entries, list):
+        raise _bad(path, "is not a sessions file of this daemon", "malformed")
+    sessions: dict[str, SessionInfo] = {}
+    for item in entries[:MAX_SESSIONS]:
+        entry = _entry(item)
+        if entry is None:
+            raise _bad(path, "holds a malformed entry", "malformed")
+        sessions[entry.id] = entry
+    return _Snapshot(generation, sessions)
+
+
+_PROBLEM_TEXT = {
+    "symlink": "is a symlink",
+    "not_regular": "is not a regular file",
+    "too_large": f"is larger than {MAX_SESSIONS_FILE_BYTES} bytes",
+}
+
+
+def _read(path: Path) -> tuple[_Snapshot, tuple[int, ...] | None]:
+    """Read and check the file: its snapshot and the signature of what was read."""
+    failed: UnsafeFileError | None = None
+    try:
+        read = read_safe_file(path, max_bytes=MAX_SESSIONS_FILE_BYTES, forbidden_mode=0o077)
+    except UnsafeFileError as exc:
+        failed = exc
+    if failed is not None:
+        if failed.problem == "missing":
+            return _EMPTY, None
+        if failed.problem == "owner":
+            raise _bad(path, f"is owned by uid {failed.uid}, not by this user", "owner")
+        if failed.problem == "mode":
+            mode = failed.mode or 0
+            raise _bad(path, f"is open to group or others (mode {mode:04o})", "mode")
+        if failed.problem == "unreadable":
+            raise _bad(path, f"cannot be read ({failed.strerror})", "unreadable")
+        raise _bad(path, _PROBLEM_TEXT[failed.problem], failed.problem)
+    return _parse(path, read.data), _signature(read.stat)
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+def _write(path: Path, snapshot: _Snapshot) -> None:
+    """Replace the file atomically: temp file and rename, both relative to the directory's fd."""
+    kept = sorted(snapshot.sessions.values(), key=lambda s: s.last_seen, reverse=True)
+    document = {
+        "format": _FORMAT,
+        "generation": snapshot.generation,
+        "sessions": [s.to_json() for s in kept[:MAX_SESSIONS]],
+    }
+    data = (json.dumps(document, indent=1) + "\n").encode("utf-8")
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        temp = f".{path.name}.{secrets.token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, tries: int = _LOCK_TRIES) -> Iterator[None]:
+    """Hold the exclusive `flock` on `<file>.lock`; `BlockingIOError` after `tries` attempts."""
+    lock = path.with_name(f"{path.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        for attempt in range(tries):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == tries - 1:
+                    raise
+                time.sleep(_LOCK_PAUSE)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _update(
+    path: Path,
+    change: Callable[[_Snapshot], _Snapshot | None],
+    *,
+    tries: int = _LOCK_TRIES,
+    replace_refused: bool = False,
+) -> None:
+    """Read the file under the lock, apply `change` (None: nothing to write), write it back.
+
+    Any failure is `SessionFileError`. A file refused as unsafe or malformed is replaced only
+    with `replace_refused` (a sign-in, which must not be locked out by a file it can fix: its
+    entries honour no cookie anyway); a revocation or a last-seen update leaves it alone.
+    """
+    failed: OSError | None = None
+    try:
+        with _locked(path, tries=tries):
+            try:
+                current = _read(path)[0]
+            except SessionFileError as exc:
+                if not replace_refused or exc.problem == "unreadable":
+                    raise
+                _log.warning("gate: replacing a refused sessions file: %s", exc)
+                current = _EMPTY
+            changed = change(current)
+            if changed is not None:
+                _write(path, changed)
+    except BlockingIOError:
+        raise _bad(path, "is locked by another process", "locked") from None
+    except OSError as exc:
+        failed = exc
+    if failed is not None:
+        raise _bad(path, f"cannot be written ({failed.strerror})", "unwritable")
+
+
+class SessionStore:
+    """The daemon's view of its sessions file: cached by the file's stat, re-read when it changes.
+
+    `is_active` runs on every request with a session cookie: one `lstat`, plus a read only when
+    the file changed (a sign-in, a revocation, another daemon's write).
+    """
+
+    __slots__ = ("_clock", "_failure", "_last_flush", "_path", "_seen", "_signature", "_snapshot")
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float]) -> None:
+        self._path = Path(path)
+        self._clock = clock
+        self._snapshot = _EMPTY
+        self._signature: tuple[int, ...] | None = None
+        self._failure: str | None = None
+        self._seen: dict[str, int] = {}
+        self._last_flush = float("-inf")
+
+    @property
+    def path(self) -> Path:
+        """Return the sessions file's path."""
+        return self._path
+
+    def _current(self) -> _Snapshot:
+        try:
+            sig: tuple[int, ...] | None = _signature(os.lstat(self._path))
+        except OSError:
+            sig = None
+        if sig is not None and sig == self._signature:
+            return self._snapshot
+        try:
+            snapshot, read_sig = _read(self._path)
+        except SessionFileError as exc:
+            if str(exc) != self._failure:
+                self._failure = str(exc)
+                _log.error("gate: no session cookie is honoured until this is fixed: %s", exc)
+            self._snapshot, self._signature = _EMPTY, None
+            return _EMPTY
+        if self._failure is not None:
+            self._failure = None
+            _log.info("gate: the sessions file passes its checks again")
+        self._snapshot, self._signature = snapshot, read_sig
+        return snapshot
+
+    def is_active(self, session_id: str, generation: str) -> bool:
+        """True while the file (of this secret's generation) lists `session_id`; notes the visit."""
+        snapshot = self._current()
+        if snapshot.generation != generation or session_id not in snapshot.sessions:
+            return False
+        now = int(self._clock())
+        self._seen[session_id] = now
+        if now - self._last_flush >= LAST_SEEN_WRITE_INTERVAL:
+            stale = snapshot.sessions[session_id].last_seen
+            if now - stale >= LAST_SEEN_WRITE_INTERVAL:
+                self._flush_seen(generation, now)
+        return True
+
+    def _flush_seen(self, generation: str, now: int) -> None:
+        self._last_flush = now  # also on failure: a full disk is not retried on every request
+        seen, self._seen = self._seen, {}
+
+        def change(current: _Snapshot) -> _Snapshot | None:
+            if current.generation != generation:
+                return None
+            sessions = dict(current.sessions)
+            for sid, at in seen.items():
+                entry = sessions.get(sid)  # a session revoked meanwhile stays revoked
+                if entry is not None and at > entry.last_seen:
+                    sessions[sid] = replace(entry, last_seen=at)
+            return _Snapshot(generation, sessions)
+
+        try:
+            _update(self._path, change, tries=1)
+        except SessionFileError as exc:
+            _log.warning("gate: last-seen times not written: %s", exc)
+
+    def forget_other_generations(self, generation: str) -> None:
+        """Empty the file when it lists sessions of another secret (the token was rotated).
+
+        Best effort: a failure is logged, and such entries honour no cookie anyway.
+        """
+        if self._current().generation in (None, generation) or not self._snapshot.sessions:
+            return
+
+        def change(current: _Snapshot) -> _Snapshot | None:
+            if current.generation == generation or not current.sessions:
+                return None
+            return _Snapshot(generation, {})
+
+        try:
+            _update(self._path, change, tries=1)
+        except SessionFileError as exc:
+            _log.warning("gate: sessions of the old token not cleared: %s", exc)
+
+    def add(self, info: SessionInfo, generation: str, *, lifetime: int) -> None:
+        """Record a new session, dropping those older than `lifetime` seconds (and, past
+        `MAX_SESSIONS`, the least recently seen); raise `SessionFileError` when it cannot."""
+
+        def change(current: _Snapshot) -> _Snapshot:
+            keep = current.sessions if current.generation == generation else {}
+            oldest = info.issued_at - lifetime
+            sessions = {sid: s for sid, s in keep.items() if s.issued_at > oldest}
+            sessions[info.id] = info
+            return _Snapshot(generation, sessions)
+
+        _update(self._path, change, replace_refused=True)
+
+    def remove(self, session_id: str, *, tries: int = _LOCK_TRIES) -> bool:
+        """End one session; true when the file listed it. Raise `SessionFileError` on failure."""
+        found: list[bool] = []
+
+        def change(current: _Snapshot) -> _Snapshot | None:
+            if session_id not in current.sessions:
+                return None
+            found.append(True)
+            sessions = {sid: s for sid, s in current.sessions.items() if sid != session_id}
+            return _Snapshot(current.generation, sessions)
+
+        _update(self._path, change, tries=tries)
+        return bool(found)
+
+
+def list_sessions(sessions_file: str | os.PathLike[str]) -> list[SessionInfo]:
+    """Return the signed-in devices the sessions file lists, most recently seen first.
+
+    A missing file lists none; an unsafe or malformed one raises `SessionFileError`.
+    """
+    snapshot = _read(Path(sessions_file))[0]
+    return sorted(snapshot.sessions.values(), key=lambda s: s.last_seen, reverse=True)
+
+
+def revoke_session(sessions_file: str | os.PathLike[str], session_id: str) -> bool:
+    """Sign out one device: remove its session; true when the file listed it.
+
+    Its cookie gets 401 from the daemon's next request on; every other session keeps working.
+    """
+    if not SESSION_ID_RE.fullmatch(session_id):
+        return False
+    path = Path(sessions_file)
+    if not os.path.lexists(path):
+        return False
+    # The CLI may wait longer for the lock than the daemon does (5 s).
+    return SessionStore(path, clock=time.time).remove(session_id, tries=500)
