@@ -18,6 +18,7 @@ EXPECTED = {
     "DaemonError",
     "DaemonPortInUseError",
     "RemoteBindError",
+    "SessionFileError",
     "TlsFileError",
     "TokenFileError",
     "UnknownCommandError",
@@ -57,7 +58,10 @@ EXPECTED = {
     "list_tools",
     "run_mcp_stdio",
     # gate and files
+    "SessionInfo",
     "create_daemon_auth",
+    "list_sessions",
+    "revoke_session",
     "ensure_token_file",
     "file_response",
     "mint_login_code",
@@ -108,8 +112,8 @@ def test_the_cli_module_loads_neither_aiohttp_nor_mcp() -> None:
 def test_import_leaves_the_gate_tls_and_file_modules_for_first_use() -> None:
     code = (
         "import sys, local_daemon\n"
-        "lazy = {'_auth', '_files', '_gate', '_mcp', '_peer', '_remote', '_static', '_tls',\n"
-        "        '_tokenfile'}\n"
+        "lazy = {'_auth', '_files', '_gate', '_mcp', '_peer', '_remote', '_sessions', '_static',\n"
+        "        '_tls', '_tokenfile'}\n"
         "loaded = {name for name in lazy if 'local_daemon.' + name in sys.modules}\n"
         "assert not loaded, loaded\n"
         "assert local_daemon.mint_login_code.__module__ == 'local_daemon._auth'\n"

@@ -16,6 +16,7 @@ from playwright.async_api import Browser, async_playwright
 from gate_support import build_test_app, trustme_pair
 from local_daemon._auth import mint_login_code
 from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
+from local_daemon._sessions import list_sessions, revoke_session
 from local_daemon._tokenfile import ensure_token_file
 
 pytestmark = pytest.mark.slow
@@ -88,6 +89,33 @@ async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
             ("local_session", True, True, "Strict")
         ]
         assert await page.evaluate("document.cookie") == ""
+
+        # A second device signs in; `sessions list` shows both; revoking the first signs out
+        # that browser alone.
+        second = await browser.new_context(ignore_https_errors=True)
+        try:
+            other_page = await second.new_page()
+            await other_page.goto(
+                f"{base}/auth/login?code={mint_login_code(listener.auth.token_file)}"
+            )
+            async with other_page.expect_navigation(url=f"{base}/"):
+                await other_page.click("#sign-in")
+            devices = list_sessions(listener.auth.sessions_file)
+            assert len(devices) == 2
+            assert all("Chrom" in device.user_agent for device in devices)
+            assert {device.peer for device in devices} == {"127.0.0.1"}
+            first_id = cookies[0]["value"].split(".")[2]
+            assert revoke_session(listener.auth.sessions_file, first_id) is True
+            response = await page.reload()
+            assert response is not None
+            assert response.status == 401
+            assert HINT in await page.inner_text("body")
+            response = await other_page.reload()
+            assert response is not None
+            assert response.status == 200
+            assert await other_page.inner_text("#who") == "signed in: session"
+        finally:
+            await second.close()
     finally:
         await context.close()
 

@@ -322,6 +322,49 @@ def _cli_program() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "local_daemon.cli"]
 
 
+def _two_devices_one_revoked(client: _Client, token_file: Path, state_dir: Path) -> dict[str, Any]:
+    """Sign in a phone and a laptop, revoke the phone with `local-daemon sessions revoke`."""
+    cookies: dict[str, str] = {}
+    for device in ("Phone/1", "Laptop/2"):
+        code = mint_login_code(token_file)
+        origin = {
+            "Origin": f"https://{ADDR}:{client.port}",
+            "Content-Type": "application/json",
+            "User-Agent": device,
+        }
+        _, headers, _ = client.request(ADDR, "POST", "/auth/login", origin, {"code": code})
+        cookies[device] = headers["set-cookie"].split(";", 1)[0]
+    where = ["--state-dir", str(state_dir)]
+    listed = subprocess.run(
+        [*_cli_program(), "sessions", "list", *where, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    rows = json.loads(listed.stdout)
+    phone = next(row for row in rows if row["user_agent"] == "Phone/1")
+    revoked = subprocess.run(
+        [*_cli_program(), "sessions", "revoke", phone["id"], *where],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    def status(cookie: str) -> int:
+        return client.request(ADDR, "GET", "/health", {"Cookie": cookie})[0]
+
+    return {
+        "listed": sorted(row["user_agent"] for row in rows),
+        "peer": phone["peer"],
+        "revoke": [revoked.returncode, revoked.stdout.strip() == f"signed out {phone['id']}"],
+        "phone_after": status(cookies["Phone/1"]),
+        "laptop_after": status(cookies["Laptop/2"]),
+        "cli_output": listed.stdout + listed.stderr + revoked.stdout + revoked.stderr,
+    }
+
+
 def _scenario_cli(workdir: Path) -> dict[str, Any]:
     """Run `local-daemon serve --remote-host ...` as a subprocess and observe it."""
     token_file, ca_pem, remote = _workdir_setup(workdir)
@@ -360,7 +403,9 @@ def _scenario_cli(workdir: Path) -> dict[str, Any]:
             if out["started"]:
                 out["pid_file"] = paths.pid_file.read_text().strip() == str(proc.pid)
                 port = int(json.loads(paths.meta_file.read_text())["port"])
-                out.update(_observe(_Client(port=port, ca_pem=ca_pem), token_file, "whoami"))
+                client = _Client(port=port, ca_pem=ca_pem)
+                out.update(_observe(client, token_file, "whoami"))
+                out["devices"] = _two_devices_one_revoked(client, token_file, state_dir)
                 proc.send_signal(signal.SIGTERM)
                 out["exit_code"] = proc.wait(timeout=30)
                 out["pid_file_after_close"] = paths.pid_file.exists()
@@ -373,7 +418,7 @@ def _scenario_cli(workdir: Path) -> dict[str, Any]:
     captured = (workdir / "cli.out").read_text() + (workdir / "cli.err").read_text()
     out["captured_lines"] = len(captured.splitlines())
     out["captured_ready"] = "serving http://" in captured
-    out["captured_leaked"] = gate_support.secret_of(token_file) in captured
+    out["captured_leaked"] = gate_support.secret_of(token_file) in captured + json.dumps(out)
     return out
 
 
@@ -540,6 +585,17 @@ class TestServeCommandWithRemote:
         assert cli_obs["started"] is True
         _assert_both_listeners(cli_obs, context=False)
         assert cli_obs["exit_code"] == 0
+
+    def test_a_revoked_device_gets_401_while_another_keeps_working(
+        self, cli_obs: dict[str, Any]
+    ) -> None:
+        devices = cli_obs["devices"]
+        # The two new devices, and the session _observe signed in (http.client sends no agent).
+        assert devices["listed"] == ["", "Laptop/2", "Phone/1"]
+        assert devices["peer"] == ADDR
+        assert devices["revoke"] == [0, True]
+        assert devices["phone_after"] == 401
+        assert devices["laptop_after"] == 200
 
     def test_no_secret_in_captured_output(self, cli_obs: dict[str, Any]) -> None:
         assert cli_obs["captured_ready"] is True

@@ -10,6 +10,7 @@ from ._errors import (
     DaemonError,
     DaemonPortInUseError,
     RemoteBindError,
+    SessionFileError,
     TlsFileError,
     TokenFileError,
     UnknownCommandError,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ._registry import Registry
     from ._remote import RemoteOptions, TlsFiles
     from ._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
+    from ._sessions import SessionInfo, list_sessions, revoke_session
     from ._static import mount_static_app
     from ._tokenfile import ensure_token_file, rotate_token_file
     from ._types import AuthRecord, CommandInfo, CommandRegistry, FormattedError
@@ -56,6 +58,8 @@ __all__: list[str] = [
     "RemoteBindError",
     "RemoteOptions",
     "RpcBodyLimit",
+    "SessionFileError",
+    "SessionInfo",
     "TlsFileError",
     "TlsFiles",
     "TokenFileError",
@@ -70,12 +74,14 @@ __all__: list[str] = [
     "get_process_command",
     "invoke_tool",
     "is_process_alive",
+    "list_sessions",
     "list_tools",
     "mint_login_code",
     "mount_static_app",
     "probe_health",
     "read_pid_file",
     "remove_pid_file",
+    "revoke_session",
     "rotate_token_file",
     "run_daemon_until_signal",
     "run_mcp_stdio",
@@ -121,6 +127,9 @@ _LAZY: dict[str, str] = {
     "mount_static_app": "._static",
     "rotate_token_file": "._tokenfile",
     "run_mcp_stdio": "._mcp",
+    "SessionInfo": "._sessions",
+    "list_sessions": "._sessions",
+    "revoke_session": "._sessions",
 }
 
 
