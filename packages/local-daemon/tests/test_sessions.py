@@ -126,6 +126,30 @@ class TestRecord:
         assert [s.id for s in list_sessions(sessions_file)] == [_id(new)]
         assert _id(old) != _id(new)
 
+    def test_a_full_file_of_the_longest_agents_stays_under_the_size_cap(
+        self, auth: DaemonAuth, sessions_file: Path
+    ) -> None:
+        cookie = auth.issue_session_cookie()
+        (mine,) = list_sessions(sessions_file)
+        # Non-ASCII agents are written as \uXXXX escapes: six bytes per character.
+        longest = [
+            _sessions.SessionInfo(
+                id=f"{n:022d}",
+                issued_at=int(T0),
+                first_seen=int(T0),
+                last_seen=int(T0) - 1,
+                user_agent="\u4e2d" * MAX_USER_AGENT_CHARS,
+                peer="2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+            )
+            for n in range(_sessions.MAX_SESSIONS - 1)
+        ]
+        generation = json.loads(sessions_file.read_text())["generation"]
+        full = {s.id: s for s in [mine, *longest]}
+        _sessions._write(sessions_file, _sessions._Snapshot(generation, full))
+        assert sessions_file.stat().st_size <= _sessions.MAX_SESSIONS_FILE_BYTES
+        assert len(list_sessions(sessions_file)) == _sessions.MAX_SESSIONS
+        assert auth.verify_session_cookie(cookie) is not None
+
     def test_past_the_cap_the_least_recently_seen_goes(
         self, auth: DaemonAuth, sessions_file: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -55,8 +55,9 @@ SESSIONS_FILE_NAME = "sessions.json"
 MAX_SESSIONS = 256
 MAX_USER_AGENT_CHARS = 256
 _MAX_PEER_CHARS = 64
-# 256 entries of a few hundred bytes each; anything this large is not the daemon's file.
-MAX_SESSIONS_FILE_BYTES = 256 * 1024
+# 256 entries of at most ~1.8 KB each (a 256-character user agent is up to 1536 bytes as JSON
+# `\uXXXX` escapes); anything this large is not the daemon's file.
+MAX_SESSIONS_FILE_BYTES = 1024 * 1024
 LAST_SEEN_WRITE_INTERVAL = 60.0
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{22}", re.ASCII)
 _FORMAT = 1
