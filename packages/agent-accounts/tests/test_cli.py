@@ -36,6 +36,7 @@ from accounts_support import (
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|\+00:00)"
 STDERR_LINE = re.compile(
     r"account-cli: no account qualifies \(.+\)"
+    r"|account-cli: no profile labelled '[^'\n]+'"
     r"|account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
     r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
     r"|token refresh failed: [a-z0-9-]+"
@@ -512,12 +513,13 @@ POLL_USAGE = (
 )
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
-TOP_USAGE = "usage: account-cli [-h] {best,poll,status,statusline-tee} ..."
+TOP_USAGE = "usage: account-cli [-h] {best,explain,poll,status,statusline-tee} ..."
+EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (best, poll, status or statusline-tee)", TOP_USAGE),
-    (["nope"], "unknown command 'nope' (best, poll, status or statusline-tee)", TOP_USAGE),
-    (["Poll"], "unknown command 'Poll' (best, poll, status or statusline-tee)", TOP_USAGE),
-    (["Best"], "unknown command 'Best' (best, poll, status or statusline-tee)", TOP_USAGE),
+    ([], "missing command (best, explain, poll, status or statusline-tee)", TOP_USAGE),
+    (["nope"], "unknown command 'nope' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
+    (["Poll"], "unknown command 'Poll' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
+    (["Best"], "unknown command 'Best' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),
     (["best", "extra"], "unrecognized arguments: extra", BEST_USAGE),
     (["best", "--win", "five_hour"], "unrecognized arguments: --win five_hour", BEST_USAGE),
@@ -538,6 +540,9 @@ BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
         "argument --window: not a window name: '[REDACTED]'",
         BEST_USAGE,
     ),
+    (["explain", "a", "b"], "unrecognized arguments: b", EXPLAIN_USAGE),
+    (["explain", "--json", "--json"], "argument --json: given twice", EXPLAIN_USAGE),
+    (["explain", "--path"], "unrecognized arguments: --path", EXPLAIN_USAGE),
     (["poll", "--nope"], "unrecognized arguments: --nope", POLL_USAGE),
     (["poll", "--wri"], "unrecognized arguments: --wri", POLL_USAGE),  # no abbreviations
     (["poll", "extra"], "unrecognized arguments: extra", POLL_USAGE),
@@ -592,7 +597,8 @@ async def test_a_bad_invocation_names_its_problem_and_exits_64(
 
 
 @pytest.mark.parametrize(
-    "args", [["-h"], ["--help"], ["poll", "-h"], ["status", "--help"], ["best", "-h"]]
+    "args",
+    [["-h"], ["--help"], ["poll", "-h"], ["status", "--help"], ["best", "-h"], ["explain", "-h"]],
 )
 async def test_h_and_help_print_the_help_and_exit_0(home: Home, args: list[str]) -> None:
     run = await home.run(*args)

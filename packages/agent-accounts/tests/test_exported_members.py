@@ -58,6 +58,7 @@ PRIVATE_MODULES = [
     "_alerts",
     "_best",
     "_errors",
+    "_journal",
     "_labels",
     "_login",
     "_login_rules",

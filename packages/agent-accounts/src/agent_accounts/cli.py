@@ -503,10 +503,56 @@ def _best_args(args: Sequence[str]) -> tuple[tuple[str, ...], bool, bool] | None
     return tuple(dict.fromkeys(windows or _BOTH)), as_json, as_path
 
 
+# ---- explain: what happened to a login -------------------------------------------------------
+
+
+def _explain(label: str | None, as_json: bool) -> int:
+    import json
+
+    from agent_accounts.io import discover_profiles
+    from agent_accounts.io._explain import explain_profile
+
+    profiles = discover_profiles()
+    if label is not None:
+        profiles = [p for p in profiles if p.label == label]
+        if not profiles:
+            _err(f"no profile labelled {_shown(label)!r}")
+            return EXIT_LOGIN
+    rows = []
+    for profile in profiles:
+        found = explain_profile(str(profile.config_dir))
+        current = found.current
+        if current is None or isinstance(current, str):
+            now_held: dict[str, Any] = {"status": current or "missing"}
+        else:
+            now_held = {"status": "present", "generation": current.gen}
+        rows.append(
+            {
+                "label": _shown(profile.label),
+                "configDir": _shown(str(profile.config_dir)),
+                "verdict": found.explanation.verdict,
+                "summary": found.explanation.summary,
+                "story": list(found.explanation.story),
+                "current": now_held,
+                "journal": [entry.to_json() for entry in found.entries],
+            }
+        )
+    if as_json:
+        sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
+        return EXIT_OK
+    if not rows:
+        _say_none_found()
+    for row in rows:
+        sys.stdout.write(f"{row['label']}: {row['summary']}\n")
+        for line in row["story"]:
+            sys.stdout.write(f"  {line}\n")
+    return EXIT_OK
+
+
 # ---- the command line: one parser, one usage-error type, one boundary --------------------------
 
-COMMANDS: Final = ("best", "poll", "status", "statusline-tee")
-_COMMAND_LIST: Final = "best, poll, status or statusline-tee"
+COMMANDS: Final = ("best", "explain", "poll", "status", "statusline-tee")
+_COMMAND_LIST: Final = "best, explain, poll, status or statusline-tee"
 
 
 class UsageError(Exception):
@@ -565,7 +611,10 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     )
     # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
     commands = top.add_subparsers(
-        dest="command", required=True, metavar="{best,poll,status,statusline-tee}", prog=PROG
+        dest="command",
+        required=True,
+        metavar="{best,explain,poll,status,statusline-tee}",
+        prog=PROG,
     )
     best = commands.add_parser(
         "best",
@@ -582,6 +631,14 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     best_shape = best.add_mutually_exclusive_group()
     best_shape.add_argument("--json", action=Once, help="print JSON")
     best_shape.add_argument("--path", action=Once, help="print its config dir")
+    explain = commands.add_parser(
+        "explain",
+        formatter_class=Formatter,
+        help="tell from the refresh journal what happened to each login (or LABEL's)",
+        allow_abbrev=False,
+    )
+    explain.add_argument("label", nargs="?", metavar="LABEL", help="one profile's label")
+    explain.add_argument("--json", action=Once, help="print JSON")
     poll = commands.add_parser(
         "poll",
         help="poll the usage endpoint for every profile",
@@ -633,7 +690,13 @@ def _parser() -> tuple[Any, dict[str, Any]]:
     shape = status.add_mutually_exclusive_group()
     shape.add_argument("--json", action=Once, help="print JSON")
     shape.add_argument("--statusline", action=Once, help="print status-line rows (always exit 0)")
-    return top, {"best": best, "poll": poll, "status": status, "statusline-tee": tee}
+    return top, {
+        "best": best,
+        "explain": explain,
+        "poll": poll,
+        "status": status,
+        "statusline-tee": tee,
+    }
 
 
 def _parse(args: list[str]) -> Any:
@@ -710,6 +773,8 @@ def _dispatch(args: list[str]) -> int:
         return run_tee(ns.then or None, _run_statusline)
     if ns.command == "best":
         return _best(ns.window, ns.json, ns.path)
+    if ns.command == "explain":
+        return _explain(ns.label, ns.json)
     if ns.statusline:
         return _run_statusline()
     return _status(ns.json)

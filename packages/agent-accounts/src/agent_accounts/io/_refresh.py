@@ -13,6 +13,9 @@ user out. The steps, each in its own module:
 5. to 7. fill and sync the temp file, exchange it into place, swap back if another writer got in
    (`_install.install`); release the locks.
 
+The journal (`_journal`) gets a `spend` line just before the request and, once the locks are
+released, the outcome and any change of the file made elsewhere; it never fails a refresh.
+
 It never logs; no token leaves it except in the request body and the credentials file.
 """
 
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from agent_accounts import login_state_from_credentials, needs_refresh
+from agent_accounts._journal import GENERATION_HEX, generation
 from agent_accounts._numbers import plain_number
 from agent_accounts._oauth import (
     DEFAULT_REFRESH_SCOPES,
@@ -48,6 +52,7 @@ from ._install import (
     prepare_temp,
     read_credentials_raw,
 )
+from ._journal import RefreshNotes, process_name, record_refresh, record_spend
 from ._layout import Layout, LayoutError, detect_layout, parse_json_object
 from ._locks import (
     HEARTBEAT_INTERVAL_S,
@@ -143,6 +148,7 @@ async def _refresh(
     uid: int,
     timeout_s: float,
     auth_url: str,
+    notes: RefreshNotes,
 ) -> RefreshResult:
     # Step 1: is a refresh due and possible?
     try:
@@ -169,6 +175,9 @@ async def _refresh(
     except LayoutError:
         raise RefreshStop(failure="unrecognized-format") from None
     fingerprint = token_fingerprint(spent)
+    notes.gen = fingerprint[:GENERATION_HEX]  # the journal's name for this login
+    access = block.get("accessToken")
+    notes.acc = generation(access) if isinstance(access, str) else None
     if is_refused(config_dir, fingerprint, uid):
         raise RefreshStop(failure="login-required")
     body = refresh_request_body(block, spent)
@@ -200,6 +209,7 @@ async def _refresh(
             raise RefreshStop(failure="io") from None
         if rolled is not None:
             dead, dead_temp = rolled
+            notes.answer, notes.rolled = dead, True
             try:
                 return await install(
                     config_dir,
@@ -214,7 +224,9 @@ async def _refresh(
                 with contextlib.suppress(OSError):
                     os.unlink(dead_temp)
 
-        # Step 4: spend the refresh token, once.
+        # Step 4: spend the refresh token, once; the journal says so first (its line is written
+        # after the temp file's space is taken, so it can never take that space).
+        record_spend(config_dir, uid, notes)
         try:
             answer_bytes = await send_token_request(
                 client, f"{auth_url}/v1/oauth/token", body, timeout_s
@@ -233,6 +245,7 @@ async def _refresh(
             temp.discard()
             zero(second)
             raise RefreshStop(failure="malformed")
+        notes.answer = answer  # a reference only: the journal adds nothing to the window
         await pause("requested")
         # Steps 5 to 7.
         return await install(config_dir, base, answer=answer, spent=spent, uid=uid, temp=temp)
@@ -267,11 +280,43 @@ async def refresh_if_needed(
     # Before the first read: loading modules between the read and the locks would widen the
     # window in which another writer makes this run's read stale.
     warm_up()
+    process_name()  # read once here, not inside the locks where the spend line needs it
+    notes = RefreshNotes()
+    result = await _attempt(
+        profile,
+        config_dir,
+        notes,
+        client=client,
+        margin_ms=margin_ms,
+        now_ms=now,
+        uid=owner,
+        timeout_s=timeout_s,
+        auth_url=url,
+        on_failure=on_failure,
+    )
+    # After the locks are released: a journal that cannot be written changes nothing above.
+    record_refresh(config_dir, owner, notes, result)
+    return result
+
+
+async def _attempt(
+    profile: Profile,
+    config_dir: str,
+    notes: RefreshNotes,
+    *,
+    client: httpx.AsyncClient | None,
+    margin_ms: float,
+    now_ms: float,
+    uid: int,
+    timeout_s: float,
+    auth_url: str,
+    on_failure: Callable[[RefreshFailureDeposit], object] | None,
+) -> RefreshResult:
     failure: RefreshFailure = "io"
     http_status: int | None = None
     first: bytearray | None = None
     try:
-        first = _read(os.path.join(config_dir, CREDENTIALS_NAME), owner)
+        first = _read(os.path.join(config_dir, CREDENTIALS_NAME), uid)
         if first is None:
             return RefreshSkipped(reason="missing")
         return await _refresh(
@@ -279,10 +324,11 @@ async def refresh_if_needed(
             first,
             client=client,
             margin_ms=margin_ms,
-            now_ms=now,
-            uid=owner,
+            now_ms=now_ms,
+            uid=uid,
             timeout_s=timeout_s,
-            auth_url=url,
+            auth_url=auth_url,
+            notes=notes,
         )
     except RefreshStop as stop:
         if stop.result is not None:
@@ -296,7 +342,7 @@ async def refresh_if_needed(
     deposited = False
     if on_failure is not None:
         deposit = RefreshFailureDeposit.for_failure(
-            profile.label, failure, now, http_status=http_status
+            profile.label, failure, now_ms, http_status=http_status
         )
         try:
             outcome = on_failure(deposit)
