@@ -25,6 +25,7 @@ from forge_automation._train import TrainResult, run_train, train_marker
 from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
 from forge_automation._wire import ForgeWire
 from forge_support import ForgeServer, RepoState, sha_of
+from test_premerge import commit, git
 
 REPO = "acme/widgets"
 LABEL = "merge-train"
@@ -201,6 +202,21 @@ def test_a_rerun_after_a_crash_before_the_drop_finished_comments_once() -> None:
     assert (forge.effects["create_issue_comment"], forge.labels(REPO, 2)) == (0, ["keep"])
 
 
+def test_a_mergeable_state_the_forge_never_computes_stops_the_train_and_keeps_the_label() -> None:
+    forge = _fake_train()
+    for number in (2, 3, 4, 5):
+        forge.set_labels(REPO, number, [])
+    forge.update_pr(REPO, 1, mergeable_state="unknown")
+    lines = _train(forge)
+    assert lines[1:] == [
+        f"STOPPED {REPO}#1: mergeable_state still unknown after re-reads at  s; the PR keeps its "
+        "label, rerun to continue"
+    ]
+    assert forge.labels(REPO, 1) == [LABEL, "keep"]
+    assert sum(forge.effects.values()) == 0
+    assert forge.calls["get_pr"] == 1 + 3  # the turn's read, then three rounds of premerge
+
+
 # -- the command, through the real gh ----------------------------------------------------------------
 
 
@@ -287,3 +303,35 @@ def test_cli_train_with_a_kill_9_after_a_merge_then_a_rerun_through_gh() -> None
             rf"> CI is red: ci=failure\n\nFix that, then add the `{LABEL}` label again to queue it\.",
             comment["body"],
         )
+
+
+def test_cli_train_with_a_clone_fetches_the_base_and_drops_a_git_conflict(tmp_path: Path) -> None:
+    # The forge calls the PR clean; only git in the clone sees the conflict, and only once the
+    # train fetched the base tip that moved after the clone was made.
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    commit(origin, "shared.txt", "one\ntwo\n", "root")
+    git(origin, "checkout", "-q", "-b", "topic")
+    head = commit(origin, "shared.txt", "one\nTWO\n", "change two")
+    git(origin, "update-ref", "refs/pull/1/head", head)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(origin, "checkout", "-q", "main")
+    tip = commit(origin, "shared.txt", "one\n2\n", "change two on main")
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        repo.mirror_git(str(origin))
+        repo.set_rulesets("main", ["ci"])
+        repo.add_pr(1, head_ref="topic", head_sha=head, title="Change two")
+        repo.add_run(head, "ci", "success")
+        repo.labels[1] = [LABEL]
+        done = _cli(server, "--clone", str(clone))
+        out, err = done.communicate(timeout=120)
+        assert (done.returncode, err) == (0, "")
+        assert out.splitlines() == [
+            f"TRAIN {REPO} label={LABEL} prs=#1",
+            f"DROPPED {REPO}#1: the head conflicts with the base tip {tip} (git merge-tree)",
+            f"DONE {REPO} merged=0 dropped=1",
+        ]
+        assert server.state.effects["merge_pr"] == 0

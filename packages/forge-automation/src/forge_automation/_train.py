@@ -45,8 +45,12 @@ __all__ = ["TrainResult", "run_train", "train_marker"]
 _FETCH_TIMEOUT = 300.0
 # The longest pause between reads while waiting for update-branch's new head.
 _HEAD_POLL = 2.0
+# Premerge's reason for a mergeable state the forge has not computed yet, and how many rounds of
+# premerge's re-reads the train gives it before it stops (the PR keeps its label).
+_UNKNOWN = "mergeable_state still unknown"
+_UNKNOWN_ROUNDS = 3
 # Premerge reasons that say the train could not look, not that the PR cannot merge.
-_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ")
+_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ", _UNKNOWN)
 # Premerge reasons the train can clear: a strict base the head is behind, CI still running.
 _CAN_PASS = ("strict base ", "CI is pending")
 
@@ -222,17 +226,23 @@ class _Train:
     def _premerge(self, number: int, head: str) -> PremergeResult:
         if self.clone is not None and not self.dry_run:
             self._fetch(number)
-        return premerge(
-            self.port,
-            self.repo,
-            number,
-            head,
-            approved_head=head,
-            clone=self.clone,
-            git=self.git,
-            sleep=self.sleep,
-            delays=self.delays,
-        )
+        # After each merge the forge recomputes every open PR's mergeability, lazily: a PR whose
+        # state is still `unknown` after premerge's re-reads is judged again, never dropped.
+        for _ in range(_UNKNOWN_ROUNDS):
+            result = premerge(
+                self.port,
+                self.repo,
+                number,
+                head,
+                approved_head=head,
+                clone=self.clone,
+                git=self.git,
+                sleep=self.sleep,
+                delays=self.delays,
+            )
+            if not (len(result.reasons) == 1 and result.reasons[0].startswith(_UNKNOWN)):
+                break
+        return result
 
     def _prepare(self, pr: PullRequest) -> str | None:
         """Premerge; update and wait for CI when only that blocks; return the head to merge.
