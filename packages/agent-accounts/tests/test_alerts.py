@@ -515,3 +515,23 @@ def test_notifications_that_hang_share_one_deadline(
     assert run_alerts(profiles, T, None, now=NOW) == 0
     assert len(capfd.readouterr().err.splitlines()) == 6  # every alert still has its line
     assert len(calls.read_text().splitlines()) == 1  # the first hung: the rest were skipped
+
+
+def test_a_poll_deciding_the_same_profile_keeps_the_other_from_firing_it(
+    profile: Profile, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import fcntl
+
+    import agent_accounts.io._alerts as alerts_module
+
+    monkeypatch.setattr(alerts_module, "MARKS_LOCK_WAIT_S", 0.1)
+    cache = os.open(Path(profile.config_dir) / "status-cache", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(cache, fcntl.LOCK_EX)  # another process's flock, as far as the lock can tell
+        assert run_alerts([profile], T, None, now=NOW) == 0
+        assert capfd.readouterr().err == ""
+        assert read_alert_marks(profile.config_dir) == {}
+    finally:
+        os.close(cache)
+    assert run_alerts([profile], T, None, now=NOW) == 0
+    assert capfd.readouterr().err.startswith("account-cli: work: five_hour at 97% (crossed 95%)")

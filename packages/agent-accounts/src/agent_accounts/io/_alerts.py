@@ -5,7 +5,8 @@ pure `alert_crossings` with the marks kept in `status-cache/usage-alerts.state`,
 backoff file (compact JSON `{"windows": {"<name>": {"level": 95, "resets_at": <epoch s>}}}`,
 read through the strict gate, written atomically). The new marks are written *before* anything
 fires, so a crash or the next timer tick never repeats an alert; marks that cannot be written
-hold their alerts back (reported), rather than fire them on every tick.
+hold their alerts back (reported), rather than fire them on every tick. The marks are read and
+written under an flock on the status-cache dir, so two polls at once never both fire one alert.
 
 Each alert then fires three ways:
 - a line on stderr, `account-cli: <label>: <window> at 96% (crossed 95%), resets <ISO time>`,
@@ -25,6 +26,7 @@ Each alert then fires three ways:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,7 +34,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
@@ -48,6 +50,7 @@ from ._readings import newest_reading, status_cache_dir
 __all__ = [
     "ALERT_HOOK_TIMEOUT_S",
     "ALERT_STATE_FILE",
+    "MARKS_LOCK_WAIT_S",
     "NOTIFY_TIMEOUT_S",
     "alert_environment",
     "alert_state_path",
@@ -60,6 +63,7 @@ ALERT_STATE_FILE: Final = "usage-alerts.state"
 ALERT_STATE_MAX_BYTES: Final = 16 * 1024
 ALERT_HOOK_TIMEOUT_S: Final = 10.0
 NOTIFY_TIMEOUT_S: Final = 5.0
+MARKS_LOCK_WAIT_S: Final = 2.0
 _SECRET_NAME_PARTS: Final = (
     "TOKEN",
     "SECRET",
@@ -126,6 +130,39 @@ def write_alert_marks(config_dir: str, marks: Mapping[str, AlertMark]) -> bool:
     except OSError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def _marks_locked(config_dir: str) -> Iterator[bool]:
+    """Hold an exclusive flock on the status-cache dir while marks are read and written.
+
+    Two polls at once (the timer and one by hand) would otherwise both read the old marks and
+    both fire. The lock is the dir's own (no lock file); it is tried for at most
+    `MARKS_LOCK_WAIT_S`, and yields False when another process keeps it (or the dir cannot be
+    opened), so that profile's alerts wait for the next run, never repeat.
+    """
+    try:
+        fd = os.open(status_cache_dir(config_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield True  # no status-cache yet: nothing to race over, and writing will make it
+        return
+    try:
+        deadline = time.monotonic() + MARKS_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+            except OSError:
+                yield False
+                return
+        yield True
+    finally:
+        os.close(fd)  # closing the last descriptor releases the flock
 
 
 def _iso(epoch_s: float) -> str:
@@ -258,14 +295,17 @@ def run_alerts(
         if newest is None:
             continue
         label = redact_secrets(profile.label)
-        marks = read_alert_marks(config_dir)
-        new_marks, alerts = alert_crossings(newest[0], marks, thresholds, current)
-        if new_marks == marks:
-            continue
-        if not write_alert_marks(config_dir, new_marks):
-            _err(f"{label}: alert state write failed; alerts held back")
-            code = 1
-            continue
+        with _marks_locked(config_dir) as locked:
+            if not locked:
+                continue  # another poll is deciding this profile's alerts: they are its to fire
+            marks = read_alert_marks(config_dir)
+            new_marks, alerts = alert_crossings(newest[0], marks, thresholds, current)
+            if new_marks == marks:
+                continue
+            if not write_alert_marks(config_dir, new_marks):
+                _err(f"{label}: alert state write failed; alerts held back")
+                code = 1
+                continue
         fired.extend((label, alert) for alert in alerts)
     prefix = "<4>" if fired and _to_journal() else ""
     for label, alert in fired:
