@@ -189,12 +189,15 @@ def _connection(
     *,
     first: int | None = None,
     after: str | None = None,
+    last: int | None = None,
     **_: Any,
 ) -> dict[str, Any]:
-    # Only the page's rows are built into objects. `last`/`before` are not used by the package;
-    # the pre-execution check already bounded the page size.
+    # Only the page's rows are built into objects. `last` takes the final rows (of those after
+    # `after`); `before` is not used by the package. The pre-execution check bounded the size.
     start = _offset(after)
-    size = first if first is not None else CONNECTION_LIMIT
+    if first is None and last is not None:
+        start = max(start, len(rows) - last)
+    size = first if first is not None else last if last is not None else CONNECTION_LIMIT
     page = [build(row) for row in rows[start : start + size]]
     end = start + len(page)
     more = end < len(rows)
@@ -354,6 +357,19 @@ class _Graph:
             "mergeCommit": self.commit(repo, pr["merge_commit_sha"]) if merged else None,
             "mergedBy": _user(pr.get("_merged_by")) if merged else None,
             "headRef": head_ref,
+            "headRepository": (
+                {"__typename": "Repository", "nameWithOwner": pr["head"]["repo"]["full_name"]}
+                if pr["head"].get("repo") is not None
+                else None
+            ),
+            "baseRefOid": repo.branches.get(pr["base"]["ref"], pr["base"].get("sha")),
+            "baseRef": lambda info: self.ref(repo, str(pr["base"]["ref"])),
+            "mergeStateStatus": lambda info: _merge_state(pr),
+            "commits": lambda info, **args: _connection(
+                _pr_commits(repo, pr),
+                lambda sha: {"__typename": "PullRequestCommit", "commit": self.commit(repo, sha)},
+                **args,
+            ),
             "reviews": _connect(lambda: pr.get("_reviews", []), lambda r: self.review(repo, r)),
             "reviewDecision": pr.get("_review_decision"),
             "reviewRequests": _connect(lambda: pr.get("_review_requests", []), self.review_request),
@@ -448,6 +464,7 @@ class _Graph:
             "name": branch,
             "prefix": "refs/heads/",
             "target": self.commit(repo, tip),
+            "rules": _connect(lambda: repo.rulesets.get(branch, []), _rule),
         }
 
     def object(self, repo: RepoState, oid: str | None) -> dict[str, Any] | None:
@@ -472,6 +489,7 @@ class _Graph:
             "messageHeadline": message.splitlines()[0] if message else "",
             "committedDate": date,
             "statusCheckRollup": lambda info: self.rollup(repo, sha),
+            "checkSuites": _connect(lambda: self.suites(repo, sha)),
             "history": lambda info, since=None, **args: _connection(
                 self.history(repo, sha, since), lambda s: self.commit(repo, s), **args
             ),
@@ -486,6 +504,23 @@ class _Graph:
             known = [s for s in known if repo.commits[s][2] >= since]
         known.sort(key=lambda s: (repo.commits[s][2], -ancestry[s]), reverse=True)
         return known
+
+    def suites(self, repo: RepoState, sha: str) -> list[dict[str, Any]]:
+        """One check suite per app that ran checks on `sha` (the forge's app-per-suite shape)."""
+        by_app: dict[int, list[dict[str, Any]]] = {}
+        for run in repo.check_runs:
+            if run["head_sha"] == sha:
+                by_app.setdefault(int(run["app"]["id"]), []).append(run)
+        return [
+            {
+                "__typename": "CheckSuite",
+                "app": {"__typename": "App", "databaseId": app_id},
+                "checkRuns": lambda info, filterBy=None, runs=runs, **args: _connection(
+                    _filter_runs(runs, filterBy), _check_run, **args
+                ),
+            }
+            for app_id, runs in by_app.items()
+        ]
 
     def rollup(self, repo: RepoState, sha: str) -> dict[str, Any] | None:
         from forge_support import latest_statuses
@@ -517,6 +552,82 @@ class _Graph:
         if not nodes:
             return None
         return {"__typename": "StatusCheckRollup", "contexts": _connect(lambda: nodes)}
+
+
+def _merge_state(pr: dict[str, Any]) -> str:
+    # GraphQL's mergeStateStatus is REST's mergeable_state in capitals; a scripted sequence
+    # (`_mergeable_states`) moves on with every read, as the REST PR read does.
+    states = pr.get("_mergeable_states")
+    if states:
+        pr["mergeable_state"] = states.pop(0) if len(states) > 1 else states[0]
+    return str(pr["mergeable_state"]).upper()
+
+
+def _pr_commits(repo: RepoState, pr: Mapping[str, Any]) -> list[str]:
+    """The PR's commits oldest first, ending at its head (as the forge lists them)."""
+    head = str(pr["head"]["sha"])
+    listed = [c for c in repo.pr_commits.get(int(pr["number"]), []) if c != head]
+    return [*listed, head]
+
+
+def _rule(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A REST branch rule as GraphQL's RepositoryRule (status checks and pull_request modelled)."""
+    params = rule.get("parameters") or {}
+    parameters = None
+    if rule["type"] == "pull_request":
+        parameters = {
+            "__typename": "PullRequestParameters",
+            "requiredApprovingReviewCount": params["required_approving_review_count"],
+            "requireCodeOwnerReview": params["require_code_owner_review"],
+            "requireLastPushApproval": params["require_last_push_approval"],
+            "dismissStaleReviewsOnPush": params["dismiss_stale_reviews_on_push"],
+            "requiredReviewThreadResolution": params["required_review_thread_resolution"],
+            "allowedMergeMethods": params.get("allowed_merge_methods"),
+        }
+    elif rule["type"] == "required_status_checks":
+        parameters = {
+            "__typename": "RequiredStatusChecksParameters",
+            "strictRequiredStatusChecksPolicy": bool(
+                params.get("strict_required_status_checks_policy", False)
+            ),
+            "doNotEnforceOnCreate": bool(params.get("do_not_enforce_on_create", False)),
+            "requiredStatusChecks": [
+                {"context": c["context"], "integrationId": c.get("integration_id")}
+                for c in params.get("required_status_checks", [])
+            ],
+        }
+    return {
+        "__typename": "RepositoryRule",
+        "type": str(rule["type"]).upper(),
+        "parameters": parameters,
+    }
+
+
+def _filter_runs(
+    runs: Sequence[Mapping[str, Any]], filter_by: Mapping[str, Any] | None
+) -> list[Mapping[str, Any]]:
+    # GitHub's default (and LATEST) keeps the latest run per name; ALL keeps superseded ones too.
+    rows = sorted(runs, key=lambda r: int(r["id"]))
+    if (filter_by or {}).get("checkType") == "ALL":
+        return rows
+    latest: dict[str, Mapping[str, Any]] = {}
+    for run in rows:
+        latest[str(run["name"])] = run
+    return list(latest.values())
+
+
+def _check_run(run: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "__typename": "CheckRun",
+        "databaseId": run["id"],
+        "name": run["name"],
+        "status": _upper(run["status"]),
+        "conclusion": _upper(run.get("conclusion")),
+        "startedAt": run.get("started_at"),
+        "completedAt": run.get("completed_at"),
+        "detailsUrl": run.get("details_url"),
+        "externalId": run.get("external_id"),
+    }
 
 
 def _pr_state(pr: Mapping[str, Any]) -> str:

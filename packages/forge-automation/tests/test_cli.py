@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from forge_automation import _readiness
 from forge_automation import cli as cli_module
-from forge_automation.cli import _common
 from forge_automation.cli._common import USAGE_EXIT
 from forge_support import ForgeServer, RepoState
 
@@ -272,15 +272,15 @@ def test_a_bug_exits_70_and_only_debug_shows_a_redacted_traceback(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # pr-status starts its first gh reads before it builds the port: aim them at the local forge.
+    # pr-status starts its read before it loads the decision: aim it at the local forge.
     _pr(repo)
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
 
-    def broken(*_: object) -> object:
+    def broken(*_: object, **__: object) -> object:
         raise RuntimeError(f"boom {CANARY}")
 
-    monkeypatch.setattr(_common, "port", broken)
+    monkeypatch.setattr(_readiness, "merge_readiness", broken)
     with pytest.raises(SystemExit) as caught:
         cli_module.main(["pr-status", f"{REPO}#1"])
     assert caught.value.code == 70

@@ -1,11 +1,10 @@
-"""forge-cli pr-status's early reads: real subprocesses, real gh, the local forge.
+"""forge-cli pr-status: one GraphQL read, REST only for what it cannot answer whole.
 
-pr-status starts the PR read and a check-run read through `refs/pull/<n>/head` before it imports
-the library, and the base's rules and the behind count as soon as the PR answers. These tests pin
-that the wire still makes each call exactly once (an early read that did not match the wire's
-own call would show up twice), and that runs read through the pull ref are used only when they
-are provably the PR head's: a ref that lags a push, or a push landing between the reads, falls
-back to a read by sha, so a stale list can never pass for the head's.
+Real subprocesses, real gh, the local forge (whose GraphQL endpoint executes each document
+against GitHub's published schema). These tests pin that the usual PR costs one request, that
+each part the document cannot answer whole (another page, a strict base the head may be behind,
+rulesets that require nothing, an `errors` entry) is read over REST exactly as before, and that
+the runs judged are always the PR head's own.
 """
 
 from __future__ import annotations
@@ -16,14 +15,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from forge_automation import _wire
-from forge_automation import cli as cli_module
+from forge_automation._errors import ForgeCliError
 from forge_automation._exec import ExecOptions
+from forge_automation._port import forge_port
+from forge_automation._pr_snapshot import PR_SNAPSHOT_QUERY, parse_pr_snapshot
+from forge_automation._wire import gh_cli_wire
 from forge_automation.cli import _pr_status
-from forge_support import ForgeServer, RepoState
+from forge_support import ForgeServer, RepoState, gh_exec
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -54,33 +56,29 @@ def repo(server: ForgeServer) -> RepoState:
 
 
 def requested(server: ForgeServer) -> list[str]:
-    """Return each GET's path and query as gh sent it, in arrival order."""
-    return [r.url.split("api.github.localhost", 1)[1] for r in server.requests("GET")]
-
-
-def by_ref(number: int = 1) -> str:
-    return (
-        f"/repos/{REPO}/commits/refs/pull/{number}/head/check-runs?filter=all&per_page=100&page=1"
-    )
+    """Return each request as `METHOD path?query`, in arrival order."""
+    return [f"{r.method} {r.url.split('api.github.localhost', 1)[1]}" for r in server.requests()]
 
 
 def by_sha(sha: str, page: int = 1) -> str:
-    return f"/repos/{REPO}/commits/{sha}/check-runs?filter=all&per_page=100&page={page}"
+    return f"GET /repos/{REPO}/commits/{sha}/check-runs?filter=all&per_page=100&page={page}"
 
 
-def status(server: ForgeServer, *extra: str) -> dict[str, object]:
+def status(server: ForgeServer, *extra: str) -> dict[str, Any]:
     done = cli(server, "pr-status", f"{REPO}#1", "--json", *extra)
     assert (done.returncode, done.stderr) == (0, "")
-    data: dict[str, object] = json.loads(done.stdout)
+    data: dict[str, Any] = json.loads(done.stdout)
     return data
 
 
-# -- the usual case: four calls, each once ----------------------------------------------------
+def reasons(data: dict[str, Any]) -> list[str]:
+    return [b["reason"] for b in data["blockers"]]
 
 
-def test_each_call_is_made_once_and_runs_come_through_the_pull_ref(
-    server: ForgeServer, repo: RepoState
-) -> None:
+# -- the usual case: one request ----------------------------------------------------------------
+
+
+def test_the_usual_pr_is_one_graphql_request(server: ForgeServer, repo: RepoState) -> None:
     head = repo.add_commit("head", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
     repo.set_rulesets("main", ["ci"], strict=True)
@@ -91,127 +89,113 @@ def test_each_call_is_made_once_and_runs_come_through_the_pull_ref(
     assert done.stdout == (
         f"{REPO}#1 open head={head[:7]} mergeable=clean checks=1/1 failing=- ready blockers=none\n"
     )
-    assert sorted(requested(server)) == sorted(
-        [
-            f"/repos/{REPO}/pulls/1",
-            by_ref(),
-            f"/repos/{REPO}/rules/branches/main?per_page=100&page=1",
-            f"/repos/{REPO}/compare/main...{head}?per_page=1",
-        ]
-    )
+    # Strict, yet no compare: the base tip is among the head's ancestors the document read.
+    assert requested(server) == ["POST /graphql"]
+    assert server.state.graphql_ops == {"PullRequestSnapshot": 1}
 
 
-def test_a_base_name_that_needs_quoting_still_matches_the_wires_calls(
+def test_every_run_of_every_suite_counts_a_superseded_failure_included(
     server: ForgeServer, repo: RepoState
 ) -> None:
-    base = "release/v1+2"
-    repo.branches[base] = repo.branches["main"]
     head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head, base_ref=base)
-    repo.set_rulesets(base, ["ci"])
-    repo.add_run(head, "ci", "success")
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", [("ci", 15368), ("deploy", 4242)])
+    repo.add_run(head, "ci", "failure")
+    repo.add_run(head, "ci", "success")  # a rerun does not erase the failed attempt
+    repo.add_run(head, "deploy", "success", app_id=4242)
+    repo.add_run(head, "extra", None, app_id=4242)  # unfinished: holds the merge
     server.clear_log()
     data = status(server)
-    assert (data["baseRef"], data["ready"]) == (base, True)
-    paths = requested(server)
-    # gh sends the quoted form; the server log shows the path as the forge decodes it.
-    assert len(paths) == 4, paths
-    assert len(set(paths)) == 4, paths
+    assert data["checks"] == {"passed": 2, "total": 3, "failing": []}
+    assert reasons(data) == ["check-failed", "check-pending"]
+    assert requested(server) == ["POST /graphql"]
 
 
 def test_a_closed_pr_needs_no_behind_count(server: ForgeServer, repo: RepoState) -> None:
     head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.branches["main"] = repo.add_commit("moved", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head, state="closed")
-    repo.set_rulesets("main", ["ci"])
+    repo.set_rulesets("main", ["ci"], strict=True)
     repo.add_run(head, "ci", "success")
     server.clear_log()
     data = status(server)
-    assert data["state"] == "closed"
-    assert not [p for p in requested(server) if "/compare/" in p]
-    assert len(requested(server)) == 3
+    assert (data["state"], reasons(data)) == ("closed", ["pr-closed"])
+    assert requested(server) == ["POST /graphql"]
 
 
-# -- runs through the pull ref are the head's only when provably so ---------------------------
+def test_a_missing_pr_or_repository_is_exit_64(server: ForgeServer, repo: RepoState) -> None:
+    for ref in (f"{REPO}#9", "acme/nowhere#1"):
+        done = cli(server, "pr-status", ref)
+        assert (done.returncode, done.stdout) == (64, "")
+        assert done.stderr == f"forge-cli: pr-status: no PR {ref} (or no access to it)\n"
 
 
-def test_a_pull_ref_still_at_the_old_head_never_passes_for_the_new_one(
+# -- what the document cannot answer whole is read over REST, as before --------------------------
+
+
+def test_a_strict_base_the_head_is_behind_reads_the_behind_count(
     server: ForgeServer, repo: RepoState
 ) -> None:
-    # A push moved the PR to `new` (no runs yet); the pull ref still names `old`, whose required
-    # check passed. The old pass must not count: the new head's check is missing, so pending.
-    old = repo.add_commit("old", parents=[repo.branches["main"]])
-    new = repo.add_commit("new", parents=[old])
-    repo.add_pr(1, head_ref="feature", head_sha=new)
-    repo.pull_heads[1] = old
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(old, "ci", "success")
+    base = "release/v1+2"  # quoted in the compare's path
+    repo.branches[base] = repo.branches["main"]
+    head = repo.add_commit("head", parents=[repo.branches[base]])
+    repo.branches[base] = repo.add_commit("moved", parents=[repo.branches[base]])
+    repo.add_pr(1, head_ref="feature", head_sha=head, base_ref=base)
+    repo.set_rulesets(base, ["ci"], strict=True)
+    repo.add_run(head, "ci", "success")
     server.clear_log()
     data = status(server)
-    assert data["headSha"] == new
-    assert data["ready"] is False
-    assert data["checks"] == {"passed": 0, "total": 0, "failing": []}
-    blockers = data["blockers"]
-    assert isinstance(blockers, list)
-    assert [b["reason"] for b in blockers] == ["check-pending"]
-    assert "ci has no completed run" in blockers[0]["detail"]
-    paths = requested(server)
-    assert by_ref() in paths
-    assert by_sha(new) in paths
+    assert reasons(data) == ["behind-base"]
+    assert "is behind by 1 commits" in data["blockers"][0]["detail"]
+    assert requested(server) == [
+        "POST /graphql",
+        f"GET /repos/{REPO}/compare/release/v1%2B2...{head}?per_page=1",
+    ]
 
 
-def test_a_push_after_the_pr_read_leaves_the_read_head_judged_by_its_own_runs(
+def test_a_base_that_is_not_strict_needs_no_behind_count(
     server: ForgeServer, repo: RepoState
 ) -> None:
-    # The PR read saw `first`; by the runs read the ref had moved to `second`, whose checks pass.
-    # pr-status reports the head it read, so it must judge `first` by `first`'s runs.
-    first = repo.add_commit("first", parents=[repo.branches["main"]])
-    second = repo.add_commit("second", parents=[first])
-    repo.add_pr(1, head_ref="feature", head_sha=first)
-    repo.pull_heads[1] = second
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(first, "ci", "failure")
-    repo.add_run(second, "ci", "success")
-    server.clear_log()
-    data = status(server)
-    assert (data["headSha"], data["ready"]) == (first, False)
-    assert data["checks"] == {"passed": 0, "total": 1, "failing": ["ci"]}
-    assert by_sha(first) in requested(server)
-
-
-def test_an_empty_page_through_the_ref_names_no_commit(
-    server: ForgeServer, repo: RepoState
-) -> None:
-    # The ref names a commit without runs; that says nothing about the head, which has a failure.
     head = repo.add_commit("head", parents=[repo.branches["main"]])
-    elsewhere = repo.add_commit("elsewhere", parents=[repo.branches["main"]])
+    repo.branches["main"] = repo.add_commit("moved", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.pull_heads[1] = elsewhere
     repo.set_rulesets("main", ["ci"])
     repo.add_run(head, "ci", "success")
-    repo.add_run(head, "lint", "failure")
     server.clear_log()
-    data = status(server)
-    assert data["checks"] == {"passed": 1, "total": 2, "failing": ["lint"]}
-    assert by_sha(head) in requested(server)
+    assert status(server)["ready"] is True
+    assert requested(server) == ["POST /graphql"]
 
 
-def test_a_pr_without_runs_is_read_again_by_sha_and_stays_pending(
+def test_rulesets_requiring_nothing_read_classic_protection(
     server: ForgeServer, repo: RepoState
 ) -> None:
     head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.branches["main"] = repo.add_commit("moved", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
+    repo.classic["main"] = {"strict": True, "contexts": ["ci"], "checks": []}
+    repo.add_run(head, "ci", "success")
     server.clear_log()
     data = status(server)
-    assert data["ready"] is False
-    assert data["checks"] == {"passed": 0, "total": 0, "failing": []}
-    assert by_sha(head) in requested(server)
+    # Classic's strict rule, read over REST, then asks for the behind count too.
+    assert reasons(data) == ["behind-base"]
+    assert requested(server) == [
+        "POST /graphql",
+        f"GET /repos/{REPO}/branches/main/protection/required_status_checks",
+        f"GET /repos/{REPO}/compare/main...{head}?per_page=1",
+    ]
+
+
+def test_no_required_check_anywhere_is_refused(server: ForgeServer, repo: RepoState) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.add_run(head, "ci", "success")
+    data = status(server)
+    assert reasons(data) == ["no-required-checks"]
 
 
 def test_more_than_one_page_of_runs_is_read_whole_by_sha(
     server: ForgeServer, repo: RepoState
 ) -> None:
-    # A second page read through the ref could describe another commit than the first page.
     head = repo.add_commit("head", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
     repo.set_rulesets("main", ["c0"])
@@ -221,74 +205,155 @@ def test_more_than_one_page_of_runs_is_read_whole_by_sha(
     server.clear_log()
     data = status(server)
     assert data["checks"] == {"passed": 100, "total": 101, "failing": ["late"]}
-    paths = requested(server)
-    assert by_ref() in paths
-    assert [by_sha(head, 1), by_sha(head, 2)] == [
-        p for p in paths if p.startswith(by_sha(head)[:-1])
-    ]
+    assert requested(server) == ["POST /graphql", by_sha(head, 1), by_sha(head, 2)]
 
 
-def test_a_failed_pull_ref_read_falls_back_to_the_sha(server: ForgeServer, repo: RepoState) -> None:
+def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: RepoState) -> None:
     head = repo.add_commit("head", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.pull_heads[1] = "0" * 40  # a ref the forge cannot resolve answers 422
-    repo.set_rulesets("main", ["ci"])
+    repo.set_rulesets("main", ["ci"], strict=True)
     repo.add_run(head, "ci", "success")
+    server.state.graphql_faults.append({"type": "FORBIDDEN", "message": "Resource not accessible"})
     server.clear_log()
     data = status(server)
-    assert data["ready"] is True
-    assert by_sha(head) in requested(server)
+    assert (data["ready"], data["headSha"]) == (True, head)
+    assert sorted(requested(server)) == sorted(
+        [
+            "POST /graphql",
+            f"GET /repos/{REPO}/pulls/1",
+            f"GET /repos/{REPO}/rules/branches/main?per_page=100&page=1",
+            by_sha(head),
+            f"GET /repos/{REPO}/compare/main...{head}?per_page=1",
+        ]
+    )
 
 
-# -- the early-start exec -------------------------------------------------------------------
+# -- the answer itself: a consistent snapshot or a part read again ------------------------------
 
 
-def test_an_early_child_answers_only_the_same_call_in_the_same_environment(
+def _answer(server: ForgeServer, repo: RepoState) -> dict[str, Any]:
+    return server.graphql(PR_SNAPSHOT_QUERY, {"owner": "acme", "name": "widgets", "number": 1})
+
+
+def test_a_last_commit_other_than_the_head_leaves_runs_and_ancestry_unknown(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", ["ci"])
+    repo.add_run(head, "ci", "success")
+    answer = _answer(server, repo)
+    snapshot = parse_pr_snapshot(answer)
+    assert snapshot is not None
+    assert (snapshot.runs is not None, snapshot.up_to_date) == (True, True)
+    commit = answer["data"]["repository"]["pullRequest"]["commits"]["nodes"][0]["commit"]
+    commit["oid"] = "f" * 40  # a push between the document's reads: runs of another commit
+    snapshot = parse_pr_snapshot(answer)
+    assert snapshot is not None
+    assert (snapshot.runs, snapshot.up_to_date) == (None, False)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (["pullRequest", "state"], "ARCHIVED"),
+        (["pullRequest", "merged"], "no"),
+        (["pullRequest", "headRefOid"], None),
+        (["pullRequest", "commits"], None),
+        (["pullRequest", "baseRef", "rules", "nodes"], {}),
+        (["pullRequest", "baseRef", "rules", "pageInfo"], None),
+    ],
+)
+def test_an_answer_of_another_shape_is_malformed_never_a_decision(
+    server: ForgeServer, repo: RepoState, path: list[str], value: object
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", ["ci"])
+    answer = _answer(server, repo)
+    node = answer["data"]["repository"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(ForgeCliError) as caught:
+        parse_pr_snapshot(answer)
+    assert caught.value.kind == "malformed"
+    bodies: list[object] = [None, [], {"data": None}, {"data": {"repository": {"pullRequest": 1}}}]
+    for body in bodies:
+        with pytest.raises(ForgeCliError) as caught:
+            parse_pr_snapshot(body)
+        assert caught.value.kind == "malformed"
+
+
+def test_the_documents_rules_read_as_the_rest_rules_do(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", [("ci", 15368), "lint"], strict=True)
+    repo.add_review_rule("main", required_approving_review_count=2, require_code_owner_review=True)
+    snapshot = parse_pr_snapshot(_answer(server, repo))
+    assert snapshot is not None
+    rest = forge_port(gh_cli_wire(gh_exec(server.env()))).required_checks(REPO, "main")
+    assert snapshot.rules == rest
+    assert rest.reviews is not None
+    assert rest.reviews.required_approving_review_count == 2
+
+
+def test_another_page_of_rules_or_suites_leaves_that_part_to_rest(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", ["ci"])
+    repo.add_run(head, "ci", "success")
+    answer = _answer(server, repo)
+    pull = answer["data"]["repository"]["pullRequest"]
+    pull["baseRef"]["rules"]["pageInfo"]["hasNextPage"] = True
+    pull["commits"]["nodes"][0]["commit"]["checkSuites"]["pageInfo"]["hasNextPage"] = True
+    snapshot = parse_pr_snapshot(answer)
+    assert snapshot is not None
+    assert (snapshot.rules, snapshot.runs) == (None, None)
+
+
+# -- the read started before the library loads ---------------------------------------------------
+
+
+def test_the_prestarted_child_answers_only_its_own_call(
     server: ForgeServer, repo: RepoState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from forge_automation import _gh
+
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
-    args = ["api", "-i", "--method", "GET", f"repos/{REPO}", "-H", "Accept: a"]
-    early = _pr_status._EarlyGh()
-    try:
-        early.start(args)
-        early.start(args)  # already running: not started twice
-        answer = early(args, ExecOptions(timeout=60.0))
-        assert answer.returncode == 0
-        assert answer.stdout.startswith(b"HTTP/1.1 200")
-        assert len(server.requests()) == 1
-        # Another environment for the call: the early child is not its answer.
-        early.start(args)
-        answer = early(args, ExecOptions(env={"GH_TOKEN": "nope"}, timeout=60.0))
-        assert answer.stdout.startswith(b"HTTP/1.1 401")
-        # A call nobody started runs gh as usual.
-        answer = early([*args[:-1], "Accept: b"], ExecOptions(timeout=60.0))
-        assert answer.returncode == 0
-        # A child nobody asks for is stopped.
-        early.start([*args[:-1], "Accept: c"])
-    finally:
-        early.close()
-    assert early._started == {}
-
-
-def test_the_early_children_run_in_the_wires_gh_environment() -> None:
-    early = _pr_status._EarlyGh()
-    try:
-        early.start(["--version"])
-        [started] = early._started.values()
-        # The environment the wire would give the same call, so its answer can be used.
-        assert started.env == _wire.gh_child_env()
-    finally:
-        early.close()
-    assert _wire.gh_child_env()["TCELL_MINIMIZE"] == "1"
-    assert _wire.gh_child_env()["GOGC"] == "off"
-    assert _wire.gh_child_env()["GOMEMLIMIT"] == "256MiB"
-    assert _wire.gh_child_env({"TCELL_MINIMIZE": "0"})["TCELL_MINIMIZE"] == "0"
+    # Its own call (same argv, stdin and environment) gets the child's answer: no gh of its own.
+    early = _pr_status._Prestarted.start(REPO, 1)
+    args, body = early._args, early._input
+    with monkeypatch.context() as patched:
+        patched.setattr(_gh, "run_gh", None)
+        answer = early(args, ExecOptions(input=body, timeout=60.0))
+    assert answer.stdout.startswith(b"HTTP/1.1 200")
+    assert head.encode() in answer.stdout
+    # Any other call, or the same one in another environment, runs gh itself and stops the child.
+    for call, options in [
+        (["api", "-i", f"repos/{REPO}/pulls/1"], ExecOptions(timeout=60.0)),
+        (args, ExecOptions(input=body, env={"GH_TOKEN": "nope"}, timeout=60.0)),
+    ]:
+        early = _pr_status._Prestarted.start(REPO, 1)
+        try:
+            answer = early(call, options)
+            assert early._child is None
+        finally:
+            early.close()
+        status_line = b"HTTP/1.1 401" if options.env else b"HTTP/1.1 200"
+        assert answer.stdout.startswith(status_line)
 
 
 def test_importing_the_cli_leaves_the_library_for_later() -> None:
-    # pr-status starts its first reads right after this import; what the import pulls in runs
-    # before them, so the wire, dataclasses, json and typer must not be among it.
+    # pr-status starts its read right after this import; what the import pulls in runs before
+    # it, so the wire, dataclasses, json and typer must not be among it.
     code = "import sys, forge_automation.cli; print(' '.join(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -337,23 +402,3 @@ def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> No
     assert set(done.stderr.split()).isdisjoint(
         {"typer", "click", "pydantic", "rich", "shutil", "lzma"}
     )
-
-
-def test_in_process_pr_status_leaves_the_switch_interval_as_it_was(
-    server: ForgeServer,
-    repo: RepoState,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    before = sys.getswitchinterval()
-    for ref in (f"{REPO}#1", f"{REPO}#9"):  # one that answers, one that fails (exit 64)
-        with pytest.raises(SystemExit):
-            cli_module.main(["pr-status", ref])
-        assert sys.getswitchinterval() == before
-    out, err = capsys.readouterr()
-    assert out.startswith(f"{REPO}#1 open ")
-    assert err == f"forge-cli: pr-status: no PR {REPO}#9 (or no access to it)\n"

@@ -68,8 +68,10 @@ def world(tmp_path: Path) -> Iterator[World]:
         yield World(server=server, repo=repo, faults=GhFaults(tmp_path / "bin"), head=head)
 
 
-def test_without_faults_premerge_is_ok_and_pr_status_ready(world: World) -> None:
+@pytest.mark.parametrize("kind", ["usual", "classic"])
+def test_without_faults_premerge_is_ok_and_pr_status_ready(world: World, kind: str) -> None:
     # The baseline the tables below break: every refusal there comes from the fault alone.
+    arrange(world, kind)
     done = world.premerge()
     assert (done.returncode, json.loads(done.stdout)["ok"]) == (0, True), done.stderr
     done = world.pr_status()
@@ -77,14 +79,50 @@ def test_without_faults_premerge_is_ok_and_pr_status_ready(world: World) -> None
     assert world.faults.hits() == []
 
 
-# What each command reads, as a piece of the REST path gh is given.
-PREMERGE_READS = ("pulls/1", "rules/branches", "compare/", "check-runs", "/status")
-PR_STATUS_READS = ("pulls/1", "rules/branches", "compare/", "check-runs")
+# What each command reads, as a piece of the path gh is given.
+PREMERGE_READS = (
+    ("usual", "pulls/1"),
+    ("usual", "rules/branches"),
+    ("usual", "compare/"),
+    ("usual", "check-runs"),
+    ("usual", "/status"),
+    ("classic", "protection"),
+)
+# pr-status makes one GraphQL read; each REST read it falls back to needs a world that asks for
+# it: (world, read). See `arrange`.
+PR_STATUS_READS = (
+    ("usual", "graphql"),
+    ("behind", "compare/"),
+    ("classic", "protection"),
+    ("many-runs", "check-runs"),
+    ("graphql-errors", "pulls/1"),
+    ("graphql-errors", "rules/branches"),
+)
+
+
+def arrange(world: World, kind: str) -> None:
+    """Make pr-status need the REST read the table faults, beside its GraphQL read."""
+    if kind == "behind":  # a strict base that moved on: the behind count
+        repo = world.repo
+        repo.branches["main"] = repo.add_commit("moved", parents=[repo.branches["main"]])
+    elif kind == "classic":  # rulesets require nothing: classic protection
+        world.repo.rulesets["main"] = []
+        world.repo.classic["main"] = {"strict": False, "contexts": ["ci"], "checks": []}
+    elif kind == "many-runs":  # more than one page of runs: the runs by sha
+        for n in range(100):
+            world.repo.add_run(world.head, f"lint-{n}", "success")
+    elif kind == "graphql-errors":  # an `errors` entry: every part over REST
+        world.server.state.graphql_faults.append(
+            {"type": "FORBIDDEN", "message": "Resource not accessible by integration"}
+        )
 
 
 @pytest.mark.parametrize("fault", READ_FAULTS)
-@pytest.mark.parametrize("read", PREMERGE_READS)
-def test_premerge_is_never_ok_when_a_read_fails(world: World, read: str, fault: str) -> None:
+@pytest.mark.parametrize(("kind", "read"), PREMERGE_READS)
+def test_premerge_is_never_ok_when_a_read_fails(
+    world: World, kind: str, read: str, fault: str
+) -> None:
+    arrange(world, kind)
     world.faults.add(read, fault)
     done = world.premerge()
     assert world.faults.hits(), "the fault never fired: the table tests nothing"
@@ -96,8 +134,11 @@ def test_premerge_is_never_ok_when_a_read_fails(world: World, read: str, fault: 
 
 
 @pytest.mark.parametrize("fault", READ_FAULTS)
-@pytest.mark.parametrize("read", PR_STATUS_READS)
-def test_pr_status_is_never_ready_when_a_read_fails(world: World, read: str, fault: str) -> None:
+@pytest.mark.parametrize(("kind", "read"), PR_STATUS_READS)
+def test_pr_status_is_never_ready_when_a_read_fails(
+    world: World, kind: str, read: str, fault: str
+) -> None:
+    arrange(world, kind)
     world.faults.add(read, fault)
     done = world.pr_status()
     assert world.faults.hits(), "the fault never fired: the table tests nothing"
@@ -109,6 +150,20 @@ def test_pr_status_is_never_ready_when_a_read_fails(world: World, read: str, fau
         assert done.stderr.startswith("forge-cli: ")
         assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("kind", "read"), PR_STATUS_READS)
+def test_without_faults_each_pr_status_world_makes_its_rest_read(
+    world: World, kind: str, read: str
+) -> None:
+    # The baseline of the table above: each world's REST read happens, and decides alone.
+    arrange(world, kind)
+    world.server.clear_log()
+    done = world.pr_status()
+    assert done.returncode == 0, done.stderr
+    blockers = [b["reason"] for b in json.loads(done.stdout)["blockers"]]
+    assert blockers == (["behind-base"] if kind == "behind" else [])
+    assert any(read in r.url for r in world.server.requests()), read
 
 
 def test_a_secondary_rate_limit_once_is_retried_after_retry_after(world: World) -> None:
@@ -150,16 +205,17 @@ def test_a_hung_read_fails_premerge_within_the_wires_timeout(world: World) -> No
     assert any("cannot read CI" in r and "timed out" in r for r in result.reasons)
 
 
-@pytest.mark.parametrize("read", list(PR_STATUS_READS))
+@pytest.mark.parametrize(("kind", "read"), PR_STATUS_READS)
 def test_a_hung_read_never_makes_pr_status_ready(
-    world: World, read: str, capsys: pytest.CaptureFixture[str]
+    world: World, kind: str, read: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from forge_automation.cli import _pr_status
 
+    arrange(world, kind)
     world.faults.add(read, "hang")
-    wire = gh_cli_wire(gh_exec({**world.server.env(), **world.faults.env()}), timeout=2)
+    exec = gh_exec({**world.server.env(), **world.faults.env()})
     with pytest.raises(ForgeCliError) as caught:
-        _pr_status._pr_status(forge_port(wire), REPO, 1, as_json=True)
+        _pr_status._pr_status(exec, REPO, 1, as_json=True, timeout=2)
     assert caught.value.kind == "timeout"
     assert capsys.readouterr().out == ""
 

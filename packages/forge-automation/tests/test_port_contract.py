@@ -226,7 +226,7 @@ class FakeBackend:
         checks = self.fake._state.rulesets.get((REPO, branch), RequiredChecks())
         rules = ReviewRules(source="ruleset", **parameters)
         if checks.reviews is not None:  # two rulesets: the forge enforces both
-            from forge_automation._port import _strictest
+            from forge_automation._verdict import _strictest
 
             rules = _strictest([checks.reviews, rules])
         self.fake.set_rulesets(REPO, branch, replace(checks, reviews=rules))

@@ -1,33 +1,43 @@
-"""The one transport to `gh api`: argv, the child, `-i` parsing, failure kinds, read retries.
+"""The one transport to `gh`: the child itself, argv, `-i` parsing, failure kinds, read retries.
 
-The wire's REST and GraphQL calls, the backstop's GraphQL reads and forge-cli's own reads (job
-logs, a check run by id) all go through `gh_call`. `-i` makes gh print the status line and headers
-before the body: that is how a 304 reads as "not modified" (gh exits 1 on it) and how every
-failure gets its HTTP status, its kind and its Retry-After.
+Every gh child of the package starts here (`start_gh`; `run_gh` is start-and-finish): the wire's
+REST and GraphQL calls, the backstop's GraphQL reads, forge-cli's own reads (job logs, a check run
+by id) and pr-status's read started before the library is imported. The calls go through
+`gh_call`. `-i` makes gh print the status line and headers before the body: that is how a 304
+reads as "not modified" (gh exits 1 on it) and how every failure gets its HTTP status, its kind
+and its Retry-After.
 
 A read (never a write) that fails with a secondary rate limit, an exhausted primary limit or a 5xx
 is made again after the wait the forge asked for (Retry-After, the limit's reset, else 1 then 2 s),
 but only while that wait ends before the call's deadline; each child's own timeout is what is left
 of that deadline, so no call outlives its caller's bound.
+
+Module-level imports stay light (`re`, `subprocess`, `time`, `_errors`, `_ghenv`): forge-cli
+pr-status imports this module to start its read before anything else is loaded.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
+import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from ._errors import ForgeCliError, ForgeFailure
-from ._exec import ExecOptions, ExecResult, GhExec, run_child
+from ._errors import ForgeCliError
 from ._ghenv import API_VERSION, gh_child_env, rest_args
+
+# Not `typing.TYPE_CHECKING`: importing typing would delay pr-status's first read.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from ._errors import ForgeFailure
+    from ._exec import ExecOptions, ExecResult, GhExec
 
 __all__ = [
     "API_VERSION",
     "DEFAULT_TIMEOUT",
+    "GhChild",
     "GhResponse",
     "failure_of",
     "gh_call",
@@ -35,6 +45,7 @@ __all__ = [
     "parse_gh_response",
     "rest_args",
     "run_gh",
+    "start_gh",
 ]
 
 # Seconds one call may take, retries included, when the caller names no deadline.
@@ -58,28 +69,129 @@ _RATE_LIMITED = re.compile(r"rate limit", re.I)
 _ALLOW_ESCAPES = "--allow-escape-sequences"
 _ESCAPES: list[bool] = []
 _NOT_JSON = object()
+# Linux's default pipe capacity: a stdin body up to this size is written without blocking.
+_PIPE_CAPACITY = 65536
 
 
 def run_gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
     """Run `gh` with `args`; `options.env` is added to this child's environment only."""
-    return run_child("gh", args, options, env=gh_child_env(options.env), error=_no_answer)
+    return start_gh(args, input=options.input, env=options.env, cwd=options.cwd).finish(
+        options.timeout
+    )
 
 
-def _no_answer(message: str) -> ForgeCliError:
-    kind: ForgeFailure = "timeout" if " timed out " in message else "no-answer"
-    return ForgeCliError(message, kind=kind)
+def start_gh(
+    args: Sequence[str],
+    *,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> GhChild:
+    """Start `gh <args>` now; `env` is added to this child's environment only.
+
+    stdin is `input` (empty unless given), so a child never waits on a terminal. A gh that
+    cannot start raises ForgeCliError (kind `no-answer`) with a fixed message.
+    """
+    import contextlib
+
+    failure = ""
+    try:
+        child = subprocess.Popen(
+            ["gh", *args],
+            stdin=subprocess.PIPE if input else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=gh_child_env(env),
+            cwd=cwd,
+        )
+    except FileNotFoundError:
+        failure = "gh is not installed or not on PATH"
+    except OSError as exc:
+        failure = f"gh could not start: {exc.strerror}"
+    if failure:
+        raise ForgeCliError(failure, kind="no-answer")
+    if input and len(input) <= _PIPE_CAPACITY and child.stdin is not None:
+        # Sent now, so that gh makes its request while the caller does other work; a body
+        # this size fits the pipe, so the write cannot block. A larger one goes at `finish`.
+        stdin, child.stdin = child.stdin, None  # communicate() must not touch it again
+        # gh exiting without reading is reported by `finish` from what it said.
+        with contextlib.suppress(BrokenPipeError):
+            try:
+                stdin.write(input)
+                stdin.flush()
+            finally:
+                stdin.close()  # closes the pipe even when its flush fails again
+        input = None
+    return GhChild(child, input)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+class GhChild:
+    """One running gh child: `finish` waits for its answer (once), `stop` kills it unanswered."""
+
+    __slots__ = ("_answer", "_child", "_input")
+
+    def __init__(self, child: subprocess.Popen[bytes], input: bytes | None) -> None:
+        self._child = child
+        self._input = input or None
+        self._answer: ExecResult | None = None
+
+    def finish(self, timeout: float | None) -> ExecResult:
+        """Wait at most `timeout` seconds for the child and return (and keep) what it left.
+
+        A child still running then is killed and ForgeCliError (kind `timeout`) is raised,
+        outside the handler: TimeoutExpired carries argv and partial output, and would otherwise
+        ride along as `__context__`.
+        """
+        from ._exec import ExecResult
+
+        if self._answer is not None:
+            return self._answer
+        timed_out = False
+        try:
+            stdout, stderr = self._child.communicate(self._input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        if timed_out:
+            self.stop()
+            raise ForgeCliError(f"gh timed out after {timeout} s", kind="timeout")
+        self._answer = ExecResult(returncode=self._child.returncode, stdout=stdout, stderr=stderr)
+        return self._answer
+
+    def stop(self) -> None:
+        """Kill the child unless it has answered, and reap it."""
+        from ._exec import ExecResult
+
+        if self._answer is None:
+            self._child.kill()
+            self._child.communicate()
+            self._answer = ExecResult(returncode=self._child.returncode, stdout=b"", stderr=b"")
+
+
 class GhResponse:
     """One parsed `gh api -i` answer: HTTP status, lower-cased headers, raw body."""
 
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, *, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"GhResponse(status={self.status}, headers={self.headers!r}, body={self.body!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GhResponse):
+            return NotImplemented
+        return (self.status, self.headers, self.body) == (other.status, other.headers, other.body)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def json(self) -> Any:
         """Decode the body as JSON (None when empty), or raise ForgeCliError."""
+        import contextlib
+        import json
+
         if not self.body.strip():
             return None
         decoded: Any = _NOT_JSON
@@ -151,6 +263,10 @@ def failure_of(
 
 
 def _message_of(body: bytes) -> str:
+    import contextlib
+    import json
+    from collections.abc import Mapping
+
     decoded: object = None
     with contextlib.suppress(ValueError):
         decoded = json.loads(body)
@@ -166,6 +282,8 @@ def _message_of(body: bytes) -> str:
 
 
 def _seconds(value: str | None) -> float | None:
+    import contextlib
+
     if value is None:
         return None
     with contextlib.suppress(ValueError):
@@ -235,6 +353,8 @@ def gh_call(
     `deadline` (a `clock()` value) bounds the whole call, retries and children included; without
     one the call ends within `timeout` seconds. Only a `read` is ever retried.
     """
+    from ._exec import ExecOptions
+
     if deadline is None and timeout is not None:
         deadline = clock() + timeout
     error: ForgeCliError | None = None

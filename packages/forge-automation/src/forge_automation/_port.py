@@ -39,7 +39,6 @@ from ._types import (
     PullRequest,
     RemoveLabelResult,
     RequiredChecks,
-    RequiredContext,
     Review,
     ReviewComment,
     ReviewRules,
@@ -60,6 +59,7 @@ from ._validate import (
     validate_since,
     validate_text,
 )
+from ._verdict import merge_required_checks
 from ._wire import ForgeWire
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "load_required_contexts",
     "load_review_rules",
     "load_review_state",
+    "required_or_classic",
 ]
 
 T = TypeVar("T")
@@ -148,7 +149,7 @@ class ForgePort:
         validate_repo(repo)
         validate_branch(branch)
         rules = _all_pages(lambda page: self._wire.get_branch_rules(repo, branch, page))
-        return _merge_rules(rules)
+        return merge_required_checks(rules)
 
     def classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
         """Return classic branch protection's required checks; raises ForgeCliError on 403/404."""
@@ -578,31 +579,6 @@ def _threads_of(comments: tuple[ReviewComment, ...]) -> tuple[ReviewThread, ...]
     )
 
 
-def _merge_rules(rules: list[RequiredChecks]) -> RequiredChecks:
-    seen: dict[tuple[str, int | None], RequiredContext] = {}
-    for rule in rules:
-        for context in rule.contexts:
-            seen.setdefault((context.context, context.app_id), context)
-    reviews = [r.reviews for r in rules if r.reviews is not None]
-    return RequiredChecks(
-        contexts=tuple(seen.values()),
-        strict=any(r.strict for r in rules),
-        reviews=_strictest(reviews) if reviews else None,
-    )
-
-
-def _strictest(rules: list[ReviewRules]) -> ReviewRules:
-    # Several active rulesets all apply: the forge enforces every one of them.
-    return ReviewRules(
-        required_approving_review_count=max(r.required_approving_review_count for r in rules),
-        require_code_owner_review=any(r.require_code_owner_review for r in rules),
-        require_last_push_approval=any(r.require_last_push_approval for r in rules),
-        dismiss_stale_reviews_on_push=any(r.dismiss_stale_reviews_on_push for r in rules),
-        required_review_thread_resolution=any(r.required_review_thread_resolution for r in rules),
-        source=rules[0].source,
-    )
-
-
 def forge_port(wire: ForgeWire) -> ForgePort:
     """Return a port that validates, reads before writing and skips what is already done."""
     return ForgePort(wire)
@@ -622,6 +598,18 @@ def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredC
         if exc.kind != "free-plan":
             raise
         rules = RequiredChecks()
+    return required_or_classic(port, repo, branch, rules)
+
+
+def required_or_classic(
+    port: ForgePort, repo: str, branch: str, rules: RequiredChecks
+) -> RequiredChecks:
+    """Return `rules` (the rulesets' checks) when they require a context, else classic's.
+
+    The second half of `load_required_contexts`, for a caller that read the rulesets another way
+    (pr-status's GraphQL read): classic protection's 404 and the free-plan 403 leave `rules`;
+    any other failed read raises.
+    """
     if rules.contexts:
         return rules
     try:

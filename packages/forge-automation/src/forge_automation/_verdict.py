@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ._constants import ACTIONS_APP_ID
-from ._types import CheckRun, CommitStatus, RequiredChecks, RequiredContext
+from ._types import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
 
-__all__ = ["CiVerdict", "Verdict", "ci_verdict"]
+__all__ = ["CiVerdict", "Verdict", "ci_verdict", "merge_required_checks"]
 
 Verdict: TypeAlias = Literal["green", "red", "pending"]
 _Outcome: TypeAlias = Literal["pass", "fail", "wait"]
@@ -33,6 +33,33 @@ class CiVerdict:
     def to_json(self) -> dict[str, object]:
         """Return the spec's `{verdict, reasons}` JSON object."""
         return {"verdict": self.verdict, "reasons": list(self.reasons)}
+
+
+def merge_required_checks(rules: Iterable[RequiredChecks]) -> RequiredChecks:
+    """Merge active rulesets' rules: every context, strict if any is, the strictest reviews."""
+    rules = list(rules)
+    seen: dict[tuple[str, int | None], RequiredContext] = {}
+    for rule in rules:
+        for context in rule.contexts:
+            seen.setdefault((context.context, context.app_id), context)
+    reviews = [r.reviews for r in rules if r.reviews is not None]
+    return RequiredChecks(
+        contexts=tuple(seen.values()),
+        strict=any(r.strict for r in rules),
+        reviews=_strictest(reviews) if reviews else None,
+    )
+
+
+def _strictest(rules: list[ReviewRules]) -> ReviewRules:
+    # Several active rulesets all apply: the forge enforces every one of them.
+    return ReviewRules(
+        required_approving_review_count=max(r.required_approving_review_count for r in rules),
+        require_code_owner_review=any(r.require_code_owner_review for r in rules),
+        require_last_push_approval=any(r.require_last_push_approval for r in rules),
+        dismiss_stale_reviews_on_push=any(r.dismiss_stale_reviews_on_push for r in rules),
+        required_review_thread_resolution=any(r.required_review_thread_resolution for r in rules),
+        source=rules[0].source,
+    )
 
 
 def run_outcome(run: CheckRun, *, required: bool) -> _Outcome:

@@ -19,6 +19,20 @@ from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
 from ._ghenv import gh_child_env, rest_args
+from ._shape import (
+    _SHAPE_ERRORS,
+    _app_id,
+    _bool,
+    _int,
+    _list,
+    _mapped_data,
+    _obj,
+    _opt_int,
+    _opt_obj,
+    _opt_str,
+    _str,
+    _Unmappable,
+)
 from ._types import (
     Ancestry,
     CheckRun,
@@ -220,13 +234,6 @@ def _repo(repo: str) -> str:
 # -- mapping answers: anything of another shape is "cannot read", never another exception -------
 
 
-class _Unmappable(Exception):
-    """A field is missing or of the wrong JSON type (caught by `_mapped`)."""
-
-
-_SHAPE_ERRORS = (_Unmappable, LookupError, TypeError, ValueError, AttributeError)
-
-
 def _mapped(what: str, response: GhResponse, parse: Callable[[Any], T]) -> T:
     """Return `parse(body)`, or raise ForgeCliError(kind="malformed") naming `what`."""
     data = response.json()
@@ -242,48 +249,6 @@ def _mapped(what: str, response: GhResponse, parse: Callable[[Any], T]) -> T:
         status=response.status,
         kind="malformed",
     )
-
-
-def _obj(value: object) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _Unmappable
-    return value
-
-
-def _opt_obj(value: object) -> Mapping[str, Any]:
-    return {} if value is None else _obj(value)
-
-
-def _list(value: object) -> list[Any]:
-    if not isinstance(value, list):
-        raise _Unmappable
-    return value
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise _Unmappable
-    return value
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else _str(value)
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _Unmappable
-    return value
-
-
-def _opt_int(value: object) -> int | None:
-    return None if value is None else _int(value)
-
-
-def _bool(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _Unmappable
-    return value
 
 
 def _pr_from_json(value: object) -> PullRequest:
@@ -572,13 +537,6 @@ def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
             )
         )
     return replace(state, threads=tuple(threads))
-
-
-def _app_id(value: object) -> int | None:
-    # -1 and null both mean "any source" on the forge.
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
 
 
 _COMMENT_NODES = "nodes { fullDatabaseId author { login } authorAssociation path line body }"
@@ -1124,17 +1082,6 @@ def _thread_page(
     data: Any,
 ) -> tuple[list[ReviewComment], str | None]:
     return comments(data["node"]["comments"], resolved, thread_id)
-
-
-def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:
-    """Return `parse(data)` for a GraphQL `data` object, or raise ForgeCliError (malformed)."""
-    failed = False
-    try:
-        return parse(data)
-    except _SHAPE_ERRORS:
-        failed = True
-    assert failed
-    raise ForgeCliError(f"forge answered {what} the wire cannot read", kind="malformed")
 
 
 def gh_cli_wire(

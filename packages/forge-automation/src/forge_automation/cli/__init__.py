@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn
 
-    from ._pr_status import _EarlyGh
+    from ._pr_status import _Prestarted
 
 __all__ = ["main"]
 
@@ -51,7 +51,15 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     raise SystemExit(code)
 
 
-def _dispatch(args: list[str], early: _EarlyGh | None) -> None:
+def _dispatch(args: list[str], early: _Prestarted | None) -> None:
+    if early is not None:
+        # `prefetch` started a read only for a plain, valid `pr-status <ref> [--json]`, which
+        # needs no parser (argparse and gettext cost a gh call's tenth to import).
+        from ._pr_status import pr_status_command
+
+        ref = next(a for a in args[1:] if a != "--json")
+        pr_status_command(ref, as_json="--json" in args, early=early)
+        return
     from ._parse import parse
 
     command, values = parse(args)

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 import sys
 
+from .._parallel import parallel
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
     from .._exec import GhExec
     from .._port import ForgePort
     from .._types import PullRequest
@@ -148,27 +147,3 @@ def read_pr(port: ForgePort, repo: str, number: int, command: str) -> PullReques
             message = f"{command}: no PR {repo}#{number} (or no access to it)"
             raise CliExit(USAGE_EXIT[command], message) from None
         raise
-
-
-def parallel(*calls: Callable[[], Any]) -> list[Any]:
-    """Run each call in its own thread; return their results in order, or raise the first error."""
-    import threading
-
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException | None] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        try:
-            results[index] = calls[index]()
-        except BaseException as exc:  # re-raised in the caller's thread below
-            errors[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for error in errors:
-        if error is not None:
-            raise error
-    return results

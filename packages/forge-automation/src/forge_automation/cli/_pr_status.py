@@ -1,27 +1,23 @@
 """forge-cli pr-status: a PR's state, head, mergeability, checks and blockers on one line.
 
-pr-status runs often, so it overlaps its reads with Python's own start-up: the PR and the check
-runs at `refs/pull/<n>/head` start as gh children (`_EarlyGh`) as soon as `main` sees a plain
-`pr-status <ref> [--json]` (before argparse is imported), the library loads beside them, and the
-base's rules and the behind count start the moment the PR answers. The wire still makes every
-call and decides on every answer: a call started early is only answered sooner.
+pr-status runs often, so its one forge read (`PR_SNAPSHOT_QUERY`: the PR, its head's check runs
+and its base's rules in one GraphQL document) starts as a gh child through the package's one gh
+transport (`_gh.start_gh`) as soon as `main` sees a plain `pr-status <ref> [--json]`, before
+argparse and the library are imported; the library then loads while gh waits on the forge. The
+read is an ordinary `gh_call` whose first attempt this child answers (`_Prestarted`); whatever the
+document cannot answer whole is read over REST afterwards (`complete_pr_snapshot`).
 """
 
 from __future__ import annotations
 
-import sys
-
-from .._ghenv import gh_child_env, rest_args
-from . import _common
-from ._common import out, parallel, pr_ref, print_json, read_pr, short
+from ._common import USAGE_EXIT, CliExit, out, pr_ref, print_json, short
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-    from .._exec import ExecOptions, ExecResult
-    from .._port import ForgePort
+    from .._exec import ExecOptions, ExecResult, GhExec
+    from .._gh import GhChild
     from .._types import CheckRun
 
 __all__ = ["pr_status_command", "prefetch"]
@@ -30,8 +26,8 @@ __all__ = ["pr_status_command", "prefetch"]
 _GH_TIMEOUT = 60.0
 
 
-def prefetch(args: Sequence[str]) -> _EarlyGh | None:
-    """Start pr-status's first two reads if `args` is a plain, valid `pr-status <ref> [--json]`.
+def prefetch(args: Sequence[str]) -> _Prestarted | None:
+    """Start pr-status's read if `args` is a plain, valid `pr-status <ref> [--json]`.
 
     Anything else starts nothing: argparse then parses `args` as usual, and a usage error never
     follows a request.
@@ -45,10 +41,7 @@ def prefetch(args: Sequence[str]) -> _EarlyGh | None:
         repo, number = pr_ref(rest[0])
     except Exception:  # argparse and the command report it
         return None
-    early = _EarlyGh()
-    early.start(_get_args(f"repos/{repo}/pulls/{number}"))
-    early.start(_get_args(_runs_path(repo, _pull_head(number))))
-    return early
+    return _Prestarted.start(repo, number)
 
 
 def _check_counts(runs: Sequence[CheckRun], head: str) -> tuple[int, int, list[str]]:
@@ -63,68 +56,38 @@ def _check_counts(runs: Sequence[CheckRun], head: str) -> tuple[int, int, list[s
     return passed, len(outcomes), failing
 
 
-def pr_status_command(ref: str, as_json: bool = False, early: _EarlyGh | None = None) -> None:
+def pr_status_command(ref: str, as_json: bool = False, early: _Prestarted | None = None) -> None:
     """Print a PR's state, head, mergeability, checks and merge blockers on one line."""
-    import threading
-
     repo, number = pr_ref(ref)
-    early = early or _EarlyGh()
-    loader = threading.Thread(target=_load_pr_status_modules, daemon=True)
-    # While the loader imports, this thread only waits on children and starts more; a short
-    # switch interval hands it the GIL within a millisecond each time, not after 5.
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.001)
+    started = early if early is not None and early.repo == (repo, number) else None
+    if started is None:
+        started = _Prestarted.start(repo, number)
     try:
-        # The PR and the runs at its pull ref need nothing the PR says, so both start before the
-        # library is imported, which then loads beside them; the base's rules and the behind
-        # count start the moment the PR answers. The wire still makes every call and decides on
-        # every answer: a call started early is only answered sooner (see `_EarlyGh`).
-        pr_args = _get_args(f"repos/{repo}/pulls/{number}")
-        early.start(pr_args)
-        early.start(_get_args(_runs_path(repo, _pull_head(number))))
-        start_base_reads = _base_reads(early, repo)
-        loader.start()
-        start_base_reads(early.peek(pr_args))
-        loader.join()
-        _pr_status(_common.port(early), repo, number, as_json=as_json)
+        _pr_status(started, repo, number, as_json=as_json)
     finally:
-        early.close()
-        if loader.is_alive():
-            loader.join()  # never leave an import half done behind an error
-        sys.setswitchinterval(switch_interval)
+        started.close()
 
 
-def _load_pr_status_modules() -> None:
-    # Only fills sys.modules ahead of `_pr_status`; a module that fails to import here fails
-    # again there, in the caller's thread, where the error boundary sees it.
-    import contextlib
-
-    with contextlib.suppress(Exception):
-        from .. import _port, _readiness, _verdict, _wire  # noqa: F401
-
-
-def _pr_status(port: ForgePort, repo: str, number: int, *, as_json: bool) -> None:
-    from dataclasses import replace
-
+def _pr_status(
+    exec: GhExec, repo: str, number: int, *, as_json: bool, timeout: float = _GH_TIMEOUT
+) -> None:
     from .._constants import ACTIONS_APP_ID
     from .._errors import ForgeCliError
-    from .._port import load_required_contexts
+    from .._pr_snapshot import complete_pr_snapshot, read_pr_snapshot
     from .._readiness import merge_readiness
 
-    pr = read_pr(port, repo, number, "pr-status")
-    early_runs = _runs_at_pull_head(port, repo, number, pr.head_sha)
-    # The base's rules, the head's runs and the behind count do not depend on each other.
-    # (threads, not concurrent.futures: its import alone costs a gh call's tenth)
-    is_open = pr.state == "open" and not pr.merged
-    rules, runs, ancestry = parallel(
-        lambda: load_required_contexts(port, repo, pr.base_ref),
-        lambda: early_runs if early_runs is not None else port.check_runs(repo, pr.head_sha),
-        lambda: port.wire.compare_ancestry(repo, pr.base_ref, pr.head_sha) if is_open else None,
-    )
-    if is_open:
-        if ancestry is None:
-            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
-        pr = replace(pr, behind=ancestry.behind_by > 0, behind_by=ancestry.behind_by)
+    try:
+        snapshot = read_pr_snapshot(exec, repo, number, timeout=timeout)
+    except ForgeCliError as exc:
+        if exc.kind == "not-found":
+            message = f"pr-status: no PR {repo}#{number} (or no access to it)"
+            raise CliExit(USAGE_EXIT["pr-status"], message) from None
+        raise
+    snapshot = complete_pr_snapshot(snapshot, exec, repo, timeout=timeout)
+    pr, rules, runs = snapshot.pr, snapshot.rules, snapshot.runs
+    # complete_pr_snapshot sets both.
+    assert rules is not None
+    assert runs is not None
     apps = {ACTIONS_APP_ID} | {c.app_id for c in rules.contexts if c.app_id is not None}
     # Approval lives elsewhere: judging against the PR's own head drops the unapproved blocker.
     readiness = merge_readiness(
@@ -156,182 +119,57 @@ def _pr_status(port: ForgePort, repo: str, number: int, *, as_json: bool) -> Non
     )
 
 
-def _runs_at_pull_head(
-    port: ForgePort, repo: str, number: int, head_sha: str
-) -> tuple[CheckRun, ...] | None:
-    """Return the runs read through `refs/pull/<n>/head` if they are provably `head_sha`'s.
+class _Prestarted:
+    """A GhExec whose first call, if it is the snapshot read, a child started earlier answers.
 
-    That read started before the PR was known, so it may describe another commit: the pull ref
-    lags a push, or a push landed between the two reads. Only one complete page whose every run
-    names `head_sha` is that commit's whole list; an empty page names no commit at all, and a
-    later page could come from another commit than the first. None sends the caller to a read
-    by sha, so a stale list can never pass for the current head's.
-    """
-    from .._errors import ForgeCliError, ForgeInputError
-    from .._validate import validate_sha
-
-    try:
-        validate_sha(head_sha)
-        page = port.wire.list_check_runs(repo, _pull_head(number), 1, latest=False)
-    except (ForgeCliError, ForgeInputError):
-        return None
-    if page.next_page is not None or not page.items:
-        return None
-    if any(run.head_sha != head_sha for run in page.items):
-        return None
-    return page.items
-
-
-# -- pr-status: gh calls started before the wire asks for them --------------------------------
-#
-# Each path below is the one the wire builds for the same call (`_GhCliWire._rest` and the
-# method named); tests pin that they agree. One that did not would only be started in vain.
-
-
-def _get_args(path: str) -> list[str]:
-    return rest_args("GET", path)
-
-
-def _pull_head(number: int) -> str:
-    return f"refs/pull/{number}/head"
-
-
-def _runs_path(repo: str, ref: str) -> str:
-    # list_check_runs(repo, ref, 1, latest=False); a validated repo and a pull ref hold no
-    # character the wire's quoting would change.
-    return f"repos/{repo}/commits/{ref}/check-runs?filter=all&per_page=100&page=1"
-
-
-def _base_reads(early: _EarlyGh, repo: str) -> Callable[[bytes | None], None]:
-    """Return what starts the base's ruleset read and the behind count from the PR's answer.
-
-    Its imports happen here, before the library loads beside the first reads, so that it runs
-    the moment the PR answers. Only values that pass the checks the port makes reach a path;
-    anything unexpected starts nothing, and the wire then makes those calls itself as usual.
-    """
-    import json
-    from urllib.parse import quote
-
-    from .._errors import ForgeInputError
-    from .._validate import validate_branch, validate_sha
-
-    def start(pr_answer: bytes | None) -> None:
-        if pr_answer is None:
-            return
-        status_line, _, rest = pr_answer.partition(b"\n")
-        if status_line.split(b" ")[1:2] != [b"200"]:
-            return
-        _, sep, body = rest.partition(b"\r\n\r\n")
-        if not sep:
-            _, _, body = rest.partition(b"\n\n")
-        try:
-            data = json.loads(body)
-            base, head = data["base"]["ref"], data["head"]["sha"]
-            validate_branch(base)
-            validate_sha(head)
-        except (ValueError, LookupError, TypeError, ForgeInputError):
-            return
-        branch = quote(base, safe="/")
-        # load_required_contexts -> required_checks -> get_branch_rules(repo, base, 1)
-        early.start(_get_args(f"repos/{repo}/rules/branches/{branch}?per_page=100&page=1"))
-        merged = data.get("merged", data.get("merged_at") is not None)
-        if data.get("state", "open") == "open" and not merged:
-            # compare_ancestry(repo, base, head)
-            early.start(_get_args(f"repos/{repo}/compare/{branch}...{head}?per_page=1"))
-
-    return start
-
-
-class _EarlyGh:
-    """A GhExec that answers a call from a gh child started before the call was made.
-
-    `start(args)` runs gh now, in the environment `run_gh` gives a call without extra env; when
-    the wire later makes the same call (same argv, no input, that same environment) it gets that
-    child's answer. Any other call, or one whose child could not start, runs gh as usual, so a
-    mismatch costs time, never correctness. `close()` stops the children nobody asked for.
+    `start` runs the snapshot read's gh now (through `_gh.start_gh`, the one launcher); the
+    read's `gh_call` later makes the same call (same argv and stdin, no extra env) and gets that
+    child's answer. Every other call, and a retry, runs gh as usual through `run_gh`, so a
+    mismatch costs time, never correctness. `close()` stops the child if nobody asked for it.
     """
 
-    def __init__(self) -> None:
-        self._started: dict[tuple[str, ...], _EarlyChild] = {}
+    def __init__(
+        self, repo: tuple[str, int], args: list[str], input: bytes, child: GhChild | None
+    ) -> None:
+        self.repo = repo
+        self._args = args
+        self._input = input
+        self._child = child
 
-    def start(self, args: Sequence[str]) -> None:
-        """Start `gh <args>` unless it is already running."""
-        import subprocess
-
-        if tuple(args) in self._started:
-            return
-        env = gh_child_env()
-        try:
-            child = subprocess.Popen(
-                ["gh", *args],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-            )
-        except OSError:
-            return  # the call itself runs gh again and reports why it cannot
-        self._started[tuple(args)] = _EarlyChild(child, env)
-
-    def peek(self, args: Sequence[str]) -> bytes | None:
-        """Wait for the child started for `args` and return its stdout; the call still gets it."""
-        started = self._started.get(tuple(args))
-        if started is None:
-            return None
-        return started.finish(_GH_TIMEOUT)[1]
-
-    def __call__(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
-        from .._exec import ExecResult
-        from .._gh import run_gh
-
-        started = self._started.pop(tuple(args), None)
-        if started is None:
-            return run_gh(args, options)
-        if options.input or options.cwd is not None or started.env != gh_child_env(options.env):
-            started.stop()
-            return run_gh(args, options)
-        returncode, stdout, stderr = started.finish(options.timeout)
-        return ExecResult(returncode=returncode, stdout=stdout, stderr=stderr)
-
-    def close(self) -> None:
-        """Stop every child whose answer nobody asked for."""
-        while self._started:
-            self._started.popitem()[1].stop()
-
-
-class _EarlyChild:
-    """One gh child started early, and what it answered once it has."""
-
-    __slots__ = ("answer", "child", "env")
-
-    def __init__(self, child: subprocess.Popen[bytes], env: dict[str, str]) -> None:
-        self.child = child
-        self.env = env
-        self.answer: tuple[int, bytes, bytes] | None = None
-
-    def finish(self, timeout: float | None) -> tuple[int, bytes, bytes]:
-        """Wait for the child (at most `timeout` seconds, like run_gh) and keep its answer."""
-        import subprocess
+    @classmethod
+    def start(cls, repo: str, number: int) -> _Prestarted:
+        """Start the snapshot read of `repo#number`; a gh that cannot start is left to the call."""
+        import contextlib
 
         from .._errors import ForgeCliError
+        from .._gh import graphql_args, start_gh
+        from .._pr_snapshot import pr_snapshot_request
 
-        if self.answer is None:
-            timed_out = False
-            try:
-                stdout, stderr = self.child.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            if timed_out:
-                # As in run_gh, raised outside the handler: TimeoutExpired carries argv and
-                # partial output, and would otherwise ride along as __context__.
-                self.stop()
-                raise ForgeCliError(f"gh timed out after {timeout} s")
-            self.answer = (self.child.returncode, stdout, stderr)
-        return self.answer
+        args, body = graphql_args(), pr_snapshot_request(repo, number)
+        child = None
+        # A gh that cannot start: the call itself runs gh again and reports why.
+        with contextlib.suppress(ForgeCliError):
+            child = start_gh(args, input=body)
+        return cls((repo, number), args, body, child)
 
-    def stop(self) -> None:
-        """Kill the child unless it has answered, and reap it."""
-        if self.answer is None:
-            self.child.kill()
-            self.child.communicate()
-            self.answer = (self.child.returncode, b"", b"")
+    def __call__(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
+        from .._gh import run_gh
+
+        child, self._child = self._child, None
+        if child is None:
+            return run_gh(args, options)
+        if (
+            list(args) != self._args
+            or options.input != self._input
+            or options.env
+            or options.cwd is not None
+        ):
+            child.stop()
+            return run_gh(args, options)
+        return child.finish(options.timeout)
+
+    def close(self) -> None:
+        """Stop the child if its answer was never asked for."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop()
