@@ -13,6 +13,7 @@ import pytest
 
 from forge_automation import _readiness
 from forge_automation import cli as cli_module
+from forge_automation.cli import _common
 from forge_automation.cli._common import USAGE_EXIT
 from forge_support import ForgeServer, RepoState
 
