@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accounts_refresh_support import (
+    CANARY,
     TokenServer,
     account_cli,
     canary_token,
@@ -29,6 +30,9 @@ from accounts_refresh_support import (
     leftovers,
     write_file,
 )
+from agent_accounts._journal import JournalEntry, parse_journal_line
+from agent_accounts.io._explain import explain_profile
+from agent_accounts.io._journal import JOURNAL_NAME, ROTATED_NAME
 
 # Calls that change what the next run (or the token server) sees, and the response read that
 # opens the one window no design can close.
@@ -193,6 +197,20 @@ def _refresh_token(path: Path) -> str | None:
     return token if isinstance(token, str) else None
 
 
+def _journal_entries(config: Path, point: str) -> list[JournalEntry]:
+    """The journal after a crash: every line whole and valid (one write each), no token in it."""
+    raw = b"".join(
+        (config / name).read_bytes()
+        for name in (ROTATED_NAME, JOURNAL_NAME)
+        if (config / name).exists()
+    )
+    assert CANARY.encode() not in raw, point
+    lines = [line for line in raw.split(b"\n") if line]
+    entries = [parse_journal_line(line) for line in lines]
+    assert None not in entries, (point, raw[-400:])
+    return [e for e in entries if e is not None]
+
+
 def _on_disk(config: Path) -> set[str]:
     """Refresh tokens held by a complete login in any file of the config dir."""
     found = set()
@@ -228,6 +246,7 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
         assert token in issued | set(server.valid), (point, "credentials file is no login")
     # No stuck lock and nothing left behind: lock dirs, records, temp files.
     assert leftovers(scene.config) == [], (point, leftovers(scene.config))
+    journal = _journal_entries(scene.config, point)
     final = _refresh_token(scene.credentials)
     received = Counter(server.received)
     if lost_in_window:
@@ -237,6 +256,11 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
         assert results[0] == "http-400", (point, results)
         assert results[1] == "login-required", (point, results)
         assert all(n <= 2 for n in received.values()), (point, received)
+        # The journal tells it: the killed run spent the token, the next one was refused.
+        told = explain_profile(str(scene.config)).explanation
+        assert told.verdict == "logged-out", (point, told)
+        assert "was spent by account-cli pid " in told.summary, told
+        assert "its answer never reached the file" in told.summary, told
         category = "window: answer in memory only, login lost"
     else:
         # Any login that reached the disk survives, and no token was ever sent twice.
@@ -246,6 +270,7 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
             category = "before the request: old login kept, refreshed after"
         elif results[0] == "refreshed" and crashed_token == scene.original:
             category = "answer on disk: rolled forward"
+            assert any(e.rolled for e in journal), (point, "the roll-forward is not journaled")
         else:
             category = "new login installed before the crash"
     return Outcome(point=point, killed=killed, category=category, results=results)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from accounts_refresh_support import CANARY, run_race
+from agent_accounts._journal import parse_journal_line
+from agent_accounts.io._journal import JOURNAL_NAME
 
 
 @pytest.mark.slow
@@ -25,3 +27,10 @@ async def test_eight_cli_processes_and_a_writer_spend_each_token_once(tmp_path: 
         assert CANARY not in err
         assert "token refresh failed" not in err
         assert code in (0, 2), (code, err)  # 2: a login read caught the writer mid-write
+    # The journal the racing processes shared: whole lines only, no token, each token spent once.
+    raw = (tmp_path / "home" / ".agent" / JOURNAL_NAME).read_bytes()
+    assert CANARY.encode() not in raw
+    entries = [parse_journal_line(line) for line in raw.split(b"\n") if line]
+    assert None not in entries
+    spends = [e.gen for e in entries if e is not None and e.event == "spend"]
+    assert len(spends) == len(set(spends)) == outcome.exchanges - outcome.writer_refreshes
