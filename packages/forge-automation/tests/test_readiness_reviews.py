@@ -452,6 +452,7 @@ def test_the_decision_imports_nothing_that_does_io() -> None:
         "collections.abc",
         "dataclasses",
         "typing",
+        "._records",
         "._types",
         "._verdict",
     }

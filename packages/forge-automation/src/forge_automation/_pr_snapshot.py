@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from ._exec import GhExec
     from ._port import ForgePort
-    from ._types import CheckRun, PullRequest, RequiredChecks
+    from ._records import CheckRun, PullRequest, RequiredChecks
 
 __all__ = [
     "PR_SNAPSHOT_QUERY",
@@ -164,8 +164,8 @@ def _not_found(body: Mapping[str, Any]) -> bool:
 
 
 def _snapshot(repository: Any) -> PrSnapshot:
+    from ._records import PullRequest
     from ._shape import _bool, _int, _list, _obj, _opt_obj, _opt_str, _str, _Unmappable
-    from ._types import PullRequest
 
     data = _obj(_obj(repository)["pullRequest"])
     state = _str(data["state"])
@@ -205,8 +205,8 @@ def _snapshot(repository: Any) -> PrSnapshot:
 
 
 def _runs(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | None:
+    from ._records import CheckRun
     from ._shape import _app_id, _bool, _int, _list, _obj, _opt_obj, _opt_str, _str
-    from ._types import CheckRun
 
     suites = _obj(commit["checkSuites"])
     if _bool(_obj(suites["pageInfo"])["hasNextPage"]):
@@ -240,8 +240,8 @@ def _runs(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | No
 
 def _rules(value: object) -> RequiredChecks | None:
     """Return the rulesets' required checks, or None when they must be read over REST."""
+    from ._records import RequiredChecks, RequiredContext, ReviewRules
     from ._shape import _app_id, _bool, _int, _list, _obj, _str
-    from ._types import RequiredChecks, RequiredContext, ReviewRules
     from ._verdict import merge_required_checks
 
     if value is None:

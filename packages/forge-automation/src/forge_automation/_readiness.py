@@ -36,7 +36,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ._types import CheckRun, PullRequest, RequiredChecks, RequiredContext, Review, ReviewState
+from ._records import CheckRun, PullRequest, RequiredChecks, RequiredContext, Review, ReviewState
 from ._verdict import contexts_of, run_label, run_outcome
 
 __all__ = [

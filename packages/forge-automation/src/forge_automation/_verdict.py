@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ._constants import ACTIONS_APP_ID
-from ._types import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
+from ._records import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
 
 __all__ = ["CiVerdict", "Verdict", "ci_verdict", "merge_required_checks"]
 
