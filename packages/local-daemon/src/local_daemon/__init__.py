@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from ._daemon import DaemonHandle, run_daemon_until_signal, start_daemon
     from ._events import EventHub
     from ._files import file_response
-    from ._guards import CLIENT_HEADER, Guards
+    from ._guards import Guards
+    from ._headers import CLIENT_HEADER
     from ._mcp import create_mcp_server, invoke_tool, list_tools, run_mcp_stdio
     from ._progress import CancelFlag, Progress
     from ._registry import Registry
@@ -98,7 +99,7 @@ __all__: list[str] = [
 # first) never pay for aiohttp.
 _LAZY: dict[str, str] = {
     "AuthRecord": "._types",
-    "CLIENT_HEADER": "._guards",
+    "CLIENT_HEADER": "._headers",
     "CancelFlag": "._progress",
     "CommandInfo": "._types",
     "CommandRegistry": "._types",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from ._headers import CLIENT_HEADER
 from ._types import Middleware
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
     "guard_refusal",
     "loopback_allowlist",
 ]
-
-CLIENT_HEADER = "x-local-client"
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")

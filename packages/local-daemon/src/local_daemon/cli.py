@@ -227,10 +227,33 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = _command(
         sub,
         "mcp-stdio",
-        "serve MODULE:ATTR's commands as MCP tools on stdin/stdout",
-        usage="%(prog)s MODULE:ATTR [--tool-prefix PREFIX] [--version V]",
+        "serve MODULE:ATTR's commands as MCP tools on stdin/stdout, or relay them to the daemon"
+        " of a state dir (--attach)",
+        usage="%(prog)s (MODULE:ATTR | --attach DIR [--start MODULE:ATTR]) [--tool-prefix PREFIX]"
+        " [--version V]",
     )
-    mcp.add_argument("target", metavar="MODULE:ATTR", help=target_help)
+    mcp.add_argument("target", nargs="?", metavar="MODULE:ATTR", help=target_help)
+    mcp.add_argument(
+        "--attach",
+        **once,
+        type=Path,
+        metavar="DIR",
+        help="relay to the running daemon that owns state dir DIR (exit 69 when none runs)",
+    )
+    mcp.add_argument(
+        "--start",
+        **once,
+        metavar="MODULE:ATTR",
+        help="with --attach: start `serve MODULE:ATTR` detached when no daemon runs",
+    )
+    mcp.add_argument(
+        "--start-timeout",
+        **once,
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds --start waits for the daemon's /health (default 30)",
+    )
     mcp.add_argument(
         "--tool-prefix",
         **once,
@@ -295,12 +318,25 @@ def _run(ns: argparse.Namespace) -> int:
         from ._cli_health import check_health
 
         print(check_health(port=ns.port, state_dir=ns.state_dir, host=ns.host, timeout=ns.timeout))
+    elif ns.command == "mcp-stdio" and (ns.attach is not None or ns.start is not None):
+        from ._cli_attach import attach
+
+        attach(
+            state_dir=ns.attach,
+            target=ns.target,
+            start=ns.start,
+            tool_prefix=ns.tool_prefix,
+            version=ns.version,
+            start_timeout=ns.start_timeout,
+        )
     elif ns.command == "mcp-stdio":
         import asyncio
 
         from ._cli_serve import setup_logging
         from ._mcp import run_mcp_stdio
 
+        if ns.target is None:
+            raise UsageProblem("mcp-stdio needs MODULE:ATTR or --attach DIR")
         registry = load_registry(ns.target)
         setup_logging("warning")  # stdout carries the protocol: logs go to stderr only
         asyncio.run(run_mcp_stdio(registry, tool_prefix=ns.tool_prefix, version=ns.version))

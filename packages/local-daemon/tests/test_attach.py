@@ -1,0 +1,322 @@
+"""`local-daemon mcp-stdio --attach DIR [--start MODULE:ATTR]`: stdio sessions sharing one daemon.
+
+Real processes throughout: the relay is the CLI, the daemon is `local-daemon serve`, the clients
+are the `mcp` SDK's stdio client (both protocol eras) or raw JSON-RPC lines where a test needs
+the relay's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from daemon_support import TESTS_DIR, DaemonProcess
+from local_daemon._attach import AttachProblem, find_daemon
+from local_daemon._pidfile import daemon_paths, lock_state_dir, read_pid_file, write_pid_file
+
+PRODUCT = "attach_product:registry"
+MODERN = "2026-07-28"  # pinned: "auto" would fall back to the handshake while a daemon starts
+ENV = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test-client", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _relay_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "local_daemon.cli", "mcp-stdio", *args]
+
+
+def _cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _relay_argv(*args),
+        input=stdin,
+        env=ENV,
+        cwd=TESTS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _call(request_id: int, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments or {}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _lines(*messages: dict[str, Any]) -> str:
+    return "".join(json.dumps(message) + "\n" for message in messages)
+
+
+def _stop_daemon_of(state: Path) -> None:
+    pid = read_pid_file(daemon_paths(state))
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and read_pid_file(daemon_paths(state)) == pid:
+        time.sleep(0.02)  # bounded: the daemon removes its pid file as it closes
+
+
+@pytest.fixture(scope="module")
+def strict_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A daemon whose `/mcp` demands x-local-client (`--mcp-client-header`); tools unprefixed."""
+    state = tmp_path_factory.mktemp("strict") / "state"
+    daemon = DaemonProcess(state, "--tool-prefix", "", "--mcp-client-header", target=PRODUCT)
+    try:
+        daemon.wait_ready()
+        yield state
+    finally:
+        daemon.stop()
+
+
+# -- no daemon, refusals, usage ---------------------------------------------------------------
+
+
+def test_no_daemon_is_69_with_one_clear_line(tmp_path: Path) -> None:
+    result = _cli("--attach", str(tmp_path / "state"))
+    assert (result.returncode, result.stdout) == (69, "")
+    assert result.stderr == (
+        f"local-daemon: no daemon is running for {tmp_path / 'state'} (no daemon.pid)"
+        " (pass --start MODULE:ATTR to start one)\n"
+    )
+
+
+def test_a_stale_pid_file_is_no_daemon(tmp_path: Path) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    paths = daemon_paths(tmp_path / "state")
+    write_pid_file(paths, int(gone), meta={"port": 9, "host": "127.0.0.1", "tool_prefix": ""})
+    result = _cli("--attach", str(paths.state_dir))
+    assert result.returncode == 69
+    assert f"is stale: process {gone} is not running" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ([], "mcp-stdio needs MODULE:ATTR or --attach DIR"),
+        (["--start", PRODUCT], "--start needs --attach DIR"),
+        ([PRODUCT, "--attach", "s"], "give MODULE:ATTR or --attach DIR, not both"),
+        (["--attach", "s", "--start", "nocolon"], "--start expects MODULE:ATTR"),
+        (["--attach", "s", "--start", PRODUCT, "--start-timeout", "0"], "--start-timeout must"),
+    ],
+)
+def test_usage_errors_are_64(args: list[str], problem: str, tmp_path: Path) -> None:
+    result = _cli(*args)
+    assert result.returncode == 64, result.stderr
+    assert result.stderr.startswith(f"local-daemon: {problem}")
+    assert "usage: local-daemon mcp-stdio" in result.stderr
+    assert not (TESTS_DIR / "s").exists()
+
+
+class TestFindDaemon:
+    """The identity checks, on state files this test writes while holding the state dir's lock."""
+
+    def _state(self, tmp_path: Path, *, lock: bool = True, **meta: Any) -> Path:
+        paths = daemon_paths(tmp_path / "state")
+        if lock:
+            self._lock = lock_state_dir(paths)  # released when the test's tmp dir goes
+        write_pid_file(paths, meta={"port": 9, "host": "127.0.0.1", "tool_prefix": "", **meta})
+        return paths.state_dir
+
+    def teardown_method(self) -> None:
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def test_a_pid_that_does_not_hold_the_lock_is_not_the_daemon(self, tmp_path: Path) -> None:
+        state = self._state(tmp_path, lock=False)
+        with pytest.raises(AttachProblem, match=r"does not hold daemon\.lock") as caught:
+            find_daemon(daemon_paths(state))
+        assert caught.value.kind == "unavailable"
+
+    def test_a_daemon_without_mcp_is_refused(self, tmp_path: Path) -> None:
+        state = self._state(tmp_path, tool_prefix=None)
+        with pytest.raises(AttachProblem, match="serves no /mcp") as caught:
+            find_daemon(daemon_paths(state))
+        assert caught.value.kind == "refused"
+
+    def test_a_daemon_off_loopback_is_refused(self, tmp_path: Path) -> None:
+        state = self._state(tmp_path, host="192.0.2.10")
+        with pytest.raises(AttachProblem, match="not on loopback") as caught:
+            find_daemon(daemon_paths(state))
+        assert caught.value.kind == "refused"
+
+    def test_no_answer_on_the_port_is_no_daemon(self, tmp_path: Path) -> None:
+        import socket
+
+        with socket.socket() as sock:  # a port nobody listens on: bound, never listening
+            sock.bind(("127.0.0.1", 0))
+            state = self._state(tmp_path, port=sock.getsockname()[1])
+            with pytest.raises(AttachProblem, match="no healthy daemon") as caught:
+                find_daemon(daemon_paths(state), timeout=0.5)
+        assert caught.value.kind == "unavailable"
+
+
+# -- one daemon, several sessions -------------------------------------------------------------
+
+
+def _structured(result: types.CallToolResult) -> Any:
+    assert not result.is_error, result
+    return result.structured_content
+
+
+async def test_start_race_two_sessions_share_one_daemon(tmp_path: Path) -> None:
+    """Two sessions attach with --start at the same moment: one daemon starts, both see its
+    counter (one session in each protocol era the SDK speaks)."""
+    state = tmp_path / "state"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "local_daemon.cli", "mcp-stdio", "--attach", str(state), "--start", PRODUCT],
+        env={"PYTHONPATH": str(TESTS_DIR)},
+        cwd=TESTS_DIR,
+    )
+    counts: dict[str, Any] = {}
+    versions: dict[str, str | None] = {}
+    both_open = anyio.Event()
+    opened: list[str] = []
+
+    async def session(mode: str, errlog: IO[str]) -> None:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
+            opened.append(mode)
+            if len(opened) == 2:
+                both_open.set()
+            with anyio.fail_after(120):
+                await both_open.wait()  # both sessions live at once, then both call
+            counts[mode] = _structured(await client.call_tool("bump", {}))["data"]
+            versions[mode] = client.session.protocol_version
+
+    try:
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with anyio.create_task_group() as group:
+                group.start_soon(session, "legacy", errlog)
+                group.start_soon(session, MODERN, errlog)
+            errlog.seek(0)
+            stderr = errlog.read()
+    finally:
+        _stop_daemon_of(state)
+    assert sorted(count["count"] for count in counts.values()) == [1, 2]
+    assert len({count["pid"] for count in counts.values()}) == 1
+    # The 2026 era's per-request envelope went through too (its HTTP headers are the relay's).
+    assert versions == {"legacy": "2025-11-25", MODERN: MODERN}
+    assert "Traceback" not in stderr
+    log = (state / "daemon.log").read_text()
+    assert log.count("serving http://") == 1, log  # exactly one daemon was started
+    assert "already running" not in log, log
+
+
+def test_the_relay_passes_the_guards_and_imports_no_aiohttp(strict_daemon: Path) -> None:
+    """The relay is a legitimate local client: x-local-client on a daemon that demands it, Host
+    127.0.0.1:<port>, no Origin; and it loads mcp but never aiohttp (`python -X importtime`)."""
+    stdin = _lines(INITIALIZE, INITIALIZED, _call(2, "bump"))
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *_relay_argv("--attach", str(strict_daemon))[1:]],
+        input=stdin,
+        env=ENV,
+        cwd=TESTS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [answer["id"] for answer in answers] == [1, 2]
+    assert answers[1]["result"]["structuredContent"]["ok"] is True
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "mcp.client.streamable_http" in imported
+    assert not {name for name in imported if name.split(".")[0] == "aiohttp"}
+
+
+@pytest.mark.parametrize("when", ["mid_call", "idle"])
+def test_a_daemon_that_dies_ends_the_session_with_a_clear_line(when: str, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    daemon = DaemonProcess(state, "--tool-prefix", "", target=PRODUCT)
+    mark = tmp_path / "mark"
+    relay: subprocess.Popen[str] | None = None
+    try:
+        daemon.wait_ready()
+        relay = subprocess.Popen(
+            _relay_argv("--attach", str(state)),
+            env=ENV,
+            cwd=TESTS_DIR,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert relay.stdin is not None
+        assert relay.stdout is not None
+        assert relay.stderr is not None
+        relay.stdin.write(_lines(INITIALIZE, INITIALIZED))
+        if when == "mid_call":
+            relay.stdin.write(_lines(_call(2, "hold", {"mark": str(mark)})))
+        relay.stdin.flush()
+        assert json.loads(relay.stdout.readline())["id"] == 1  # the session is up
+        if when == "mid_call":
+            deadline = time.monotonic() + 60
+            while not mark.exists():  # bounded: the command writes it as it starts
+                assert time.monotonic() < deadline, "the call never reached the daemon"
+                time.sleep(0.02)
+        daemon.process.send_signal(signal.SIGKILL)
+        relay.wait(timeout=60)  # stdin stays open: the relay ends by itself
+        out, err = relay.stdout.read(), relay.stderr.read()
+    finally:
+        if relay is not None:
+            if relay.poll() is None:
+                relay.kill()
+                relay.wait(timeout=30)
+            for stream in (relay.stdin, relay.stdout, relay.stderr):
+                if stream is not None:
+                    stream.close()
+        daemon.stop()
+    assert relay.returncode == 69, err
+    assert err == (
+        f"local-daemon: the daemon for {state} (pid {daemon.process.pid}) went away;"
+        " this MCP session ends\n"
+    )
+    answers = [json.loads(line) for line in out.splitlines()]
+    if when == "mid_call":
+        # The open call fails instead of waiting forever.
+        assert [(a["id"], a["error"]["code"]) for a in answers] == [(2, types.CONNECTION_CLOSED)]
+    else:
+        assert answers == []
+
+
+def test_start_reports_a_daemon_that_cannot_start(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = _cli("--attach", str(state), "--start", "no_such_module_here:registry")
+    assert (result.returncode, result.stdout) == (69, "")
+    line = result.stderr.strip()
+    assert line.startswith("local-daemon: the daemon it started exited with code 64 before")
+    assert "cannot import 'no_such_module_here'" in line
+    assert line.endswith(f"(its output: {state / 'daemon.log'})")
+    assert not (state / "daemon.pid").exists()
