@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
 from mcp_clients_product import SIMPLE_TEXT
@@ -78,8 +80,8 @@ def node_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def _serve(state: Path, *extra: str) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "local_daemon.cli", "serve", PRODUCT]
+def _serve(state: Path, *extra: str, product: str = PRODUCT) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "local_daemon.cli", "serve", product]
     return subprocess.Popen(
         [*argv, "--state-dir", str(state), "--version", VERSION, *extra],
         cwd=HERE,
@@ -134,6 +136,22 @@ def strict_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"http://127.0.0.1:{_port_of(process, state)}/mcp"
     finally:
         _stop(process)
+
+
+@pytest.fixture(scope="module")
+def attach_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The state dir of a daemon serving a counter (`mcp_counter_product`) for `--attach`."""
+    state = tmp_path_factory.mktemp("attach")
+    process = _serve(state, "--tool-prefix", "", product="mcp_counter_product:registry")
+    try:
+        _port_of(process, state)
+        yield state
+    finally:
+        _stop(process)
+
+
+def _attach_command(state: Path) -> list[str]:
+    return [sys.executable, "-m", "local_daemon.cli", "mcp-stdio", "--attach", str(state)]
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -284,14 +302,53 @@ async def test_python_sdk_client_with_defaults(mcp_url: str) -> None:
     assert json.loads(block.text)["error"]["code"] == 65
 
 
+async def test_attach_sessions_of_stock_clients_share_one_daemon(
+    node_env: dict[str, str], attach_state: Path, tmp_path: Path
+) -> None:
+    """The Python SDK's stdio client and the Inspector CLI each run `mcp-stdio --attach`: two
+    relays, one daemon, one counter."""
+    params = StdioServerParameters(
+        command=sys.executable, args=_attach_command(attach_state)[1:], cwd=HERE
+    )
+    async with Client(stdio_client(params)) as client:
+        first = await client.call_tool("bump", {})
+        # While this session stays open, another client attaches and bumps the same counter.
+        inspector = [str(BIN / "inspector"), "--cli", *PATIENT, "--cwd", str(HERE)]
+        called = await anyio.to_thread.run_sync(
+            lambda: _run(
+                [
+                    *inspector,
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "bump",
+                    "--",
+                    *_attach_command(attach_state),
+                ],
+                node_env,
+                tmp_path,
+            )
+        )
+        third = await client.call_tool("bump", {})
+    assert called.returncode == 0, called.stderr
+    second = json.loads(called.stdout)["structuredContent"]
+    assert first.structured_content is not None
+    assert third.structured_content is not None
+    counts = [first.structured_content["data"], second["data"], third.structured_content["data"]]
+    assert [count["count"] for count in counts] == [1, 2, 3]
+    assert len({count["pid"] for count in counts}) == 1
+    assert read_pid_file(daemon_paths(attach_state)) == counts[0]["pid"]
+
+
 def test_claude_code_shows_connected(
-    node_env: dict[str, str], mcp_url: str, strict_url: str, tmp_path: Path
+    node_env: dict[str, str], mcp_url: str, strict_url: str, attach_state: Path, tmp_path: Path
 ) -> None:
     claude = str(BIN / "claude")
     adds = [
         ["mcp", "add", "--transport", "http", "daemon-http", mcp_url],
         ["mcp", "add", "--transport", "http", "strict-http", strict_url],
         ["mcp", "add", "daemon-stdio", "-e", f"PYTHONPATH={HERE}", "--", *_stdio_command()],
+        ["mcp", "add", "daemon-attach", "--", *_attach_command(attach_state)],
     ]
     for argv in adds:
         added = _run([claude, *argv], node_env, tmp_path)
@@ -300,5 +357,6 @@ def test_claude_code_shows_connected(
     lines = {line.split(":", 1)[0]: line for line in listed.stdout.splitlines() if ":" in line}
     assert "Connected" in lines["daemon-http"], listed.stdout
     assert "Connected" in lines["daemon-stdio"], listed.stdout
+    assert "Connected" in lines["daemon-attach"], listed.stdout
     # The control: the same client is turned away where the product demands the header.
     assert "Connected" not in lines["strict-http"], listed.stdout
