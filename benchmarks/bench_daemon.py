@@ -1,8 +1,9 @@
 """The daemon's figures: RPC through every guard vs a bare aiohttp echo, MCP `tools/call` on `/mcp`
 vs the SDK's own `MCPServer` (stateless JSON, uvicorn) and vs the daemon's own `/rpc`, progress
 notifications per second for one call (vs `MCPServer`'s `ctx.report_progress`), SSE fan-out
-to 1,000 subscribers, start to first healthy answer, `import local_daemon`, and RSS under a
-never-ending chunked body.
+to 1,000 subscribers, `tools/call` through `mcp-stdio --attach` vs direct HTTP, start to first
+healthy answer, `import local_daemon` (and `local_daemon.cli`), and RSS under a never-ending
+chunked body.
 
 Servers run in child processes (this script with `serve MODE`), so client and server never share
 an event loop; everything is on 127.0.0.1. Prints one JSON line per figure.
@@ -27,6 +28,7 @@ from _procstat import cpu_seconds
 
 REQUESTS = 4000
 MCP_REQUESTS = int(os.environ.get("BENCH_MCP_REQUESTS", "1000"))
+ATTACH_CALLS = int(os.environ.get("BENCH_ATTACH_CALLS", "500"))
 CONCURRENCY = 8
 ROUNDS = 5
 # What a stock client sends on every post-initialize request of a stateless server.
@@ -367,6 +369,140 @@ def _progress_figures(workdir: Path) -> None:
     )
 
 
+async def _direct_seconds_per_call(port: int, calls: int) -> float:
+    """`tools/call` on `/mcp` one at a time over one kept-alive connection: seconds per call."""
+    from aiohttp import ClientSession, TCPConnector
+
+    async with ClientSession(connector=TCPConnector(limit=1)) as session:
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def one() -> None:
+            async with session.post(url, data=MCP_CALL, headers=MCP_HEADERS) as response:
+                answer = await response.read()
+                assert response.status == 200, (response.status, answer[:200])
+                assert b'"hello"' in answer, answer
+
+        for _ in range(min(calls, 50)):  # warm up
+            await one()
+        started = time.perf_counter()
+        for _ in range(calls):
+            await one()
+        return (time.perf_counter() - started) / calls
+
+
+class _Relay:
+    """`local-daemon mcp-stdio --attach DIR` as an agent host runs it: JSON-RPC lines on a pipe."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "local_daemon.cli", "mcp-stdio", "--attach", str(state_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+        self._send(json.dumps(initialize))
+        assert '"protocolVersion"' in self._receive()
+        self._send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def _send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def _receive(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline()
+
+    def seconds_per_call(self, calls: int) -> float:
+        """`tools/call` through the relay, one at a time: seconds per call."""
+
+        def one() -> None:
+            self._send(MCP_CALL)
+            answer = self._receive()
+            assert '"hello"' in answer, answer
+            assert '"isError":false' in answer, answer
+
+        for _ in range(min(calls, 50)):  # warm up
+            one()
+        started = time.perf_counter()
+        for _ in range(calls):
+            one()
+        return (time.perf_counter() - started) / calls
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.process.pid)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # the relay ends once stdin closes
+        self.process.wait(timeout=30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _attach_figures(workdir: Path) -> None:
+    """`tools/call` through `mcp-stdio --attach` vs direct HTTP to the same daemon's `/mcp`."""
+    server = _Server("daemon_mcp", workdir)
+    relay: _Relay | None = None
+    relayed: list[float] = []
+    direct: list[float] = []
+    relay_cpu = 0.0
+    try:
+        relay = _Relay(workdir / "daemon_mcp")
+        for _ in range(ROUNDS):  # alternating rounds: drift on a shared machine hits both alike
+            before = relay.cpu_seconds()
+            relayed.append(relay.seconds_per_call(ATTACH_CALLS))
+            relay_cpu += relay.cpu_seconds() - before
+            direct.append(asyncio.run(_direct_seconds_per_call(server.port, ATTACH_CALLS)))
+    finally:
+        if relay is not None:
+            relay.close()
+        server.close()
+    via, bare = statistics.median(relayed), statistics.median(direct)
+    _emit(
+        name="MCP tools/call through `mcp-stdio --attach` (stdio relay), one at a time",
+        value=round(via * 1e6, 1),
+        unit="us per call",
+        baseline="direct HTTP POST /mcp to the same daemon, one at a time (us); the relay adds "
+        f"{round((via - bare) * 1e6, 1)} us per call",
+        baseline_value=round(bare * 1e6, 1),
+        ratio=round(statistics.median(r / d for r, d in zip(relayed, direct, strict=True)), 3),
+        target="information: the relay's overhead per call",
+    )
+    # Each round makes up to 50 warm-up calls, then ATTACH_CALLS timed ones.
+    per_call = relay_cpu / (ROUNDS * (ATTACH_CALLS + min(ATTACH_CALLS, 50)))
+    _emit(
+        name="relay (`mcp-stdio --attach`) CPU per tools/call",
+        value=round(per_call * 1e6, 1),
+        unit="us",
+        baseline=None,
+        baseline_value=None,
+        ratio=None,
+        target="information: lower is better",
+    )
+    bare_python = _python_seconds("pass")
+    imported = _python_seconds("import local_daemon.cli")
+    _emit(
+        name="python -c 'import local_daemon.cli' (every `local-daemon` command pays it)",
+        value=round(imported * 1000, 1),
+        unit="ms",
+        baseline="python -c pass",
+        baseline_value=round(bare_python * 1000, 1),
+        ratio=round(imported / bare_python, 2),
+        target="no aiohttp or mcp until a command needs them",
+    )
+
+
 async def _open_sse(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
@@ -545,6 +681,7 @@ def main() -> None:
 
         _mcp_figures(workdir)
         _progress_figures(workdir)
+        _attach_figures(workdir)
 
         server = _Server("daemon", workdir)
         try:
@@ -621,5 +758,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["progress"]:  # the progress figure alone
         with tempfile.TemporaryDirectory() as tmp:
             _progress_figures(Path(tmp))
+    elif sys.argv[1:2] == ["attach"]:  # the `mcp-stdio --attach` figures alone
+        with tempfile.TemporaryDirectory() as tmp:
+            _attach_figures(Path(tmp))
     else:
         main()
