@@ -8,9 +8,9 @@ and the code from this table. `cli.main` is the one boundary that turns them int
 |---|---|
 | 0 | success (`-h`/`--help` included) |
 | 64 | a usage error: a bad flag or value, a MODULE:ATTR that does not load |
-| 69 | unavailable: the port is in use, `health` or `mcp-stdio --attach` found no healthy daemon, the attached daemon went away |
+| 69 | unavailable: port in use, no healthy daemon (`health`, `--attach`), it went away |
 | 70 | a bug in local-daemon itself (`LOCAL_DAEMON_DEBUG=1` prints the traceback) |
-| 78 | configuration refused: token file, TLS pair, remote options, LISTEN_FDS, a state file, a daemon without /mcp |
+| 78 | configuration refused: token file, TLS pair, remote options, LISTEN_FDS, a state file |
 | 130 | interrupted (Ctrl-C before the daemon's own SIGINT handler is in place) |
 """
 
