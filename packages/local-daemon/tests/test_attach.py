@@ -122,7 +122,6 @@ def test_a_stale_pid_file_is_no_daemon(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        ([], "mcp-stdio needs MODULE:ATTR or --attach DIR"),
         (["--start", PRODUCT], "--start needs --attach DIR"),
         ([PRODUCT, "--attach", "s"], "give MODULE:ATTR or --attach DIR, not both"),
         (["--attach", "s", "--start", "nocolon"], "--start expects MODULE:ATTR"),

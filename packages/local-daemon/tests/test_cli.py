@@ -104,9 +104,10 @@ BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
     ),
     (
         ["mcp-stdio"],
-        "the following arguments are required: MODULE:ATTR",
+        "mcp-stdio needs MODULE:ATTR or --attach DIR",
         64,
-        "usage: local-daemon mcp-stdio MODULE:ATTR [--tool-prefix PREFIX] [--version V]",
+        "usage: local-daemon mcp-stdio (MODULE:ATTR | --attach DIR [--start MODULE:ATTR])"
+        " [--tool-prefix PREFIX] [--version V]",
     ),
     # repeated flag
     (["serve", *OK, "--port", "1", "--port", "2"], "argument --port: given twice", 64, SERVE_USAGE),
