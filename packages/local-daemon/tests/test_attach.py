@@ -7,6 +7,7 @@ the relay's exit code.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -319,3 +320,44 @@ def test_start_reports_a_daemon_that_cannot_start(tmp_path: Path) -> None:
     assert "cannot import 'no_such_module_here'" in line
     assert line.endswith(f"(its output: {state / 'daemon.log'})")
     assert not (state / "daemon.pid").exists()
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():  # bounded: the command in the daemon writes it
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+async def test_progress_and_cancel_pass_through_the_relay(
+    mode: str, strict_daemon: Path, tmp_path: Path
+) -> None:
+    """Progress notifications stream back through the relay as the daemon sends them, and a
+    client's cancel (a notification in the handshake era, the POST dropped in 2026) reaches the
+    command in the daemon."""
+    got: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append((progress, total, message))
+
+    params = StdioServerParameters(
+        command=sys.executable, args=_relay_argv("--attach", str(strict_daemon))[1:]
+    )
+    mark = tmp_path / "call"
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+            stepped = await client.call_tool("steps", {"n": 4}, progress_callback=on_progress)
+            call = asyncio.ensure_future(
+                client.call_tool("wait_cancel", {"mark": str(mark)}, progress_callback=on_progress)
+            )
+            await anyio.to_thread.run_sync(_wait_for, mark.with_suffix(".started"))
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            # While the session is still open: the cancel did it, not the relay going away.
+            await anyio.to_thread.run_sync(_wait_for, mark.with_suffix(".cancelled"))
+        errlog.seek(0)
+        assert "Traceback" not in errlog.read()
+    assert _structured(stepped) == {"ok": True, "data": 4}
+    assert got[:4] == [(float(step), 4.0, f"step {step}") for step in range(1, 5)]
