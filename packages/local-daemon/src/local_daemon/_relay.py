@@ -16,8 +16,8 @@ goes away: its pid exits (a pidfd, polled where there is none) or its `/mcp` sto
 
 from __future__ import annotations
 
-import contextlib
 import logging
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -26,6 +26,7 @@ from typing import Any, Literal
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
@@ -124,11 +125,14 @@ class _StdinLines:
 
     The SDK's own reader runs each read in a worker thread the event loop must wait for, so a
     relay whose daemon went away would hang until the agent wrote again. A daemon thread is
-    never waited for, and raw `os.read` holds no lock that interpreter shutdown could need.
+    never waited for, and raw `os.read` holds no lock that interpreter shutdown could need. Lines
+    cross to the loop as plain callbacks (no task that a closing loop would have to cancel); a
+    semaphore bounds how many wait there.
     """
 
     def __init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[str](_STDIN_BACKLOG)
+        self._send, self._receive = anyio.create_memory_object_stream[str](math.inf)
+        self._slots = threading.BoundedSemaphore(_STDIN_BACKLOG)
 
     def start(self) -> None:
         """Start reading (from the event loop's thread)."""
@@ -137,27 +141,27 @@ class _StdinLines:
         threading.Thread(target=self._pump, args=(fd, token), daemon=True).start()
 
     def _pump(self, fd: int, token: anyio.lowlevel.EventLoopToken) -> None:
+        def hand_over(raw: bytes) -> None:
+            self._slots.acquire()
+            line = raw.decode("utf-8", "replace")
+            anyio.from_thread.run_sync(self._send.send_nowait, line, token=token)
+
         pending = b""
         try:
             while chunk := os.read(fd, _READ_SIZE):
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
-                    anyio.from_thread.run(
-                        self._send.send, line.decode("utf-8", "replace"), token=token
-                    )
+                    hand_over(line)
             if pending:
-                anyio.from_thread.run(
-                    self._send.send, pending.decode("utf-8", "replace"), token=token
-                )
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
-            pass  # stdin failed, or the relay already ended: either way no more lines
+                hand_over(pending)
+            anyio.from_thread.run_sync(self._send.close, token=token)
+        except Exception:  # noqa: S110 - stdin failed, or the relay (or its loop) already ended
+            pass
         finally:
             os.close(fd)
-            with contextlib.suppress(RuntimeError):
-                anyio.from_thread.run_sync(self._send.close, token=token)
 
     def close(self) -> None:
-        """End the lines now: the SDK's reader stops waiting for the agent's next one."""
+        """End the lines now (from the loop): the SDK's reader stops waiting for the next one."""
         self._send.close()
 
     def __aiter__(self) -> _StdinLines:
@@ -165,9 +169,11 @@ class _StdinLines:
 
     async def __anext__(self) -> str:
         try:
-            return await self._receive.receive()
+            line = await self._receive.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+        self._slots.release()
+        return line
 
 
 async def _wait_exit(pid: int) -> None:
@@ -267,6 +273,8 @@ async def relay_stdio(target: AttachTarget) -> RelayEnd:
                 raise
             lost = True
         stdin_lines.close()
+        async for _ in agent_in:
+            pass  # what the SDK's reader still holds, so that it reaches the end of the lines
         if lost:
             # Every call still open fails now, as the SDK's own transports fail a dead server's.
             for request_id in list(session.owed):
@@ -286,15 +294,26 @@ async def _answers(target: AttachTarget) -> bool:
 
 
 def run_relay(target: AttachTarget) -> RelayEnd:
-    """Run `relay_stdio` on a fresh event loop; `lost` when the daemon went away."""
-    return anyio.run(relay_stdio, target)
+    """Run `relay_stdio` on a fresh event loop; `lost` when the daemon went away.
+
+    The agent closing its end of stdout is an end like stdin closing (`closed`).
+    """
+    try:
+        return anyio.run(relay_stdio, target)
+    except Exception as exc:
+        if _only(exc, (BrokenPipeError, ConnectionResetError)):
+            return "closed"
+        raise
+
+
+def _only(exc: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> bool:
+    """True when `exc` is one of `kinds`, or a group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(inner, kinds) for inner in exc.exceptions)
+    return isinstance(exc, kinds)
 
 
 def _connection_failure(exc: BaseException) -> bool:
     import httpx2
 
-    if isinstance(exc, httpx2.TransportError):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_connection_failure(inner) for inner in exc.exceptions)
-    return False
+    return _only(exc, httpx2.TransportError)
