@@ -217,6 +217,34 @@ def test_a_mergeable_state_the_forge_never_computes_stops_the_train_and_keeps_th
     assert forge.calls["get_pr"] == 1 + 3  # the turn's read, then three rounds of premerge
 
 
+class _MergedByHandAfterTheListing:
+    def __init__(self, forge: FakeForge) -> None:
+        self._forge = forge
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._forge.wire, name)
+
+    def list_labelled_prs(self, *args: Any) -> Any:
+        rows = self._forge.wire.list_labelled_prs(*args)
+        self._forge.update_pr(REPO, 1, state="closed", merged=True, merge_sha="c" * 40)
+        return rows
+
+
+def test_a_pr_merged_by_hand_after_the_listing_is_finished_not_dropped() -> None:
+    forge = _fake_train()
+    for number in (2, 3, 4, 5):
+        forge.set_labels(REPO, number, [])
+    port = forge_port(cast(ForgeWire, _MergedByHandAfterTheListing(forge)))
+    lines: list[str] = []
+    run_train(port, REPO, LABEL, emit=lines.append, sleep=lambda _s: None, delays=())
+    head = forge.pr(REPO, 1).head_sha
+    assert lines[1:] == [
+        f"MERGED {REPO}#1 head={head} sha={'c' * 40} merge=skipped(merged) branch=deleted",
+        f"DONE {REPO} merged=1 dropped=0",
+    ]
+    assert forge.effects["create_issue_comment"] == 0
+
+
 # -- the command, through the real gh ----------------------------------------------------------------
 
 

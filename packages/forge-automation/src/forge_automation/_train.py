@@ -211,6 +211,9 @@ class _Train:
             self.emit(f"SKIPPED {ref}: the label was removed meanwhile")
             return
         pr = self.port.wire.get_pr(self.repo, number)
+        if pr.merged or pr.state != "open":
+            self._closed(number)  # merged or closed since the listing
+            return
         try:
             head = self._prepare(pr)
             if head is None:
