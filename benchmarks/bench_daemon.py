@@ -393,12 +393,15 @@ async def _direct_seconds_per_call(port: int, calls: int) -> float:
 class _Relay:
     """`local-daemon mcp-stdio --attach DIR` as an agent host runs it: JSON-RPC lines on a pipe."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, argv: list[str] | None = None) -> None:
+        command = ["mcp-stdio", "--attach", str(state_dir)] if argv is None else argv
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "local_daemon.cli", "mcp-stdio", "--attach", str(state_dir)],
+            [sys.executable, "-m", "local_daemon.cli", *command],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, "PYTHONPATH": str(state_dir.parent)},
+            cwd=state_dir.parent,
         )
         initialize = {
             "jsonrpc": "2.0",
@@ -488,6 +491,34 @@ def _attach_figures(workdir: Path) -> None:
         baseline=None,
         baseline_value=None,
         ratio=None,
+        target="information: lower is better",
+    )
+    # A session's start: spawn to the answer of `initialize`, attached vs a server of its own.
+    (workdir / "bench_attach_registry.py").write_text(
+        "from local_daemon import Registry\nregistry = Registry()\n"
+        "@registry.command\nasync def echo_async(text: str) -> dict[str, str]:\n"
+        "    return {'text': text}\n"
+    )
+    server = _Server("daemon_mcp", workdir)
+    starts: dict[str, list[float]] = {"attach": [], "own": []}
+    own = ["mcp-stdio", "bench_attach_registry:registry", "--tool-prefix", ""]
+    try:
+        for _ in range(ROUNDS):
+            for side, argv in (("attach", None), ("own", own)):
+                started = time.perf_counter()
+                session = _Relay(workdir / "daemon_mcp", argv=argv)
+                starts[side].append(time.perf_counter() - started)
+                session.close()
+    finally:
+        server.close()
+    attach_start, own_start = statistics.median(starts["attach"]), statistics.median(starts["own"])
+    _emit(
+        name="MCP session start: `mcp-stdio --attach` spawn to its initialize answer",
+        value=round(attach_start * 1000, 1),
+        unit="ms",
+        baseline="`mcp-stdio MODULE:ATTR` (a server of its own per session), same measure",
+        baseline_value=round(own_start * 1000, 1),
+        ratio=round(attach_start / own_start, 3),
         target="information: lower is better",
     )
     bare_python = _python_seconds("pass")
