@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forge_automation._budget import RateBudget
-from forge_automation._ci_wait import CiWaitResult, ci_wait
+from forge_automation._ci_wait import CiWaitResult, NoRequiredChecks, ci_wait, ci_wait_pr
 from forge_automation._constants import ACTIONS_APP_ID
 from forge_automation._errors import ForgeInputError
 from forge_automation._fake import FakeForge, fake_forge
@@ -191,3 +191,159 @@ def test_green_through_real_gh(forge_server: ForgeServer) -> None:
     )
     assert result.verdict == "green"
     assert result.polls == 1
+
+
+# -- the flags of issue 19: fail-fast, grace, required, a head that moves (in-memory fake) -------
+
+
+def _pr(fake: FakeForge, head: str = SHA) -> None:
+    from forge_automation._types import PullRequest
+
+    fake.add_pr(
+        REPO,
+        PullRequest(
+            number=1,
+            state="open",
+            head_sha=head,
+            head_ref="feature",
+            head_repo=REPO,
+            base_ref="main",
+        ),
+    )
+
+
+def test_without_fail_fast_red_waits_for_the_rest_to_finish() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("failure", 1, "a"), _run(None, 2, "b")])
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.sleeps) == 2:
+            fake.set_runs(SHA, [_run("failure", 1, "a"), _run("failure", 2, "b")])
+
+    kwargs = {"clock": lambda: clock.now, "budget": _idle_budget(), "timeout": 600, "interval": 10}
+    result = ci_wait(forge_port(fake.wire), REPO, SHA, sleep=sleep, **kwargs)  # type: ignore[arg-type]
+    assert (result.verdict, result.polls, result.reasons) == ("red", 3, ("a=failure", "b=failure"))
+    fake.set_runs(SHA, [_run("failure", 1, "a"), _run(None, 2, "b")])
+    fast = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        sleep=clock.sleep,
+        fail_fast=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    assert (fast.verdict, fast.polls, fast.reasons) == ("red", 1, ("a=failure",))
+
+
+def test_a_failure_seen_is_red_at_the_deadline_even_with_checks_still_running() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("failure", 1, "a"), _run(None, 2, "b")])
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        timeout=20,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.reasons) == ("red", ("a=failure", "b=in_progress"))
+
+
+def test_a_required_check_that_registers_late_within_the_grace_is_waited_for() -> None:
+    fake, clock = fake_forge(), Clock()
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.sleeps) == 2:
+            fake.set_runs(SHA, [_run("success")])
+
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        rules=[RequiredContext(context="test")],
+        grace=30,
+        timeout=600,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls) == ("green", 3)
+
+
+def test_a_required_check_never_reported_after_the_grace_is_red_by_name() -> None:
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("success", 1, "other")])
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        rules=[RequiredContext(context="test"), RequiredContext(context="other")],
+        grace=20,
+        timeout=600,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls, result.reasons) == ("red", 3, ("test=never reported",))
+
+
+def test_nothing_reported_at_all_after_the_grace_is_red() -> None:
+    fake, clock = fake_forge(), Clock()
+    result = ci_wait(
+        forge_port(fake.wire),
+        REPO,
+        SHA,
+        grace=0,
+        timeout=600,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls, result.reasons) == ("red", 1, ("CI=never reported",))
+
+
+def test_the_pr_form_ends_moved_when_the_head_moves() -> None:
+    fake, clock = fake_forge(), Clock()
+    _pr(fake)
+    fake.set_runs(SHA, [_run(None)])
+    new = "6" * 40
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        fake.update_pr(REPO, 1, head_sha=new)
+
+    result = ci_wait_pr(
+        forge_port(fake.wire),
+        REPO,
+        1,
+        timeout=600,
+        interval=10,
+        clock=lambda: clock.now,
+        sleep=sleep,
+        budget=_idle_budget(),
+    )
+    assert (result.verdict, result.polls, result.sha, result.moved_to) == ("moved", 2, SHA, new)
+
+
+def test_the_pr_form_with_required_counts_only_the_bases_required_checks() -> None:
+    from forge_automation._types import RequiredChecks
+
+    fake, clock = fake_forge(), Clock()
+    _pr(fake)
+    fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="test"),)))
+    fake.set_runs(SHA, [_run("success", 1, "test"), _run("failure", 2, "optional")])
+    kwargs = {"clock": lambda: clock.now, "sleep": clock.sleep, "budget": _idle_budget()}
+    result = ci_wait_pr(forge_port(fake.wire), REPO, 1, required=True, **kwargs)  # type: ignore[arg-type]
+    assert (result.verdict, result.reasons) == ("green", ("test=success",))
+    everything = ci_wait_pr(forge_port(fake.wire), REPO, 1, **kwargs)  # type: ignore[arg-type]
+    assert everything.verdict == "red"
+    fake.set_rulesets(REPO, "main", RequiredChecks())
+    with pytest.raises(NoRequiredChecks):
+        ci_wait_pr(forge_port(fake.wire), REPO, 1, required=True, **kwargs)  # type: ignore[arg-type]

@@ -24,7 +24,10 @@ SHA = "a" * 40
 COMMANDS = ["ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "merge", "train"]
 TOP_USAGE = "usage: forge-cli [-h] [--debug] COMMAND ..."
 USAGE = {
-    "ci-wait": "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] REPO SHA",
+    "ci-wait": (
+        "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] [--required] [--fail-fast] "
+        "[--grace S] [--base BRANCH] REPO|REPO#N [SHA]"
+    ),
     "pr-status": "usage: forge-cli pr-status [-h] [--json] REPO#N",
     "pr-context": "usage: forge-cli pr-context [-h] REPO#N",
     "ci-failures": "usage: forge-cli ci-failures [-h] [--job ID] [--lines N] [--json] REPO#N|REPO",
@@ -78,7 +81,20 @@ BAD = [
     # missing argument
     (["pr-status"], "the following arguments are required: REPO#N", "pr-status", 64),
     (["pr-context"], "the following arguments are required: REPO#N", "pr-context", 64),
-    (["ci-wait", REPO], "the following arguments are required: SHA", "ci-wait", 64),
+    (["ci-wait", REPO], "expected <repo> <sha> or <repo>#<n>", "ci-wait", 64),
+    (
+        ["ci-wait", f"{REPO}#1", "a" * 40],
+        "give <repo> <sha> or <repo>#<n>, not both",
+        "ci-wait",
+        64,
+    ),
+    (["ci-wait", REPO, "a" * 40, "--base", "main"], "--base needs --required", "ci-wait", 64),
+    (
+        ["ci-wait", REPO, "a" * 40, "--grace", "-1"],
+        "grace: must be a finite number of seconds >= 0",
+        "ci-wait",
+        64,
+    ),
     (
         ["premerge", f"{REPO}#1"],
         "the following arguments are required: HEAD_SHA, --approved-head",

@@ -14,7 +14,14 @@ from typing import Literal, TypeAlias
 from ._constants import ACTIONS_APP_ID
 from ._records import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
 
-__all__ = ["CiVerdict", "Verdict", "ci_verdict", "merge_required_checks"]
+__all__ = [
+    "CiProgress",
+    "CiVerdict",
+    "Verdict",
+    "ci_progress",
+    "ci_verdict",
+    "merge_required_checks",
+]
 
 Verdict: TypeAlias = Literal["green", "red", "pending"]
 _Outcome: TypeAlias = Literal["pass", "fail", "wait"]
@@ -94,6 +101,38 @@ def contexts_of(rules: RequiredChecks | Iterable[RequiredContext]) -> tuple[Requ
     return tuple(rules)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiProgress:
+    """Where a sha's CI stands: the labels that failed, still wait, and every label judged.
+
+    `missing` names what has not reported at all (required contexts with no run or status; or
+    `CI` when no check counts and nothing reported), `missing_labels` their labels in `waiting`.
+    """
+
+    failed: tuple[str, ...]
+    waiting: tuple[str, ...]
+    passed: tuple[str, ...]
+    missing: tuple[str, ...]
+    missing_labels: tuple[str, ...]
+
+
+def ci_progress(
+    *,
+    rules: RequiredChecks | Sequence[RequiredContext],
+    runs: Sequence[CheckRun],
+    statuses: Sequence[CommitStatus],
+) -> CiProgress:
+    """Judge a sha's CI by `ci_verdict`'s rules, keeping failures and waits apart."""
+    judged, missing = _judge(rules, runs, statuses)
+    return CiProgress(
+        failed=_unique(label for outcome, label in judged if outcome == "fail"),
+        waiting=_unique(label for outcome, label in judged if outcome == "wait"),
+        passed=_unique(label for _, label in judged),
+        missing=tuple(name for name, _ in missing),
+        missing_labels=tuple(label for _, label in missing),
+    )
+
+
 def ci_verdict(
     *,
     rules: RequiredChecks | Sequence[RequiredContext],
@@ -101,20 +140,36 @@ def ci_verdict(
     statuses: Sequence[CommitStatus],
 ) -> CiVerdict:
     """Judge a sha's CI: red on any failure that counts, pending while any is missing or running."""
+    return _combine(_judge(rules, runs, statuses)[0])
+
+
+_NOTHING_YET = "no check runs or statuses yet"
+
+
+def _judge(
+    rules: RequiredChecks | Sequence[RequiredContext],
+    runs: Sequence[CheckRun],
+    statuses: Sequence[CommitStatus],
+) -> tuple[list[tuple[_Outcome, str]], list[tuple[str, str]]]:
     contexts = contexts_of(rules)
     judged: list[tuple[_Outcome, str]] = []
+    missing: list[tuple[str, str]] = []
     if contexts:
         for rule in contexts:
-            judged.extend(_judge_required(rule, runs, statuses))
+            found = _judge_required(rule, runs, statuses)
+            if found == [("wait", f"{rule.context}=missing")]:
+                missing.append((rule.context, found[0][1]))
+            judged.extend(found)
     else:
         judged.extend((run_outcome(run, required=False), run_label(run)) for run in runs)
         judged.extend((status_outcome(s), f"{s.context}={s.state}") for s in statuses)
         if not judged:
-            judged.append(("wait", "no check runs or statuses yet"))
+            judged.append(("wait", _NOTHING_YET))
+            missing.append(("CI", _NOTHING_YET))
         elif not runs:
             # Statuses can land before any check suite exists: all of CI may not have started.
             judged.append(("wait", "statuses but no check run yet"))
-    return _combine(judged)
+    return judged, missing
 
 
 def _judge_required(

@@ -1,32 +1,122 @@
-"""forge-cli ci-wait: poll CI on a pushed sha until GREEN (0), RED (1) or TIMEOUT (2)."""
+"""forge-cli ci-wait: poll CI on a pushed sha, or on a PR's head, until a verdict.
+
+`ci-wait <repo> <sha>` or `ci-wait <repo>#<n>`: GREEN (0), RED (1), TIMEOUT (2), and for the PR
+form MOVED (3) when the PR's head is another commit than the one the wait judged. `--required`
+counts only the base branch's required contexts (the PR's base; for a sha, `--base` or the
+repository's default branch), `--fail-fast` ends RED on the first failure, `--grace S` turns a
+required check that has not reported S seconds in into RED (`<name>=never reported`).
+"""
 
 from __future__ import annotations
 
-from ._common import EXIT_UNAVAILABLE, EXIT_USAGE, CliExit, UsageError, out, port, repo_name
+from ._common import (
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CliExit,
+    UsageError,
+    out,
+    port,
+    pr_ref,
+    repo_name,
+)
 
-__all__ = ["ci_wait_command"]
+__all__ = ["EXIT_MOVED", "ci_wait_command"]
+
+# The PR form's own code: the head moved, so no verdict on the PR's current head was reached.
+EXIT_MOVED = 3
 
 
-def ci_wait_command(repo: str, sha: str, timeout: float = 1800.0, interval: float = 15.0) -> None:
-    """Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2); no verdict exits 69."""
-    from .._ci_wait import ci_wait
+def ci_wait_command(
+    target: str,
+    sha: str | None = None,
+    *,
+    timeout: float = 1800.0,
+    interval: float = 15.0,
+    required: bool = False,
+    fail_fast: bool = False,
+    grace: float | None = None,
+    base: str | None = None,
+) -> None:
+    """Wait for CI: GREEN (0), RED (1), TIMEOUT (2), MOVED (3); no verdict exits 69."""
+    from .._ci_wait import (
+        NoRequiredChecks,
+        check_wait_bounds,
+        ci_wait,
+        ci_wait_pr,
+        required_contexts,
+    )
     from .._errors import ForgeCliError, ForgeInputError
     from .._redact import redact_forge_secrets
+    from .._types import RequiredContext
 
-    repo_name(repo)
-    failure = ""
+    number: int | None = None
+    if "#" in target:
+        if sha is not None:
+            raise UsageError("give <repo> <sha> or <repo>#<n>, not both")
+        if base is not None:
+            raise UsageError("--base is for the <repo> <sha> form: a PR waits on its own base")
+        repo, number = pr_ref(target)
+    else:
+        if sha is None:
+            raise UsageError("expected <repo> <sha> or <repo>#<n>")
+        if base is not None and not required:
+            raise UsageError("--base needs --required")
+        repo = repo_name(target)
     try:
-        result = ci_wait(port(), repo, sha, timeout=timeout, interval=interval)
+        check_wait_bounds(timeout, interval, grace)  # before any read
+    except ForgeInputError as exc:
+        raise UsageError(str(exc)) from None
+    failure = ""
+    forge = port()
+    try:
+        if number is not None:
+            result = ci_wait_pr(
+                forge,
+                repo,
+                number,
+                required=required,
+                timeout=timeout,
+                interval=interval,
+                fail_fast=fail_fast,
+                grace=grace,
+            )
+        else:
+            assert sha is not None
+            rules: tuple[RequiredContext, ...] = ()
+            if required:
+                branch = base if base is not None else forge.wire.get_default_branch(repo)
+                rules = required_contexts(forge, repo, branch)
+            result = ci_wait(
+                forge,
+                repo,
+                sha,
+                rules=rules,
+                timeout=timeout,
+                interval=interval,
+                fail_fast=fail_fast,
+                grace=grace,
+            )
+    except NoRequiredChecks as exc:
+        raise CliExit(EXIT_UNAVAILABLE, f"ci-wait: no verdict: {exc}") from None
     except ForgeInputError as exc:
         raise UsageError(str(exc)) from None
     except ForgeCliError as exc:
         if exc.status in (404, 422):
-            raise CliExit(EXIT_USAGE, f"unknown sha {sha} in {repo}") from None
+            what = (
+                f"no PR {repo}#{number} (or no access to it)"
+                if number
+                else f"unknown sha {sha} in {repo}"
+            )
+            raise CliExit(EXIT_USAGE, what) from None
         failure = redact_forge_secrets(str(exc))
     if failure:
         # Never RED's code without a RED line: a read that failed for good is no verdict.
-        raise CliExit(EXIT_UNAVAILABLE, f"ci-wait: no verdict for {sha}: {failure}")
+        what = f"{repo}#{number}" if number is not None else str(sha)
+        raise CliExit(EXIT_UNAVAILABLE, f"ci-wait: no verdict for {what}: {failure}")
+    if result.verdict == "moved":
+        out(f"MOVED {repo}#{number} {result.sha} {result.moved_to}")
+        raise CliExit(EXIT_MOVED)
     reasons = ", ".join(result.reasons) or "-"
     word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[result.verdict]
-    out(f"{word} {repo} {sha} {reasons}")
+    out(f"{word} {repo} {result.sha} {reasons}")
     raise CliExit({"green": 0, "red": 1, "timeout": 2}[result.verdict])

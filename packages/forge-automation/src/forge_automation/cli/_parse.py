@@ -110,11 +110,34 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         commands[name] = parser
         return parser
 
-    p = command("ci-wait", "Wait for CI on a sha: GREEN (0), RED (1) or TIMEOUT (2).")
-    p.add_argument("repo", metavar="REPO", help="owner/name")
-    p.add_argument("sha", metavar="SHA", help="the pushed commit, 40 hex characters")
+    p = command(
+        "ci-wait",
+        "Wait for CI on a sha or a PR's head: GREEN (0), RED (1), TIMEOUT (2), MOVED (3).",
+    )
+    p.add_argument("target", metavar="REPO|REPO#N", help="owner/name, or owner/name#number")
+    p.add_argument(
+        "sha", metavar="SHA", nargs="?", default=None, help="the pushed commit (REPO form)"
+    )
     _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="seconds (1800)")
     _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
+    _flag(p, "--required", "required", "count only the base branch's required checks")
+    _flag(p, "--fail-fast", "fail_fast", "end RED on the first failure, not once all finish")
+    _option(
+        p,
+        "--grace",
+        type=float,
+        default=None,
+        metavar="S",
+        help="a required check not reported S seconds in is RED (never reported)",
+    )
+    _option(
+        p,
+        "--base",
+        type=str,
+        default=None,
+        metavar="BRANCH",
+        help="with --required and a sha: the branch (default: the repository's default)",
+    )
 
     p = command("pr-status", "A PR's state, head, mergeability, checks and blockers, one line.")
     p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
