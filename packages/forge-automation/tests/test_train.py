@@ -245,6 +245,27 @@ def test_a_pr_merged_by_hand_after_the_listing_is_finished_not_dropped() -> None
     assert forge.effects["create_issue_comment"] == 0
 
 
+def test_a_push_during_the_ci_wait_drops_the_pr_at_the_head_it_judged() -> None:
+    forge = _fake_train()
+    for number in (2, 3, 4, 5):
+        forge.set_labels(REPO, number, [])
+    head = forge.pr(REPO, 1).head_sha
+    forge.set_runs(head, [replace(_run(head, "success"), status="in_progress", conclusion=None)])
+    pushed = forge.add_commit(sha_of("pushed"), parents=[head])
+
+    def push(_seconds: float) -> None:
+        forge.update_pr(REPO, 1, head_sha=pushed)
+
+    lines: list[str] = []
+    run_train(forge_port(forge.wire), REPO, LABEL, emit=lines.append, sleep=push, delays=())
+    assert lines[1:] == [
+        f"MOVED {REPO}#1 {head} head moved from {head} to {pushed}",
+        f"DROPPED {REPO}#1: the head moved to {pushed} during the CI wait",
+        f"DONE {REPO} merged=0 dropped=1",
+    ]
+    assert (forge.effects["merge_pr"], forge.labels(REPO, 1)) == (0, ["keep"])
+
+
 # -- the command, through the real gh ----------------------------------------------------------------
 
 

@@ -282,12 +282,19 @@ class _Train:
             timeout=self.timeout,
             interval=self.interval,
             sleep=self.sleep,
+            # A required check that fails ends the wait at once; a push to the PR ends it too.
+            fail_fast=True,
+            head=lambda: self.port.wire.get_pr(self.repo, number).head_sha,
         )
         reasons = ", ".join(waited.reasons) or "-"
-        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[waited.verdict]
-        self.emit(f"{word} {ref} {head} {reasons}")
+        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
+        self.emit(f"{word[waited.verdict]} {ref} {head} {reasons}")
         if waited.verdict == "timeout":
             raise _Drop(f"CI did not finish within {self.timeout:g} s ({reasons})", head)
+        if waited.verdict == "moved":
+            raise _Drop(f"the head moved to {waited.moved_to} during the CI wait", head)
+        if waited.verdict == "red":
+            raise _Drop(f"CI is red: {reasons}", head)
         result = self._premerge(number, head)
         self._judge(result, head)
         if not result.ok:
