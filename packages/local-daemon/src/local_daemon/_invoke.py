@@ -125,26 +125,35 @@ async def invoke(
 ) -> Outcome:
     """Run one command through `registry.invoke_command` and return its status and envelope.
 
-    The call runs in its own `CallScope`: a `Progress` parameter reports through `progress`
-    (reports still pending are sent before this returns), and a cancel of this task sets the
-    call's `CancelFlag` before it propagates.
+    With `progress`, the call runs in a `CallScope` whose `Progress` reports through it
+    (reports still pending are sent before this returns). Cancelling the call's `CancelFlag` is
+    the registry's part (`Registry` sets it when this task is cancelled).
     """
-    scope = CallScope(progress)
-    token = enter_call(scope)
     failure: Exception | None = None
-    try:
+    if progress is None:
+        # The common case costs nothing more than it did before progress existed.
         try:
             data = await _call(registry, name, args, context)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             failure = exc
-        await scope.finish()
-    except BaseException:
-        scope.cancel()
-        raise
-    finally:
-        leave_call(token)
+    else:
+        scope = CallScope(progress)
+        token = enter_call(scope)
+        try:
+            try:
+                data = await _call(registry, name, args, context)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failure = exc
+            await scope.finish()
+        except BaseException:
+            scope.cancel()
+            raise
+        finally:
+            leave_call(token)
     if failure is not None:
         return failure_outcome(failure, format_error=format_error, logger=logger)
     try:

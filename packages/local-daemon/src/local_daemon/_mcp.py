@@ -393,6 +393,16 @@ class _Headers:
 REQUEST_CANCELLED = -32800
 
 
+class _Call:
+    """One tool call in flight: the task running it, and whether its client cancelled it."""
+
+    __slots__ = ("cancelled", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.cancelled = False
+
+
 class _CallTracker:
     """Tool calls in flight on a stateless `/mcp`, so `notifications/cancelled` can reach them.
 
@@ -400,27 +410,36 @@ class _CallTracker:
     request id, which each client numbers by itself. A cancel stops the call with that id only
     when exactly one is in flight; when two clients' calls share it neither is touched (a
     client that closes the call's stream still cancels it, through the disconnect).
+
+    The call's task is cancelled directly and the cancel taken back (`uncancel`) once it has
+    unwound to here: the same thing an anyio cancel scope does, at a fraction of its cost on
+    every call.
     """
 
     def __init__(self) -> None:
-        self._calls: dict[types.RequestId, list[anyio.CancelScope]] = {}
+        self._calls: dict[types.RequestId, list[_Call]] = {}
 
     async def middleware(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
         """The SDK middleware that tracks each `tools/call` while it runs."""
         request_id = ctx.request_id
-        if request_id is None or ctx.method != "tools/call":
+        task = asyncio.current_task()
+        if request_id is None or ctx.method != "tools/call" or task is None:
             return await call_next(ctx)
         key = _id_key(request_id)
-        with anyio.CancelScope() as scope:
-            calls = self._calls.setdefault(key, [])
-            calls.append(scope)
-            try:
-                return await call_next(ctx)
-            finally:
-                calls.remove(scope)
-                if not calls:
-                    del self._calls[key]
-        raise MCPError(REQUEST_CANCELLED, "Request cancelled")
+        call = _Call(task)
+        calls = self._calls.setdefault(key, [])
+        calls.append(call)
+        try:
+            return await call_next(ctx)
+        except asyncio.CancelledError:
+            # Anyone else's cancel (a disconnect, the daemon closing) goes on unwinding.
+            if not call.cancelled or task.uncancel() > 0:
+                raise
+            raise MCPError(REQUEST_CANCELLED, "Request cancelled") from None
+        finally:
+            calls.remove(call)
+            if not calls:
+                del self._calls[key]
 
     async def on_cancelled(
         self, ctx: ServerRequestContext[Any], params: types.CancelledNotificationParams
@@ -429,8 +448,10 @@ class _CallTracker:
         if params.request_id is None:
             return
         calls = self._calls.get(_id_key(params.request_id))
-        if calls is not None and len(calls) == 1:
-            calls[0].cancel()
+        if calls is not None and len(calls) == 1 and not calls[0].cancelled:
+            # Registered means still inside `call_next`: the cancel lands in the call.
+            calls[0].cancelled = True
+            calls[0].task.cancel()
 
 
 def _id_key(request_id: types.RequestId) -> types.RequestId:

@@ -201,6 +201,11 @@ class CallScope:
         if self._progress is not None:
             self._progress._stop()
 
+    @property
+    def reporting(self) -> bool:
+        """True once the command took its reporter (so `finish` has something to do)."""
+        return self._progress is not None
+
     async def finish(self) -> None:
         """Send the reports still pending; called before the call's answer goes out."""
         if self._progress is not None:

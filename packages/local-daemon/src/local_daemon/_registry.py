@@ -12,6 +12,7 @@ the command to MCP clients (tool annotations); they change nothing about how it 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 import types
@@ -438,14 +439,23 @@ class Registry:
         values = _arguments(command, args)
         if command.takes_context:
             values[_CONTEXT_PARAM] = context
-        if command.progress_param is not None or command.cancel_param is not None:
-            # Outside a surface's call (a direct call in a test) the reporter goes nowhere and
-            # the flag is never set.
-            scope = current_call() or CallScope(None)
-            if command.progress_param is not None:
-                values[command.progress_param] = scope.progress
-            if command.cancel_param is not None:
-                values[command.cancel_param] = scope.cancel_flag
-        if command.is_async:
-            return await command.fn(**values)
-        return await run_in_command_thread(command.fn, **values)
+        if command.progress_param is None and command.cancel_param is None:
+            if command.is_async:
+                return await command.fn(**values)
+            return await run_in_command_thread(command.fn, **values)
+        # The surface's scope when it streams progress; else one of this call's own, whose
+        # reporter goes nowhere.
+        scope = current_call() or CallScope(None)
+        if command.progress_param is not None:
+            values[command.progress_param] = scope.progress
+        if command.cancel_param is not None:
+            values[command.cancel_param] = scope.cancel_flag
+        try:
+            if command.is_async:
+                return await command.fn(**values)
+            return await run_in_command_thread(command.fn, **values)
+        except asyncio.CancelledError:
+            # The client went away or sent a cancel: a sync command still running in its thread
+            # sees its flag.
+            scope.cancel()
+            raise
