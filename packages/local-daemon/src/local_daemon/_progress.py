@@ -2,8 +2,8 @@
 
 A command declares a parameter annotated `Progress` or `CancelFlag`; `Registry` recognises it by
 type, keeps it out of the command's JSON Schema (so out of `/rpc`, MCP `tools/list` and
-`/openapi.json`) and hands in the call's own. The surface that runs the call (`invoke`) opens a
-`CallScope` around it:
+`/openapi.json`) and hands in the call's own, from a `CallScope`: the surface's (`invoke` opens
+one when the client asked for progress), else one of the call's own.
 
 - a `Progress` forwards each report to the surface's sender (MCP `notifications/progress` when
   the client sent a progress token, an SSE event on `/rpc` with `Accept: text/event-stream`);
