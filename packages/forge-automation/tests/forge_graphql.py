@@ -431,10 +431,13 @@ class _Graph:
             }
             for c in thread.get("comments", [])
         ]
+        first = thread.get("comments") or [{}]
         return {
             "__typename": "PullRequestReviewThread",
             "id": "PRRT_" + base64.urlsafe_b64encode(key).decode(),
             "isResolved": bool(thread.get("resolved")),
+            "path": first[0].get("path", ""),
+            "line": first[0].get("line"),
             "comments": _connect(lambda: comments),
         }
 

@@ -224,6 +224,9 @@ def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: R
             f"GET /repos/{REPO}/rules/branches/main?per_page=100&page=1",
             by_sha(head),
             f"GET /repos/{REPO}/compare/main...{head}?per_page=1",
+            # The review state, after the rules: reviews and requests, then the threads.
+            "POST /graphql",
+            "POST /graphql",
         ]
     )
 
@@ -402,3 +405,134 @@ def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> No
     assert set(done.stderr.split()).isdisjoint(
         {"typer", "click", "pydantic", "rich", "shutil", "lzma"}
     )
+
+
+# -- reviews: from the same document, read on only where it cannot answer whole --------------------
+
+
+def _reviewed_pr(repo: RepoState) -> str:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.set_rulesets("main", ["ci"])
+    repo.add_run(head, "ci", "success")
+    repo.commit_users[head] = ("author", "author")
+    return head
+
+
+def test_review_blockers_in_one_graphql_request_with_their_actors(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = _reviewed_pr(repo)
+    repo.add_review_rule(
+        "main",
+        required_approving_review_count=2,
+        require_last_push_approval=True,
+        required_review_thread_resolution=True,
+    )
+    repo.prs[1]["_reviews"] = [
+        {"id": 1, "user": "bob", "state": "CHANGES_REQUESTED", "commit_id": head},
+        {"id": 2, "user": "cy", "state": "APPROVED", "commit_id": head, "can_push": False},
+    ]
+    repo.prs[1]["_review_requests"] = [{"login": "dee"}]
+    repo.prs[1]["_review_decision"] = "CHANGES_REQUESTED"
+    repo.review_threads[1] = [
+        {"resolved": False, "comments": [{"id": 7, "user": "bob", "path": "a.py", "line": 3}]}
+    ]
+    server.clear_log()
+    data = status(server)
+    assert [(b["reason"], b["actor"]) for b in data["blockers"]] == [
+        ("changes-requested", "author"),
+        ("approvals-missing", "reviewer"),
+        ("last-push-unapproved", "reviewer"),
+        ("review-requested", "reviewer"),
+        ("threads-unresolved", "author"),
+    ]
+    assert data["ready"] is False
+    assert requested(server) == ["POST /graphql"]
+    done = cli(server, "pr-status", f"{REPO}#1")
+    line = done.stdout
+    assert "blocked blockers=changes-requested: bob requested changes;" in line
+    assert (
+        "; threads-unresolved: main (ruleset rule) requires every review thread resolved; " in line
+    )
+    assert line.endswith("1 unresolved: a.py:3 [actor: author]\n")
+
+
+def test_an_approved_pr_is_ready_in_one_request(server: ForgeServer, repo: RepoState) -> None:
+    head = _reviewed_pr(repo)
+    repo.add_review_rule("main", required_approving_review_count=1)
+    repo.prs[1]["_reviews"] = [{"id": 1, "user": "bob", "state": "APPROVED", "commit_id": head}]
+    repo.prs[1]["_review_decision"] = "APPROVED"
+    server.clear_log()
+    assert status(server)["ready"] is True
+    assert requested(server) == ["POST /graphql"]
+
+
+def test_past_a_page_of_reviews_or_threads_the_state_is_read_whole(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = _reviewed_pr(repo)
+    repo.add_review_rule("main", required_approving_review_count=1)
+    # The approval is the 101st review: only the full read sees it.
+    repo.prs[1]["_reviews"] = [
+        {"id": i, "user": f"r{i}", "state": "COMMENTED", "commit_id": head} for i in range(100)
+    ] + [{"id": 100, "user": "bob", "state": "APPROVED", "commit_id": head}]
+    server.clear_log()
+    assert status(server)["ready"] is True
+    assert server.state.graphql_ops["PullRequestReviewState"] == 2
+    assert server.state.graphql_ops["PullRequestReviewThreads"] == 1
+    # 101 threads, one unresolved past the first page.
+    repo.review_threads[1] = [{"resolved": True, "comments": [{"id": i}]} for i in range(100)]
+    repo.review_threads[1].append({"resolved": False, "comments": [{"id": 999, "path": "z.py"}]})
+    repo.rulesets["main"][-1]["parameters"]["required_review_thread_resolution"] = True
+    assert reasons(status(server)) == ["threads-unresolved"]
+
+
+def test_classic_review_rules_are_read_when_the_forge_requires_a_review(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    _reviewed_pr(repo)
+    repo.protection["main"] = {
+        "required_pull_request_reviews": {
+            "dismiss_stale_reviews": False,
+            "require_code_owner_reviews": True,
+            "required_approving_review_count": 1,
+        }
+    }
+    repo.prs[1]["_review_requests"] = [{"team": "acme/core", "as_code_owner": True}]
+    repo.prs[1]["_review_decision"] = "REVIEW_REQUIRED"
+    server.clear_log()
+    data = status(server)
+    assert [(b["reason"], b["actor"]) for b in data["blockers"]] == [
+        ("approvals-missing", "reviewer"),
+        ("code-owner-review-missing", "reviewer"),
+    ]
+    assert "acme/core" in data["blockers"][1]["detail"]
+    assert requested(server) == ["POST /graphql", f"GET /repos/{REPO}/branches/main/protection"]
+
+
+def test_a_review_read_that_fails_fails_the_status(server: ForgeServer, repo: RepoState) -> None:
+    _reviewed_pr(repo)
+    repo.prs[1]["_reviews"] = [
+        {"id": i, "user": f"r{i}", "state": "COMMENTED", "commit_id": "0" * 40} for i in range(101)
+    ]
+    # The document fails (every part is read over REST), then so does the read of the reviews:
+    # no status line, exit 1.
+    server.state.graphql_faults.extend(
+        [{"type": "FORBIDDEN", "message": "Resource not accessible"}, {"message": "Went wrong"}]
+    )
+    done = cli(server, "pr-status", f"{REPO}#1")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "GraphQL error" in done.stderr
+
+
+def test_a_merged_pr_reads_no_review_state(server: ForgeServer, repo: RepoState) -> None:
+    _reviewed_pr(repo)
+    repo.prs[1].update(state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
+    repo.prs[1]["_reviews"] = [
+        {"id": i, "user": f"r{i}", "state": "COMMENTED", "commit_id": "0" * 40} for i in range(101)
+    ]
+    server.clear_log()
+    assert "pr-merged" in reasons(status(server))
+    assert requested(server) == ["POST /graphql"]

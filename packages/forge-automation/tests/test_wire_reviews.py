@@ -173,8 +173,8 @@ def test_a_graphql_error_beside_the_data_fails_the_read() -> None:
 
 
 def test_a_pull_request_object_answers_the_whole_state_or_none() -> None:
+    from forge_automation._review_shape import review_state_from_pull
     from forge_automation._types import ReviewThread
-    from forge_automation._wire import review_state_from_pull
 
     pull = reviews_data()["data"]["repository"]["pullRequest"]
     pull["reviewThreads"] = {

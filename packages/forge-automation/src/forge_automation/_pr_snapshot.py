@@ -1,4 +1,6 @@
-"""One PR's merge snapshot in one GraphQL read: the PR, its head's check runs, its base's rules.
+"""One PR's merge snapshot in one GraphQL read: the PR, its head's check runs, its base's rules,
+and its review state (reviews, pending review requests, review threads, the forge's review
+decision, the head commit's users; `pr_review_state`).
 
 `forge-cli pr-status` used to make four REST calls in two rounds (the PR first, then the base's
 rules and the behind count, which need the PR's base). `PR_SNAPSHOT_QUERY` asks for all of it in
@@ -13,7 +15,10 @@ whole is read again over REST, exactly as before (`pr_snapshot`):
   `load_required_contexts`;
 - rulesets that require no check: classic protection, with `load_required_contexts`'s rules;
 - a strict base whose tip is not among the head's first 100 ancestors: the REST compare;
-- a GraphQL `errors` entry (anything but "no such PR"): every part over REST.
+- a GraphQL `errors` entry (anything but "no such PR"): every part over REST;
+- more than 100 reviews or review threads, or a last commit that is not the PR's head: the
+  review state through `ForgePort.review_state` (every page); rulesets without a `pull_request`
+  rule: classic protection's review rules (`load_review_rules`).
 A failed or malformed read raises ForgeCliError; "no such PR or repository" is its 404.
 
 Readers that need more of the PR add fields to `PR_SNAPSHOT_QUERY` and read them from
@@ -30,13 +35,14 @@ if TYPE_CHECKING:
 
     from ._exec import GhExec
     from ._port import ForgePort
-    from ._records import CheckRun, PullRequest, RequiredChecks
+    from ._records import CheckRun, PullRequest, RequiredChecks, ReviewState
 
 __all__ = [
     "PR_SNAPSHOT_QUERY",
     "PrSnapshot",
     "complete_pr_snapshot",
     "parse_pr_snapshot",
+    "pr_review_state",
     "pr_snapshot",
     "pr_snapshot_request",
     "read_pr_snapshot",
@@ -51,6 +57,25 @@ PR_SNAPSHOT_QUERY = """query PullRequestSnapshot($owner: String!, $name: String!
       headRefName headRefOid baseRefName baseRefOid
       headRepository { nameWithOwner }
       mergeCommit { oid }
+      reviewDecision
+      reviewRequests(first: 100) {
+        pageInfo { hasNextPage }
+        nodes {
+          asCodeOwner
+          requestedReviewer {
+            __typename
+            ... on User { login }
+            ... on Team { combinedSlug }
+            ... on Bot { login }
+            ... on Mannequin { login }
+          }
+        }
+      }
+      reviews(first: 100) {
+        pageInfo { hasNextPage endCursor }
+        nodes { author { login } state submittedAt authorCanPushToRepository commit { oid } }
+      }
+      reviewThreads(first: 100) { pageInfo { hasNextPage } nodes { id isResolved path line } }
       baseRef {
         target { oid }
         rules(first: 100) {
@@ -74,6 +99,8 @@ PR_SNAPSHOT_QUERY = """query PullRequestSnapshot($owner: String!, $name: String!
         nodes {
           commit {
             oid
+            author { user { login } }
+            committer { user { login } }
             history(first: 100) { nodes { oid } }
             checkSuites(first: 100) {
               pageInfo { hasNextPage }
@@ -378,3 +405,51 @@ def complete_pr_snapshot(
     return PrSnapshot(
         pr=pr, runs=got_runs, rules=got_rules, up_to_date=not behind, data=snapshot.data
     )
+
+
+def pr_review_state(
+    snapshot: PrSnapshot, exec: GhExec, repo: str, *, timeout: float | None = 60.0
+) -> ReviewState:
+    """Return the PR's whole review state, its base's review rules included.
+
+    The snapshot's document answers it in the usual case (no further call, and the wire is not
+    loaded); what it cannot answer whole is read as `load_review_state` reads it: more than 100
+    reviews or review threads, or a head commit the document did not reach, through
+    `ForgePort.review_state`; rules the document did not answer (`snapshot.rules` None) through
+    `load_review_rules`. Rulesets without a `pull_request` rule leave classic protection, which
+    is read only when the forge's own review decision is not null (null: no review required
+    anywhere), so a status line pays no extra call for it. Give it the snapshot before
+    `complete_pr_snapshot` to overlap those reads with that one's. Every failed or malformed
+    read raises ForgeCliError, a head that moved ForgeConflictError.
+    """
+    from dataclasses import replace
+
+    from ._review_shape import review_state_from_pull
+    from ._shape import _list, _mapped_data, _obj, _str
+    from ._records import ReviewRules
+
+    pr = snapshot.pr
+
+    def from_document(data: Any) -> ReviewState | None:
+        commits = _list(_obj(data["commits"])["nodes"])
+        head = _obj(_obj(commits[-1])["commit"]) if commits else None
+        if head is None or _str(head["oid"]) != pr.head_sha:
+            return None  # the head commit's users are not in the document
+        return review_state_from_pull(data, head)
+
+    state = None
+    if snapshot.data:
+        state = _mapped_data("a pull request snapshot", snapshot.data, from_document)
+    port = None
+    if state is None or state.head_sha != pr.head_sha:
+        port = _rest_port(exec, timeout)
+        state = port.review_state(repo, pr.number, pr.head_sha)
+    known = snapshot.rules
+    rules = known.reviews if known is not None else None
+    if rules is None and known is not None and state.decision is None:
+        rules = ReviewRules()  # no pull_request rule, and the forge requires no review
+    if rules is None:
+        from ._port import load_review_rules
+
+        rules = load_review_rules(port or _rest_port(exec, timeout), repo, pr.base_ref, known)
+    return replace(state, rules=rules)

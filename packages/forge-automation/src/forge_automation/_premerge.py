@@ -24,14 +24,14 @@ from dataclasses import dataclass, replace
 from ._errors import ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._port import ForgePort, load_required_contexts, load_review_state
-from ._readiness import Blocker, review_blockers
+from ._readiness import Blocker, describe_blocker, review_blockers
 from ._redact import redact_forge_secrets
 from ._types import PullRequest, RequiredChecks
 from ._validate import validate_number, validate_repo
 from ._verdict import ci_verdict
 from ._walk import approved_head_walk
 
-__all__ = ["UNKNOWN_REREAD_DELAYS", "PremergeResult", "describe_blocker", "premerge"]
+__all__ = ["UNKNOWN_REREAD_DELAYS", "PremergeResult", "premerge"]
 
 # Seconds to wait before each re-read of an `unknown` mergeable state (spec: 1, 2 and 4 s).
 UNKNOWN_REREAD_DELAYS = (1.0, 2.0, 4.0)
@@ -165,11 +165,6 @@ def premerge(
         behind_by=pr.behind_by,
         blockers=tuple(blockers),
     )
-
-
-def describe_blocker(blocker: Blocker) -> str:
-    """Return a review blocker as one reason: `<reason>: <detail> [actor: <actor>]`."""
-    return f"{blocker.reason}: {blocker.detail} [actor: {blocker.actor}]"
 
 
 def _failed(repo: str, number: int, reasons: list[str]) -> PremergeResult:

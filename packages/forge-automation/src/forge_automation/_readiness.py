@@ -45,6 +45,7 @@ __all__ = [
     "Actor",
     "Blocker",
     "Readiness",
+    "describe_blocker",
     "merge_readiness",
     "review_blockers",
 ]
@@ -89,6 +90,7 @@ _ACTOR_OF: dict[str, Actor] = {
     "review-requested": "reviewer",
     "threads-unresolved": "author",
 }
+_REVIEW_REASONS = frozenset(BLOCKER_REASONS[BLOCKER_REASONS.index("reviews-stale") :])
 # An approval or a change request only; COMMENTED (and PENDING) leave an earlier verdict standing.
 _VERDICTS = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 _LISTED = 3
@@ -128,6 +130,13 @@ class Readiness:
     def blockers_for(self, actor: Actor) -> tuple[Blocker, ...]:
         """Return the blockers `actor` must act on."""
         return tuple(b for b in self.blockers if b.actor == actor)
+
+
+def describe_blocker(blocker: Blocker) -> str:
+    """Return a blocker as one line of text: `<reason>: <detail>`, and for a review blocker
+    ` [actor: <actor>]` after it (the older reasons keep their text)."""
+    text = f"{blocker.reason}: {blocker.detail}"
+    return f"{text} [actor: {blocker.actor}]" if blocker.reason in _REVIEW_REASONS else text
 
 
 def merge_readiness(

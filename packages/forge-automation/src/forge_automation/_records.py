@@ -129,14 +129,17 @@ class Review:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewThread:
-    """One review thread with its resolved state, where it sits and who opened it."""
+    """One review thread with its resolved state, where it sits and who opened it.
+
+    `author` and `comments` (the count) are None when the read did not ask for them.
+    """
 
     id: str
     resolved: bool
     path: str = ""
     line: int | None = None
     author: str | None = None
-    comments: int = 1
+    comments: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

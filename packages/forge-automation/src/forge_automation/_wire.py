@@ -10,7 +10,6 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -19,6 +18,7 @@ from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
 from ._ghenv import gh_child_env, rest_args
+from ._review_shape import reviews_from_pull
 from ._shape import (
     _SHAPE_ERRORS,
     _app_id,
@@ -50,12 +50,9 @@ from ._types import (
     PullRequest,
     RequiredChecks,
     RequiredContext,
-    Review,
     ReviewComment,
-    ReviewRequest,
     ReviewRules,
     ReviewState,
-    ReviewThread,
 )
 
 __all__ = [
@@ -447,96 +444,6 @@ _REVIEW_STATE_QUERY = """query PullRequestReviewState($owner: String!, $name: St
 def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
     repository = _obj(data["repository"])
     return reviews_from_pull(_obj(repository["pullRequest"]), repository.get("object"))
-
-
-def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
-    """Return the review state a `pullRequest` object answers (`headRefOid`, `reviewDecision`,
-    `reviewRequests`, `reviews`) and the cursor of its next page of reviews.
-
-    `commit` is the head commit's object (`author`/`committer` with `user { login }`), or None.
-    More than one page of review requests would be cut: that, and any field of another shape,
-    raises `_Unmappable` (the callers' "malformed"). Threads and rules are left empty.
-    """
-    pull = _obj(pull)
-    requests = _obj(pull["reviewRequests"])
-    if _bool(_obj(requests["pageInfo"])["hasNextPage"]):
-        raise _Unmappable
-    asked = []
-    for node in _list(requests["nodes"]):
-        request = _obj(node)
-        owner = _bool(request["asCodeOwner"])
-        reviewer = request.get("requestedReviewer")
-        if reviewer is None:  # a deleted user, or a team the reader cannot see
-            asked.append(ReviewRequest(reviewer="(hidden)", as_code_owner=owner))
-            continue
-        who = _obj(reviewer)
-        team = _str(who["__typename"]) == "Team"
-        asked.append(
-            ReviewRequest(
-                reviewer=_str(who["combinedSlug"] if team else who["login"]),
-                team=team,
-                as_code_owner=owner,
-            )
-        )
-    connection = _obj(pull["reviews"])
-    reviews = tuple(
-        Review(
-            author=_opt_str(_opt_obj(_obj(r).get("author")).get("login")),
-            state=_str(_obj(r)["state"]),
-            commit_oid=_opt_str(_opt_obj(_obj(r).get("commit")).get("oid")),
-            submitted_at=_opt_str(_obj(r).get("submittedAt")),
-            author_can_push=_bool(_obj(r)["authorCanPushToRepository"]),
-        )
-        for r in _list(connection["nodes"])
-    )
-    info = _obj(connection["pageInfo"])
-    cursor = _str(info["endCursor"]) if _bool(info["hasNextPage"]) else None
-    head = _opt_obj(commit)
-    pushers: list[str] = []
-    for role in ("author", "committer"):
-        login = _opt_str(_opt_obj(_opt_obj(head.get(role)).get("user")).get("login"))
-        if login is not None and login not in pushers:
-            pushers.append(login)
-    state = ReviewState(
-        head_sha=_str(pull["headRefOid"]),
-        reviews=reviews,
-        requests=tuple(asked),
-        decision=_opt_str(pull.get("reviewDecision")),
-        pushers=tuple(pushers),
-    )
-    return state, cursor
-
-
-def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
-    """Return the whole review state one `pullRequest` object answers, or None when a part has
-    another page (reviews or review threads past 100: read them with `ForgePort.review_state`).
-
-    Besides what `reviews_from_pull` reads, `pull` holds `reviewThreads(first: 100)` with each
-    thread's `id isResolved path line` and `comments(first: 1) { totalCount nodes { author {
-    login } } }`. A field of another shape raises `_Unmappable`; rules are left empty.
-    """
-    state, cursor = reviews_from_pull(pull, commit)
-    connection = _obj(_obj(pull)["reviewThreads"])
-    if cursor is not None or _bool(_obj(connection["pageInfo"])["hasNextPage"]):
-        return None
-    threads = []
-    for node in _list(connection["nodes"]):
-        thread = _obj(node)
-        comments = _obj(thread["comments"])
-        first = _list(comments["nodes"])
-        threads.append(
-            ReviewThread(
-                id=_str(thread["id"]),
-                resolved=_bool(thread["isResolved"]),
-                path=_opt_str(thread.get("path")) or "",
-                line=_opt_int(thread.get("line")),
-                author=_opt_str(_opt_obj(_obj(first[0]).get("author")).get("login"))
-                if first
-                else None,
-                comments=_int(comments["totalCount"]),
-            )
-        )
-    return replace(state, threads=tuple(threads))
 
 
 _COMMENT_NODES = "nodes { fullDatabaseId author { login } authorAssociation path line body }"

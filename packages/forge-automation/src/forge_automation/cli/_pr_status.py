@@ -73,8 +73,9 @@ def _pr_status(
 ) -> None:
     from .._constants import ACTIONS_APP_ID
     from .._errors import ForgeCliError
-    from .._pr_snapshot import complete_pr_snapshot, read_pr_snapshot
-    from .._readiness import merge_readiness
+    from .._parallel import parallel
+    from .._pr_snapshot import complete_pr_snapshot, pr_review_state, read_pr_snapshot
+    from .._readiness import describe_blocker, merge_readiness
 
     try:
         snapshot = read_pr_snapshot(exec, repo, number, timeout=timeout)
@@ -83,7 +84,20 @@ def _pr_status(
             message = f"pr-status: no PR {repo}#{number} (or no access to it)"
             raise CliExit(USAGE_EXIT["pr-status"], message) from None
         raise
-    snapshot = complete_pr_snapshot(snapshot, exec, repo, timeout=timeout)
+    first = snapshot
+    reviews = None
+    if first.pr.state == "open" and not first.pr.merged and not first.data:
+        # The document failed: everything is read over REST, the review state after the rules.
+        snapshot = complete_pr_snapshot(first, exec, repo, timeout=timeout)
+        reviews = pr_review_state(snapshot, exec, repo, timeout=timeout)
+    elif first.pr.state == "open" and not first.pr.merged:
+        # The review state comes from the same document; what it lacks is read beside the rest.
+        snapshot, reviews = parallel(
+            lambda: complete_pr_snapshot(first, exec, repo, timeout=timeout),
+            lambda: pr_review_state(first, exec, repo, timeout=timeout),
+        )
+    else:
+        snapshot = complete_pr_snapshot(first, exec, repo, timeout=timeout)
     pr, rules, runs = snapshot.pr, snapshot.rules, snapshot.runs
     # complete_pr_snapshot sets both.
     assert rules is not None
@@ -91,7 +105,12 @@ def _pr_status(
     apps = {ACTIONS_APP_ID} | {c.app_id for c in rules.contexts if c.app_id is not None}
     # Approval lives elsewhere: judging against the PR's own head drops the unapproved blocker.
     readiness = merge_readiness(
-        pr=pr, rules=rules, runs=runs, required_apps=apps, approved_head=pr.head_sha
+        pr=pr,
+        rules=rules,
+        runs=runs,
+        required_apps=apps,
+        approved_head=pr.head_sha,
+        reviews=reviews,
     )
     passed, total, failing = _check_counts(runs, pr.head_sha)
     state = "merged" if pr.merged else pr.state
@@ -110,7 +129,7 @@ def _pr_status(
             }
         )
         return
-    blockers = "; ".join(f"{b.reason}: {b.detail}" for b in readiness.blockers) or "none"
+    blockers = "; ".join(describe_blocker(b) for b in readiness.blockers) or "none"
     out(
         f"{repo}#{number} {state}{' draft' if pr.draft else ''} head={short(pr.head_sha)} "
         f"mergeable={pr.mergeable_state} checks={passed}/{total} "
