@@ -424,9 +424,9 @@ def pr_review_state(
     """
     from dataclasses import replace
 
+    from ._records import ReviewRules
     from ._review_shape import review_state_from_pull
     from ._shape import _list, _mapped_data, _obj, _str
-    from ._records import ReviewRules
 
     pr = snapshot.pr
 

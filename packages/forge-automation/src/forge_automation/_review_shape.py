@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ._shape import _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str, _Unmappable
 from ._records import Review, ReviewRequest, ReviewState, ReviewThread
+from ._shape import _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str, _Unmappable
 
 __all__ = ["review_state_from_pull", "reviews_from_pull"]
 
