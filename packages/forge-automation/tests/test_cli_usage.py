@@ -40,7 +40,7 @@ USAGE = {
     ),
     "train": (
         "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
-        "[--interval S] REPO"
+        "[--interval S] [--grace S] REPO"
     ),
 }
 
@@ -200,6 +200,12 @@ BAD = [
     (
         ["train", REPO, "--label", "q", "--interval", "0"],
         "--interval must be a finite number of seconds > 0",
+        "train",
+        2,
+    ),
+    (
+        ["train", REPO, "--label", "q", "--grace", "-1"],
+        "--grace must be a finite number of seconds >= 0",
         "train",
         2,
     ),

@@ -266,6 +266,39 @@ def test_a_push_during_the_ci_wait_drops_the_pr_at_the_head_it_judged() -> None:
     assert (forge.effects["merge_pr"], forge.labels(REPO, 1)) == (0, ["keep"])
 
 
+def test_a_required_check_that_never_registers_drops_the_pr_after_the_grace() -> None:
+    forge = _fake_train()
+    for number in (2, 3, 4, 5):
+        forge.set_labels(REPO, number, [])
+    head = forge.pr(REPO, 1).head_sha
+    forge.set_runs(head, [])  # the required `ci` never reports on this head
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    lines: list[str] = []
+    run_train(
+        forge_port(forge.wire),
+        REPO,
+        LABEL,
+        emit=lines.append,
+        interval=15.0,
+        grace=60.0,
+        sleep=sleep,
+        clock=lambda: now[0],
+        delays=(),
+    )
+    assert lines[1:] == [
+        f"RED {REPO}#1 {head} ci=never reported",
+        f"DROPPED {REPO}#1: CI is red: ci=never reported",
+        f"DONE {REPO} merged=0 dropped=1",
+    ]
+    # Pending through the grace (polls at 0, 15, 30, 45 s), RED at 60 s, not at the 1800 s timeout.
+    assert now[0] == 60.0
+    assert (forge.effects["merge_pr"], forge.labels(REPO, 1)) == (0, ["keep"])
+
+
 # -- the command, through the real gh ----------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ._ci_wait import ci_wait
+from ._ci_wait import check_wait_bounds, ci_wait
 from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._merge import delete_head_branch, guarded_merge
@@ -43,6 +43,11 @@ from ._validate import validate_label, validate_repo
 __all__ = ["TrainResult", "run_train", "train_marker"]
 
 _FETCH_TIMEOUT = 300.0
+# Seconds into a CI wait after which a required check with no run or status yet is RED ("never
+# reported"): GitHub registers a workflow's runs (queued) and CI apps post a pending status within
+# seconds of the push event, so five minutes without one means it will not come (a path filter, a
+# renamed job, an app that is not installed); without a grace the train waited the whole timeout.
+DEFAULT_TRAIN_GRACE = 300.0
 # The longest pause between reads while waiting for update-branch's new head.
 _HEAD_POLL = 2.0
 # Premerge's reason for a mergeable state the forge has not computed yet, and how many rounds of
@@ -98,17 +103,22 @@ def run_train(
     dry_run: bool = False,
     timeout: float = 1800.0,
     interval: float = 15.0,
+    grace: float = DEFAULT_TRAIN_GRACE,
     git: GitExec | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
     delays: Sequence[float] = UNKNOWN_REREAD_DELAYS,
 ) -> TrainResult:
     """Merge the PRs carrying `label`, oldest first, one at a time; print one line per step.
 
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
+    `grace` (seconds) is how long a CI wait treats a required check with no run yet as pending
+    before it drops the PR (`<context>=never reported`).
     With `dry_run` nothing is written (not even the clone) and each line says what would happen.
     """
     validate_repo(repo)
     validate_label(label)
+    check_wait_bounds(timeout, interval, grace)
     train = _Train(
         port,
         repo,
@@ -118,8 +128,10 @@ def run_train(
         dry_run=dry_run,
         timeout=timeout,
         interval=interval,
+        grace=grace,
         git=git,
         sleep=sleep,
+        clock=clock,
         delays=delays,
     )
     return train.run()
@@ -137,14 +149,16 @@ class _Train:
         dry_run: bool,
         timeout: float,
         interval: float,
+        grace: float,
         git: GitExec | None,
         sleep: Callable[[float], None],
+        clock: Callable[[], float],
         delays: Sequence[float],
     ) -> None:
         self.port, self.repo, self.label, self.emit = port, repo, label, emit
         self.clone, self.dry_run = clone, dry_run
-        self.timeout, self.interval = timeout, interval
-        self.git, self.sleep, self.delays = git, sleep, delays
+        self.timeout, self.interval, self.grace = timeout, interval, grace
+        self.git, self.sleep, self.clock, self.delays = git, sleep, clock, delays
         self.result = TrainResult(repo=repo, label=label)
 
     def run(self) -> TrainResult:
@@ -282,8 +296,12 @@ class _Train:
             timeout=self.timeout,
             interval=self.interval,
             sleep=self.sleep,
+            clock=self.clock,
             # A required check that fails ends the wait at once; a push to the PR ends it too.
+            # After our own update-branch the new head's checks register late: pending during
+            # the grace, then `never reported` (RED) rather than a wait for the whole timeout.
             fail_fast=True,
+            grace=self.grace,
             head=lambda: self.port.wire.get_pr(self.repo, number).head_sha,
         )
         reasons = ", ".join(waited.reasons) or "-"

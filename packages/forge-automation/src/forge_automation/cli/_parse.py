@@ -233,6 +233,14 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
     _flag(p, "--dry-run", "dry_run", "say what would happen; write nothing")
     _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="per CI wait (1800)")
     _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
+    _option(
+        p,
+        "--grace",
+        type=float,
+        default=None,
+        metavar="S",
+        help="a required check not reported S seconds into a CI wait drops the PR (300)",
+    )
     return top, commands
 
 

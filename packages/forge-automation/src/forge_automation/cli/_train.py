@@ -18,10 +18,11 @@ def train_command(
     dry_run: bool = False,
     timeout: float = 1800.0,
     interval: float = 15.0,
+    grace: float | None = None,
 ) -> None:
     """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
     from .._errors import ForgeInputError
-    from .._train import run_train
+    from .._train import DEFAULT_TRAIN_GRACE, run_train
     from .._validate import validate_label
 
     repo_name(repo)
@@ -33,6 +34,10 @@ def train_command(
         raise UsageError("--timeout must be a finite number of seconds >= 0")
     if not (interval > 0 and math.isfinite(interval)):
         raise UsageError("--interval must be a finite number of seconds > 0")
+    if grace is None:
+        grace = DEFAULT_TRAIN_GRACE
+    if not (grace >= 0 and math.isfinite(grace)):
+        raise UsageError("--grace must be a finite number of seconds >= 0")
     if clone is not None and not os.path.isdir(clone):
         raise UsageError(f"--clone {clone[:200]!r} is not a directory")
 
@@ -51,5 +56,6 @@ def train_command(
         dry_run=dry_run,
         timeout=timeout,
         interval=interval,
+        grace=grace,
     )
     raise CliExit(EXIT_FAILED if result.stopped is not None else 0)
