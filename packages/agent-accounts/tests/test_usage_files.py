@@ -26,6 +26,7 @@ from accounts_support import (
 )
 from agent_accounts import parse_usage_reading
 from agent_accounts.io import UsageFile, read_usage, write_reading
+from agent_accounts.io._backoff import Backoff, write_backoff
 
 INVALID = "reading must be a valid usage-poll reading"
 SECRET = "reading must not carry secret-shaped text"
@@ -70,6 +71,46 @@ def test_write_creates_private_dir_and_file_and_returns_the_path(config: Path) -
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert json.loads(Path(path).read_bytes()) == doc
     assert os.listdir(sessions(config)) == ["usage-poll.json"]
+
+
+@pytest.fixture(params=[0o022, 0o277], ids=["umask022", "umask277"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_dirs_the_writers_create_are_0700_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    root = tmp_path / ".agent-profiles"
+    root.mkdir(mode=0o755)
+    os.chmod(root, 0o755)
+    config = root / "new"  # missing, like status-cache and sessions below it
+    write_reading(config, reading(NOW))
+    for made in (config, config / "status-cache", sessions(config)):
+        assert mode(made) == 0o700, made
+    assert mode(root) == 0o755  # existed: not the package's to chmod
+    # The other writers of status-cache share the helper.
+    other = root / "other"
+    assert write_backoff(str(other), Backoff(until=NOW + 60, wait=60))
+    assert (mode(other), mode(other / "status-cache")) == (0o700, 0o700)
+
+
+def test_an_existing_status_cache_keeps_its_mode(config: Path, umask: int) -> None:
+    (config / "status-cache").mkdir(mode=0o755)
+    os.chmod(config / "status-cache", 0o755)
+    os.chmod(config, 0o750)
+    write_reading(config, reading(NOW))
+    assert (mode(config), mode(config / "status-cache"), mode(sessions(config))) == (
+        0o750,
+        0o755,
+        0o700,
+    )
 
 
 def test_write_keeps_only_the_fields_parse_keeps(config: Path) -> None:

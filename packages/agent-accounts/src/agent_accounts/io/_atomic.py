@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 TYPE_CHECKING = False  # not typing's: write_reading runs on every poll
 if TYPE_CHECKING:
@@ -39,8 +40,37 @@ class RenameUnsupported(OSError):
 
 
 def ensure_private_dir(path: str) -> None:
-    """Create `path` (and its parents) with mode 0700 when missing."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """Create `path` and each missing parent with mode 0700, whatever the umask.
+
+    Not `os.makedirs`: it gives the mode only to the last directory (parents get 0777) and the
+    umask applies to all of them, so under umask 022 `status-cache` came out 0755. Only a
+    directory this call made itself is ever chmodded; one that exists is left as it is.
+    """
+    try:
+        _make_private_dir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+    except FileNotFoundError:
+        parent = os.path.dirname(path.rstrip("/")) or "."
+        if parent in (path, "/", "."):
+            raise
+        ensure_private_dir(parent)  # bounded: one call per missing component
+        try:
+            _make_private_dir(path)
+        except FileExistsError:  # made meanwhile by someone else: theirs, left as it is
+            if not os.path.isdir(path):
+                raise
+
+
+def _make_private_dir(path: str) -> None:
+    """mkdir `path` with mode 0700 exactly: the umask can only have cleared bits of it."""
+    os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if stat.S_IMODE(st.st_mode) != 0o700 and stat.S_ISDIR(st.st_mode):
+        # A umask that clears owner bits (e.g. 0277); the lstat saw the directory just made,
+        # not a symlink, so the chmod lands on it.
+        os.chmod(path, 0o700)
 
 
 def create_exclusive(path: str) -> int:
