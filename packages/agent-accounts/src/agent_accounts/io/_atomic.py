@@ -66,11 +66,18 @@ def ensure_private_dir(path: str) -> None:
 def _make_private_dir(path: str) -> None:
     """mkdir `path` with mode 0700 exactly: the umask can only have cleared bits of it."""
     os.mkdir(path, 0o700)
-    st = os.lstat(path)
-    if stat.S_IMODE(st.st_mode) != 0o700 and stat.S_ISDIR(st.st_mode):
-        # A umask that clears owner bits (e.g. 0277); the lstat saw the directory just made,
-        # not a symlink, so the chmod lands on it.
-        os.chmod(path, 0o700)
+    try:
+        # O_NOFOLLOW + fchmod: the mode lands on this directory even if the name is swapped for
+        # a symlink meanwhile. A umask that cleared the owner's read bit leaves it unopenable:
+        # then it stays as made, and the first write into it fails as an I/O error.
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except PermissionError:
+        return
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:  # a umask that clears owner bits (0277)
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
 
 
 def create_exclusive(path: str) -> int:
