@@ -127,6 +127,8 @@ def test_a_stale_pid_file_is_no_daemon(tmp_path: Path) -> None:
         ([PRODUCT, "--attach", "s"], "give MODULE:ATTR or --attach DIR, not both"),
         (["--attach", "s", "--start", "nocolon"], "--start expects MODULE:ATTR"),
         (["--attach", "s", "--start", PRODUCT, "--start-timeout", "0"], "--start-timeout must"),
+        (["--attach", "s", "--tool-prefix", "acme"], "--tool-prefix only applies with --start"),
+        (["--attach", "s", "--version", "1.2"], "--version only applies with --start"),
     ],
 )
 def test_usage_errors_are_64(args: list[str], problem: str, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """`local-daemon mcp-stdio --attach DIR [--start MODULE:ATTR]`: relay stdio MCP to DIR's daemon.
 
 Exit codes (`_cli_exits`): 64 a usage error (MODULE:ATTR beside --attach, --start without
---attach, a --start-timeout that is not positive); 69 no daemon runs for DIR (and none was
+--attach, --tool-prefix or --version without --start, a --start-timeout that is not positive); 69 no daemon runs for DIR (and none was
 started, or the one started did not come up in time), or the daemon went away mid-session;
 78 a state file or the daemon refused (unsafe state files, a daemon without /mcp or off loopback).
 A session that ends because stdin closed exits 0. `mcp` is imported only once a daemon is found;
@@ -24,7 +24,7 @@ def attach(
     target: str | None,
     start: str | None,
     tool_prefix: str | None,
-    version: str,
+    version: str | None,
     start_timeout: float,
 ) -> None:
     """Find (or with `start`, start) the daemon of `state_dir` and relay stdio to its `/mcp`."""
@@ -35,6 +35,13 @@ def attach(
         raise UsageProblem("--start needs --attach DIR")
     if target is not None:
         raise UsageProblem("give MODULE:ATTR or --attach DIR, not both (--start MODULE:ATTR)")
+    if start is None:
+        # The running daemon's own prefix and version apply; these would be silently ignored.
+        for flag, value in (("--tool-prefix", tool_prefix), ("--version", version)):
+            if value is not None:
+                raise UsageProblem(
+                    f"{flag} only applies with --start (the running daemon's own is used)"
+                )
     if not (math.isfinite(start_timeout) and start_timeout > 0):
         raise UsageProblem("--start-timeout must be a positive number of seconds")
     paths = daemon_paths(state_dir)
@@ -50,7 +57,11 @@ def attach(
             # Not imported here: the relay stays free of the product's modules (and aiohttp);
             # a daemon that cannot load it exits, and its line is reported from daemon.log.
             found = start_detached(
-                paths, start, tool_prefix=tool_prefix, version=version, timeout=start_timeout
+                paths,
+                start,
+                tool_prefix=tool_prefix,
+                version=version if version is not None else "0.0.0",
+                timeout=start_timeout,
             )
     except AttachProblem as exc:
         if exc.kind == "refused":

@@ -261,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PREFIX",
         help="tools are PREFIX_<command> (default: the command names)",
     )
-    mcp.add_argument("--version", **once, default="0.0.0", metavar="V", help="told to clients")
+    mcp.add_argument(
+        "--version", **once, default=None, metavar="V", help="told to clients (default 0.0.0)"
+    )
 
     token = _command(sub, "token", "create, rotate and mint sign-in links from a token file")
     token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
@@ -339,7 +341,8 @@ def _run(ns: argparse.Namespace) -> int:
             raise UsageProblem("mcp-stdio needs MODULE:ATTR or --attach DIR")
         registry = load_registry(ns.target)
         setup_logging("warning")  # stdout carries the protocol: logs go to stderr only
-        asyncio.run(run_mcp_stdio(registry, tool_prefix=ns.tool_prefix, version=ns.version))
+        version = ns.version if ns.version is not None else "0.0.0"
+        asyncio.run(run_mcp_stdio(registry, tool_prefix=ns.tool_prefix, version=version))
     elif ns.command == "sessions":
         from ._cli_sessions import run_sessions
 
