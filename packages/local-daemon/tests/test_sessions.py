@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import logging
 import os
 import stat
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -386,6 +389,82 @@ class TestOverHttp:
             assert resp.status == 200
             resp = await c.post("/auth/login", **post)  # type: ignore[arg-type]
             assert resp.status == 401
+
+
+def _report_lock_waits(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Return an event set when the daemon first finds the sessions lock held."""
+    waiting = threading.Event()
+    real_flock = fcntl.flock
+
+    def flock(fd: int, operation: int) -> None:
+        try:
+            real_flock(fd, operation)
+        except BlockingIOError:
+            waiting.set()
+            raise
+
+    shim = SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_NB=fcntl.LOCK_NB)
+    monkeypatch.setattr(_sessions, "fcntl", shim)
+    return waiting
+
+
+class TestOffTheLoop:
+    async def test_a_sign_in_waiting_for_the_lock_blocks_no_other_request(
+        self, port: int, token_file: Path, sessions_file: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Another process holds the lock: the sign-in waits for it (here up to 50 * 0.2 s) in a
+        # worker thread while the loop answers. Waited for on the loop, /health would be answered
+        # only once that sign-in had given up (a 503), so `sign_in` would be done by then.
+        monkeypatch.setattr(_sessions, "_LOCK_PAUSE", 0.2)
+        waiting = _report_lock_waits(monkeypatch)
+        bearer = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+        fd = _held_lock_fd(sessions_file)
+        try:
+            sign_in = asyncio.create_task(_sign_in(port, token_file, "Phone/1"))
+            assert await asyncio.to_thread(waiting.wait, 30)
+            resp = await raw_request(port, "GET", "/health", headers=bearer)
+            assert resp.status == 200
+            assert not sign_in.done()  # still waiting for the lock this test holds
+        finally:
+            os.close(fd)
+        cookie = await sign_in
+        assert [s.id for s in list_sessions(sessions_file)] == [_id(cookie)]
+        resp = await raw_request(
+            port, "GET", "/whoami", headers={"Cookie": f"local_session={cookie}"}
+        )
+        assert resp.status == 200
+
+    async def test_a_last_seen_write_is_handed_off_one_at_a_time(
+        self, auth: DaemonAuth, sessions_file: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        cookie = auth.issue_session_cookie()
+        started, release = threading.Event(), threading.Event()
+        writes: list[int] = []
+        real_update = _sessions._update
+
+        def update(*args: object, **kwargs: object) -> None:
+            writes.append(1)
+            started.set()
+            assert release.wait(30)
+            real_update(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_sessions, "_update", update)
+        clock.now = T0 + LAST_SEEN_WRITE_INTERVAL
+        # Inline, this would wait for `release`, which is set only after it returns.
+        assert auth.verify_session_cookie(cookie) is not None
+        assert await asyncio.to_thread(started.wait, 30)
+        clock.now = T0 + 3 * LAST_SEEN_WRITE_INTERVAL
+        assert auth.verify_session_cookie(cookie) is not None  # due, but one is in flight
+        release.set()
+        await auth._sessions.wait_for_writes()
+        assert len(writes) == 1
+        (entry,) = list_sessions(sessions_file)
+        assert entry.last_seen == int(T0 + LAST_SEEN_WRITE_INTERVAL)
+        assert auth.verify_session_cookie(cookie) is not None  # the next one writes again
+        await auth._sessions.wait_for_writes()
+        assert len(writes) == 2
+        (entry,) = list_sessions(sessions_file)
+        assert entry.last_seen == int(T0 + 3 * LAST_SEEN_WRITE_INTERVAL)
 
 
 @pytest.fixture

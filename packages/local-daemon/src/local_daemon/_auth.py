@@ -268,26 +268,46 @@ class DaemonAuth:
                 self._spent.pop(match.group(2), None)
             raise
 
+    async def sign_in_async(
+        self, code: str, *, user_agent: str = "", peer: str | None = None
+    ) -> str | None:
+        """`sign_in` for the event loop: the code is spent here, the sessions file is written in
+        a worker thread (its lock may be held by another process) while the loop serves on."""
+        import asyncio
+
+        if not self.spend_login_code(code):
+            return None
+        keys, info = self._new_session(user_agent, peer)
+        try:
+            await asyncio.to_thread(
+                self._sessions.add, info, keys.generation, lifetime=SESSION_LIFETIME_SECONDS
+            )
+        except SessionFileError:
+            match = _CODE_RE.fullmatch(code)
+            if match is not None:
+                self._spent.pop(match.group(2), None)
+            raise
+        return _session_cookie(keys, info)
+
+    def _new_session(self, user_agent: str, peer: str | None) -> tuple[_Keys, SessionInfo]:
+        keys = self._current_keys()
+        issued_at = int(self._clock())
+        info = SessionInfo(
+            id=new_session_id(),
+            issued_at=issued_at,
+            first_seen=issued_at,
+            last_seen=issued_at,
+            user_agent=clean_text(user_agent, MAX_USER_AGENT_CHARS),
+            peer=peer,
+        )
+        return keys, info
+
     def issue_session_cookie(self, *, user_agent: str = "", peer: str | None = None) -> str:
         """Record a new session (raising `SessionFileError` when it cannot be written) and
         return its cookie value `v2.<issuedAt>.<id>.<mac>`."""
-        keys = self._current_keys()
-        issued_at = int(self._clock())
-        session_id = new_session_id()
-        self._sessions.add(
-            SessionInfo(
-                id=session_id,
-                issued_at=issued_at,
-                first_seen=issued_at,
-                last_seen=issued_at,
-                user_agent=clean_text(user_agent, MAX_USER_AGENT_CHARS),
-                peer=peer,
-            ),
-            keys.generation,
-            lifetime=SESSION_LIFETIME_SECONDS,
-        )
-        body = f"v2.{issued_at}.{session_id}"
-        return f"{body}.{_b64(_mac(keys.cookie, body))}"
+        keys, info = self._new_session(user_agent, peer)
+        self._sessions.add(info, keys.generation, lifetime=SESSION_LIFETIME_SECONDS)
+        return _session_cookie(keys, info)
 
     def _cookie_session(self, keys: _Keys, value: str) -> tuple[int, str] | None:
         match = _COOKIE_RE.fullmatch(value)
@@ -328,6 +348,11 @@ class DaemonAuth:
         if not hmac.compare_digest(keys.bearer_digest, presented):
             return None
         return Verified(credential="bearer", issued_at=keys.written_at)
+
+
+def _session_cookie(keys: _Keys, info: SessionInfo) -> str:
+    body = f"v2.{info.issued_at}.{info.id}"
+    return f"{body}.{_b64(_mac(keys.cookie, body))}"
 
 
 def create_daemon_auth(

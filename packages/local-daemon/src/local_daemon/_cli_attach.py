@@ -1,9 +1,10 @@
 """`local-daemon mcp-stdio --attach DIR [--start MODULE:ATTR]`: relay stdio MCP to DIR's daemon.
 
 Exit codes (`_cli_exits`): 64 a usage error (MODULE:ATTR beside --attach, --start without
---attach, --tool-prefix or --version without --start, a --start-timeout that is not positive); 69 no daemon runs for DIR (and none was
-started, or the one started did not come up in time), or the daemon went away mid-session;
-78 a state file or the daemon refused (unsafe state files, a daemon without /mcp or off loopback).
+--attach, --tool-prefix or --version without --start, a --start-timeout that is not positive);
+69 no daemon runs for DIR (and none was started, or the one started did not come up in time), or
+the daemon went away mid-session; 78 a state file or the daemon refused (unsafe state files, a
+daemon without /mcp or off loopback).
 A session that ends because stdin closed exits 0. `mcp` is imported only once a daemon is found;
 aiohttp never is.
 """

@@ -6,6 +6,7 @@ route, so no route answers without a credential. Only `/auth/login` is open, ans
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
@@ -283,7 +284,7 @@ class _Gate:
         cookie: str | None = None
         if isinstance(code, str):
             try:
-                cookie = self._auth.sign_in(
+                cookie = await self._auth.sign_in_async(
                     code,
                     user_agent=request.headers.get(hdrs.USER_AGENT, ""),
                     peer=request.remote,
@@ -300,14 +301,15 @@ class _Gate:
         response.headers["Set-Cookie"] = _session_cookie_header(cookie, SESSION_LIFETIME_SECONDS)
         return response
 
-    def _logout(self, request: web.Request, verified: Verified) -> web.StreamResponse:
+    async def _logout(self, request: web.Request, verified: Verified) -> web.StreamResponse:
         if request.method != "POST":
             return _envelope(405, 64, "method not allowed", Allow="POST")
         response = web.json_response({"ok": True, "data": None})
         if verified.session_id is not None:
             # Server-side too: a copy of this cookie stops working with it.
             try:
-                self._auth.end_session(verified.session_id)
+                # In a worker thread: the lock may be held by another process.
+                await asyncio.to_thread(self._auth.end_session, verified.session_id)
             except SessionFileError as exc:
                 _log.error("gate: a sign-out could not be recorded: %s", exc)
                 response = _envelope(
@@ -335,7 +337,7 @@ class _Gate:
         if verified is None:
             return self._unauthorized(request)
         if path == LOGOUT_PATH:
-            return self._logout(request, verified)
+            return await self._logout(request, verified)
         if (path == "/mcp" or path.startswith("/mcp/")) and verified.credential != "bearer":
             # A cookie is ambient: the browser attaches it to any request a page makes, so a
             # cookie alone would let a page drive the tools (CSRF). MCP clients send the bearer.

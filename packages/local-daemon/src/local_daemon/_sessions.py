@@ -15,6 +15,12 @@ a FIFO or malformed JSON is refused (`SessionFileError`), and a refused file hon
 
 Last-seen times are kept in memory on every request and written at most once a minute
 (`LAST_SEEN_WRITE_INTERVAL`) whatever the traffic, so a busy browser costs no disk writes.
+
+On a running event loop the writes (each an `fsync`, under a lock another process may hold) go
+to the loop's default executor: a last-seen flush and the clearing of a rotated secret's
+sessions are handed off without the request waiting (at most one flush in flight), and the
+gate awaits a sign-in's or sign-out's write in a worker thread. Only the per-request `lstat`
+(and a re-read when the file changed) stays on the loop. Without a running loop they run inline.
 """
 
 from __future__ import annotations
@@ -300,7 +306,16 @@ class SessionStore:
     the file changed (a sign-in, a revocation, another daemon's write).
     """
 
-    __slots__ = ("_clock", "_failure", "_last_flush", "_path", "_seen", "_signature", "_snapshot")
+    __slots__ = (
+        "_clock",
+        "_failure",
+        "_flushing",
+        "_last_flush",
+        "_path",
+        "_seen",
+        "_signature",
+        "_snapshot",
+    )
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float]) -> None:
         self._path = Path(path)
@@ -310,6 +325,7 @@ class SessionStore:
         self._failure: str | None = None
         self._seen: dict[str, int] = {}
         self._last_flush = float("-inf")
+        self._flushing: Any = None  # the asyncio future of the last-seen write in flight
 
     @property
     def path(self) -> Path:
@@ -344,7 +360,7 @@ class SessionStore:
             return False
         now = int(self._clock())
         self._seen[session_id] = now
-        if now - self._last_flush >= LAST_SEEN_WRITE_INTERVAL:
+        if now - self._last_flush >= LAST_SEEN_WRITE_INTERVAL and self._flushing is None:
             stale = snapshot.sessions[session_id].last_seen
             if now - stale >= LAST_SEEN_WRITE_INTERVAL:
                 self._flush_seen(generation, now)
@@ -364,10 +380,27 @@ class SessionStore:
                     sessions[sid] = replace(entry, last_seen=at)
             return _Snapshot(generation, sessions)
 
-        try:
-            _update(self._path, change, tries=1)
-        except SessionFileError as exc:
-            _log.warning("gate: last-seen times not written: %s", exc)
+        def write() -> None:
+            try:
+                _update(self._path, change, tries=1)
+            except SessionFileError as exc:
+                _log.warning("gate: last-seen times not written: %s", exc)
+
+        future = _in_background(write)
+        if future is not None:
+            self._flushing = future
+            future.add_done_callback(self._flushed)
+
+    def _flushed(self, future: Any) -> None:
+        self._flushing = None
+        _log_unexpected(future)
+
+    async def wait_for_writes(self) -> None:
+        """Wait until the last-seen write in flight (if any) has finished (tests, shutdown)."""
+        if self._flushing is not None:
+            import asyncio
+
+            await asyncio.shield(self._flushing)
 
     def forget_other_generations(self, generation: str) -> None:
         """Empty the file when it lists sessions of another secret (the token was rotated).
@@ -382,10 +415,15 @@ class SessionStore:
                 return None
             return _Snapshot(generation, {})
 
-        try:
-            _update(self._path, change, tries=1)
-        except SessionFileError as exc:
-            _log.warning("gate: sessions of the old token not cleared: %s", exc)
+        def write() -> None:
+            try:
+                _update(self._path, change, tries=1)
+            except SessionFileError as exc:
+                _log.warning("gate: sessions of the old token not cleared: %s", exc)
+
+        future = _in_background(write)
+        if future is not None:
+            future.add_done_callback(_log_unexpected)
 
     def add(self, info: SessionInfo, generation: str, *, lifetime: int) -> None:
         """Record a new session, dropping those older than `lifetime` seconds (and, past
@@ -413,6 +451,25 @@ class SessionStore:
 
         _update(self._path, change, tries=tries)
         return bool(found)
+
+
+def _in_background(write: Callable[[], None]) -> Any:
+    """On a running event loop, start `write` in its default executor and return the asyncio
+    future; without one, run it here and return None."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        write()
+        return None
+    return loop.run_in_executor(None, write)
+
+
+def _log_unexpected(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        exc = future.exception()
+        _log.error("gate: a sessions file write failed: %s", type(exc).__name__)
 
 
 def list_sessions(sessions_file: str | os.PathLike[str]) -> list[SessionInfo]:
