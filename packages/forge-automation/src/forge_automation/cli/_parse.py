@@ -69,6 +69,29 @@ def _flag(parser: argparse.ArgumentParser, name: str, dest: str, help: str) -> N
     parser.add_argument(name, dest=dest, action=_Once, nargs=0, default=False, help=help)
 
 
+def _merge_arguments(p: argparse.ArgumentParser) -> None:
+    """REPO#N HEAD_SHA --approved-head SHA [--clone DIR]: what premerge and merge both take."""
+    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+    p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
+    _option(
+        p,
+        "--approved-head",
+        type=str,
+        default=None,
+        metavar="SHA",
+        help="the head a reviewer approved",
+        required=True,
+    )
+    _option(
+        p,
+        "--clone",
+        type=str,
+        default=None,
+        metavar="DIR",
+        help="a fetched clone holding head, approved head and base tip",
+    )
+
+
 def _option(
     parser: argparse.ArgumentParser,
     name: str,
@@ -153,25 +176,7 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
     _flag(p, "--json", "as_json", "print one JSON object")
 
     p = command("premerge", "Check a PR may merge at HEAD_SHA: OK (0) or FAIL with reasons (1).")
-    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
-    p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
-    _option(
-        p,
-        "--approved-head",
-        type=str,
-        default=None,
-        metavar="SHA",
-        help="the head a reviewer approved",
-        required=True,
-    )
-    _option(
-        p,
-        "--clone",
-        type=str,
-        default=None,
-        metavar="DIR",
-        help="a fetched clone holding head, approved head and base tip",
-    )
+    _merge_arguments(p)
     _flag(p, "--json", "as_json", "print one JSON object")
 
     p = command(
@@ -179,25 +184,7 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         "Premerge, squash-merge a PR at HEAD_SHA, delete its head branch: MERGED (0), FAIL (1) "
         "or MOVED (3).",
     )
-    p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
-    p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
-    _option(
-        p,
-        "--approved-head",
-        type=str,
-        default=None,
-        metavar="SHA",
-        help="the head a reviewer approved",
-        required=True,
-    )
-    _option(
-        p,
-        "--clone",
-        type=str,
-        default=None,
-        metavar="DIR",
-        help="a fetched clone holding head, approved head and base tip",
-    )
+    _merge_arguments(p)
     p.add_argument(
         "--task-id",
         dest="task_ids",
