@@ -93,6 +93,9 @@ class RepoState:
     # Classic branch protection as GET .../branches/{branch}/protection answers it (its review
     # and conversation-resolution parts); a branch without one answers from `classic`.
     protection: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Who has admin rights: GitHub answers every other caller's protection read 404 `Not Found`
+    # (and a branch without protection 404 `Branch not protected` to an admin).
+    admins: set[str] = field(default_factory=lambda: {"forge-bot"})
     # The logins a commit's author and committer map to (None: an email with no account).
     commit_users: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     force_pushes: dict[int, list[tuple[str | None, str]]] = field(default_factory=dict)
@@ -923,7 +926,14 @@ class _Api:
         chunk, headers = self._paginate(request, repo.rulesets.get(b, []))
         return 200, chunk, headers
 
+    @staticmethod
+    def _admin_only(repo: RepoState, login: str | None) -> None:
+        # GitHub hides protection from callers without admin rights behind a plain 404.
+        if login is not None and login not in repo.admins:
+            raise _error(404, "Not Found")
+
     def classic(self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str) -> Any:
+        self._admin_only(repo, login)
         answer = repo.classic.get(b, 404)
         if answer == 403:
             raise _error(
@@ -936,6 +946,7 @@ class _Api:
     def protection(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
     ) -> Any:
+        self._admin_only(repo, login)
         checks = repo.classic.get(b, 404)
         if checks == 403:
             raise _error(

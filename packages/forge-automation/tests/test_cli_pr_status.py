@@ -60,6 +60,11 @@ def requested(server: ForgeServer) -> list[str]:
     return [f"{r.method} {r.url.split('api.github.localhost', 1)[1]}" for r in server.requests()]
 
 
+# Classic protection, read beside the document for every open PR: GitHub layers it on the
+# rulesets, and the document cannot ask for it.
+PROTECTION = f"GET /repos/{REPO}/branches/main/protection"
+
+
 def by_sha(sha: str, page: int = 1) -> str:
     return f"GET /repos/{REPO}/commits/{sha}/check-runs?filter=all&per_page=100&page={page}"
 
@@ -78,7 +83,9 @@ def reasons(data: dict[str, Any]) -> list[str]:
 # -- the usual case: one request ----------------------------------------------------------------
 
 
-def test_the_usual_pr_is_one_graphql_request(server: ForgeServer, repo: RepoState) -> None:
+def test_the_usual_pr_is_one_graphql_request_and_its_protection(
+    server: ForgeServer, repo: RepoState
+) -> None:
     head = repo.add_commit("head", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
     repo.set_rulesets("main", ["ci"], strict=True)
@@ -90,7 +97,7 @@ def test_the_usual_pr_is_one_graphql_request(server: ForgeServer, repo: RepoStat
         f"{REPO}#1 open head={head[:7]} mergeable=clean checks=1/1 failing=- ready blockers=none\n"
     )
     # Strict, yet no compare: the base tip is among the head's ancestors the document read.
-    assert requested(server) == ["POST /graphql"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
     assert server.state.graphql_ops == {"PullRequestSnapshot": 1}
 
 
@@ -108,7 +115,7 @@ def test_every_run_of_every_suite_counts_a_superseded_failure_included(
     data = status(server)
     assert data["checks"] == {"passed": 2, "total": 3, "failing": []}
     assert reasons(data) == ["check-failed", "check-pending"]
-    assert requested(server) == ["POST /graphql"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
 
 
 def test_a_closed_pr_needs_no_behind_count(server: ForgeServer, repo: RepoState) -> None:
@@ -149,6 +156,7 @@ def test_a_strict_base_the_head_is_behind_reads_the_behind_count(
     assert "is behind by 1 commits" in data["blockers"][0]["detail"]
     assert requested(server) == [
         "POST /graphql",
+        f"GET /repos/{REPO}/branches/release/v1%2B2/protection",
         f"GET /repos/{REPO}/compare/release/v1%2B2...{head}?per_page=1",
     ]
 
@@ -163,7 +171,7 @@ def test_a_base_that_is_not_strict_needs_no_behind_count(
     repo.add_run(head, "ci", "success")
     server.clear_log()
     assert status(server)["ready"] is True
-    assert requested(server) == ["POST /graphql"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
 
 
 def test_rulesets_requiring_nothing_read_classic_protection(
@@ -180,7 +188,7 @@ def test_rulesets_requiring_nothing_read_classic_protection(
     assert reasons(data) == ["behind-base"]
     assert requested(server) == [
         "POST /graphql",
-        f"GET /repos/{REPO}/branches/main/protection/required_status_checks",
+        PROTECTION,
         f"GET /repos/{REPO}/compare/main...{head}?per_page=1",
     ]
 
@@ -205,7 +213,7 @@ def test_more_than_one_page_of_runs_is_read_whole_by_sha(
     server.clear_log()
     data = status(server)
     assert data["checks"] == {"passed": 100, "total": 101, "failing": ["late"]}
-    assert requested(server) == ["POST /graphql", by_sha(head, 1), by_sha(head, 2)]
+    assert requested(server) == ["POST /graphql", PROTECTION, by_sha(head, 1), by_sha(head, 2)]
 
 
 def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: RepoState) -> None:
@@ -222,6 +230,7 @@ def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: R
             "POST /graphql",
             f"GET /repos/{REPO}/pulls/1",
             f"GET /repos/{REPO}/rules/branches/main?per_page=100&page=1",
+            PROTECTION,
             by_sha(head),
             f"GET /repos/{REPO}/compare/main...{head}?per_page=1",
             # The review state, after the rules: reviews and requests, then the threads.
@@ -448,7 +457,7 @@ def test_review_blockers_in_one_graphql_request_with_their_actors(
         ("threads-unresolved", "author"),
     ]
     assert data["ready"] is False
-    assert requested(server) == ["POST /graphql"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
     done = cli(server, "pr-status", f"{REPO}#1")
     line = done.stdout
     assert "blocked blockers=changes-requested: bob requested changes;" in line
@@ -458,14 +467,16 @@ def test_review_blockers_in_one_graphql_request_with_their_actors(
     assert line.endswith("1 unresolved: a.py:3 [actor: author]\n")
 
 
-def test_an_approved_pr_is_ready_in_one_request(server: ForgeServer, repo: RepoState) -> None:
+def test_an_approved_pr_is_ready_in_one_graphql_request(
+    server: ForgeServer, repo: RepoState
+) -> None:
     head = _reviewed_pr(repo)
     repo.add_review_rule("main", required_approving_review_count=1)
     repo.prs[1]["_reviews"] = [{"id": 1, "user": "bob", "state": "APPROVED", "commit_id": head}]
     repo.prs[1]["_review_decision"] = "APPROVED"
     server.clear_log()
     assert status(server)["ready"] is True
-    assert requested(server) == ["POST /graphql"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
 
 
 def test_past_a_page_of_reviews_or_threads_the_state_is_read_whole(
@@ -508,7 +519,7 @@ def test_classic_review_rules_are_read_when_the_forge_requires_a_review(
         ("code-owner-review-missing", "reviewer"),
     ]
     assert "acme/core" in data["blockers"][1]["detail"]
-    assert requested(server) == ["POST /graphql", f"GET /repos/{REPO}/branches/main/protection"]
+    assert requested(server) == ["POST /graphql", PROTECTION]
 
 
 def test_a_review_read_that_fails_fails_the_status(server: ForgeServer, repo: RepoState) -> None:

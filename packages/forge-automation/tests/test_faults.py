@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from forge_automation import load_required_contexts
 from forge_automation._errors import ForgeCliError
-from forge_automation._port import forge_port, load_required_contexts
+from forge_automation._port import forge_port
 from forge_automation._premerge import premerge
 from forge_automation._wire import gh_cli_wire
 from forge_support import ForgeServer, RepoState, gh_exec

@@ -8,6 +8,13 @@ from typing import Any, Protocol, cast
 
 import pytest
 
+from forge_automation import (
+    ProtectionHidden,
+    load_branch_rules,
+    load_required_contexts,
+    load_review_rules,
+    load_review_state,
+)
 from forge_automation._constants import ACTIONS_APP_ID
 from forge_automation._errors import (
     FileListTruncatedError,
@@ -17,13 +24,7 @@ from forge_automation._errors import (
     ForgeInputError,
 )
 from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._port import (
-    ForgePort,
-    forge_port,
-    load_required_contexts,
-    load_review_rules,
-    load_review_state,
-)
+from forge_automation._port import ForgePort, forge_port
 from forge_automation._readiness import merge_readiness
 from forge_automation._types import (
     CheckRun,
@@ -83,6 +84,11 @@ class Backend(Protocol):
     def force_pushes(self, number: int, pushes: Sequence[tuple[str | None, str]]) -> None: ...
     def review_rule(self, branch: str, **parameters: Any) -> None: ...
     def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None: ...
+
+    def hide_protection(self) -> None:
+        """Make the caller one without admin rights: protection reads answer 404 Not Found."""
+        ...
+
     def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None: ...
     def review_requests(
         self, number: int, requests: Sequence[tuple[str, bool, bool]], decision: str | None
@@ -233,6 +239,9 @@ class FakeBackend:
 
     def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None:
         self.fake.set_classic_review_rules(REPO, branch, rules)
+
+    def hide_protection(self) -> None:
+        self.fake.hide_protection(REPO)
 
     def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None:
         self.fake.reviews[(REPO, number)] = [
@@ -422,6 +431,9 @@ class GhBackend:
 
     def review_rule(self, branch: str, **parameters: Any) -> None:
         self.repo.add_review_rule(branch, **parameters)
+
+    def hide_protection(self) -> None:
+        self.repo.admins.clear()
 
     def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None:
         if isinstance(rules, int):
@@ -963,9 +975,9 @@ def test_load_review_rules_rulesets_first_then_classic(forge: Backend) -> None:
         dismiss_stale_reviews_on_push=True,
         source="ruleset",
     )
-    # The checks load_required_contexts read carry the rule: the rulesets are not read twice.
-    checks = load_required_contexts(forge.port, REPO, "main")
-    assert load_review_rules(forge.port, REPO, "main", checks).required_approving_review_count == 2
+    # The rules load_branch_rules read carry the review rule: nothing is read twice.
+    branch = load_branch_rules(forge.port, REPO, "main")
+    assert load_review_rules(forge.port, REPO, "main", branch).required_approving_review_count == 2
     classic = ReviewRules(
         required_approving_review_count=1,
         require_last_push_approval=True,
@@ -985,6 +997,56 @@ def test_load_review_rules_rulesets_first_then_classic(forge: Backend) -> None:
     forge.classic("free", 403)
     assert load_review_rules(forge.port, REPO, "free") == ReviewRules()
     assert load_review_rules(forge.port, REPO, "unprotected") == ReviewRules()
+
+
+def test_rulesets_and_classic_protection_are_layered(forge: Backend) -> None:
+    # GitHub enforces both: every context, strict if either is, each review parameter strictest.
+    _main(forge)
+    forge.rulesets("main", [("test", ACTIONS_APP_ID)], False)
+    forge.review_rule("main", required_approving_review_count=1, require_last_push_approval=True)
+    forge.classic("main", [("build", None)])
+    forge.classic_reviews(
+        "main",
+        ReviewRules(
+            required_approving_review_count=2,
+            dismiss_stale_reviews_on_push=True,
+            required_review_thread_resolution=True,
+            source="classic",
+        ),
+    )
+    checks = load_required_contexts(forge.port, REPO, "main")
+    assert {c.context for c in checks.contexts} == {"test", "build"}
+    assert load_review_rules(forge.port, REPO, "main") == ReviewRules(
+        required_approving_review_count=2,
+        require_last_push_approval=True,
+        dismiss_stale_reviews_on_push=True,
+        required_review_thread_resolution=True,
+        source="ruleset and classic",
+    )
+
+
+def test_githubs_two_404s_on_protection_are_told_apart(forge: Backend) -> None:
+    _main(forge)
+    forge.rulesets("main", [("test", None)], False)
+    forge.review_rule("main", required_approving_review_count=1)
+    # 404 `Branch not protected`: nothing more is asked.
+    rules = load_branch_rules(forge.port, REPO, "main")
+    assert (rules.classic_status, rules.hidden) == ("unprotected", False)
+    assert [c.context for c in rules.required_checks().contexts] == ["test"]
+    # 404 `Not Found` (a caller without admin rights): hidden, never "not protected".
+    forge.hide_protection()
+    with pytest.raises(ProtectionHidden) as caught:
+        load_required_contexts(forge.port, REPO, "main")
+    assert "cannot read branch protection" in str(caught.value)
+    assert "admin" in str(caught.value)
+    rules = load_branch_rules(forge.port, REPO, "main")
+    assert rules.classic_status == "hidden"
+    with pytest.raises(ProtectionHidden):
+        rules.required_checks()
+    # The review part keeps the rulesets' rule and says the rest is unknown.
+    assert load_review_rules(forge.port, REPO, "main") == ReviewRules(
+        required_approving_review_count=1, source="ruleset", protection_hidden=True
+    )
 
 
 def test_review_state_reads_every_page_at_the_head(forge: Backend) -> None:
@@ -1074,8 +1136,9 @@ def test_readiness_over_the_review_state_names_each_rule(forge: Backend) -> None
     )
     forge.review_threads(9, [(False, [(1, "bob", "why?")])])
     pr = forge.port.get_pr(REPO, 9)
-    checks = load_required_contexts(forge.port, REPO, "main")
-    state = load_review_state(forge.port, REPO, pr, checks)
+    branch = load_branch_rules(forge.port, REPO, "main")
+    checks = branch.required_checks()
+    state = load_review_state(forge.port, REPO, pr, branch)
     result = merge_readiness(
         pr=pr,
         rules=checks,
@@ -1110,7 +1173,7 @@ def test_readiness_over_the_review_state_names_each_rule(forge: Backend) -> None
     )
     forge.review_requests(9, [], "APPROVED")
     forge.review_threads(9, [(True, [(1, "bob", "why?")])])
-    state = load_review_state(forge.port, REPO, pr, checks)
+    state = load_review_state(forge.port, REPO, pr, branch)
     result = merge_readiness(
         pr=pr,
         rules=checks,

@@ -525,7 +525,10 @@ def test_a_review_rule_read_that_fails_fails_closed_on_the_fake(status: int) -> 
             )
         ],
     )
-    # The rulesets have no pull_request rule, so classic protection decides; its read fails.
+    # Classic protection is layered on the rulesets; its one read (checks and reviews) fails.
     fake.set_classic_review_rules(REPO, "main", status)
     result = premerge(forge_port(fake.wire), REPO, 1, head, approved_head=head)
-    assert result.reasons == (f"cannot read reviews: gh api failed with HTTP {status}",)
+    assert result.reasons == (
+        f"cannot read CI: gh api failed with HTTP {status}",
+        f"cannot read reviews: gh api failed with HTTP {status}",
+    )

@@ -54,6 +54,7 @@ REVIEW_REASONS = {
     "changes-requested",
     "approvals-missing",
     "code-owner-review-missing",
+    "review-required",
     "last-push-unapproved",
     "review-requested",
     "threads-unresolved",
@@ -266,7 +267,8 @@ CODE_OWNERS = [
     pytest.param(
         (), None, True, [("code-owner-review-missing", "reviewer")], id="no-decision-fails-closed"
     ),
-    pytest.param((), "REVIEW_REQUIRED", False, [], id="rule-off"),
+    # The forge's own decision blocks even where the package reads no code-owner rule.
+    pytest.param((), "REVIEW_REQUIRED", False, [("review-required", "reviewer")], id="rule-off"),
     pytest.param(
         (OWNER,), "APPROVED", False, [("review-requested", "reviewer")], id="rule-off-owner-asked"
     ),
@@ -313,7 +315,8 @@ LAST_PUSH = [
     pytest.param((approve("bob"),), ("Ann", "BOB"), True, id="committer-counts-as-pusher"),
     pytest.param((approve("bob", push=False),), ("ann",), True, id="approver-cannot-push"),
     pytest.param((), ("ann",), True, id="no-approval"),
-    pytest.param((approve("bob"),), (), False, id="pusher-unknown"),
+    # Neither author nor committer has a linked account: nothing proves bob is not the pusher.
+    pytest.param((approve("bob"),), (), True, id="pusher-unknown"),
 ]
 
 

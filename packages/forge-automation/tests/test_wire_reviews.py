@@ -10,7 +10,7 @@ import pytest
 
 from forge_automation._errors import ForgeCliError
 from forge_automation._exec import ExecOptions, ExecResult
-from forge_automation._types import ReviewRules
+from forge_automation._types import ClassicProtection, ReviewRules
 from forge_automation._wire import gh_cli_wire
 
 REPO = "acme/widgets"
@@ -93,15 +93,17 @@ def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
             "required_conversation_resolution": {"enabled": True},
         }
     )
-    assert wire.get_classic_review_rules(REPO, "main") == ReviewRules(
+    protection = wire.get_classic_protection(REPO, "main")
+    assert protection is not None
+    assert protection.reviews == ReviewRules(
         required_approving_review_count=3,
         require_code_owner_review=True,
         dismiss_stale_reviews_on_push=True,
         required_review_thread_resolution=True,
         source="classic",
     )
-    assert answering({"enabled": True}).get_classic_review_rules(REPO, "main") == ReviewRules(
-        source="classic"
+    assert answering({"enabled": True}).get_classic_protection(REPO, "main") == (
+        ClassicProtection(reviews=ReviewRules(source="classic"))
     )
 
 
@@ -116,7 +118,7 @@ def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
 )
 def test_classic_protection_it_cannot_read_is_malformed(body: Any) -> None:
     with pytest.raises(ForgeCliError) as caught:
-        answering(body).get_classic_review_rules(REPO, "main")
+        answering(body).get_classic_protection(REPO, "main")
     assert caught.value.kind == "malformed"
 
 

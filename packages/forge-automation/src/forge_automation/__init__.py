@@ -45,20 +45,23 @@ if TYPE_CHECKING:
         ForgeError,
         ForgeInputError,
         LsRemoteError,
+        ProtectionHidden,
     )
     from ._exec import ExecOptions, ExecResult, GhExec, GitExec
     from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
     from ._git import exec_git, ls_remote_pull_head
     from ._logs import JobLogSummary, job_log_tail, summarize_job_log
-    from ._port import (
-        ForgePort,
-        forge_port,
+    from ._port import ForgePort, forge_port
+    from ._readiness import Actor, Blocker, Readiness, merge_readiness
+    from ._redact import redact_forge_secrets, redact_split
+    from ._rules import (
+        BranchRules,
+        ClassicStatus,
+        load_branch_rules,
         load_required_contexts,
         load_review_rules,
         load_review_state,
     )
-    from ._readiness import Actor, Blocker, Readiness, merge_readiness
-    from ._redact import redact_forge_secrets, redact_split
     from ._squash import SquashCommit, SquashMessage, format_squash_message
     from ._types import (
         Ancestry,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
         CheckConclusion,
         CheckRun,
         CheckRunRequest,
+        ClassicProtection,
         Commit,
         CommitStatus,
         CompareFiles,
@@ -133,20 +137,23 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ForgeError",
         "ForgeInputError",
         "LsRemoteError",
+        "ProtectionHidden",
     ),
     "_exec": ("ExecOptions", "ExecResult", "GhExec", "GitExec"),
     "_fake": ("FakeCommit", "FakeForge", "ReadFaults", "fake_forge"),
     "_git": ("exec_git", "ls_remote_pull_head"),
     "_logs": ("JobLogSummary", "job_log_tail", "summarize_job_log"),
-    "_port": (
-        "ForgePort",
-        "forge_port",
+    "_port": ("ForgePort", "forge_port"),
+    "_readiness": ("Actor", "Blocker", "Readiness", "merge_readiness"),
+    "_redact": ("redact_forge_secrets", "redact_split"),
+    "_rules": (
+        "BranchRules",
+        "ClassicStatus",
+        "load_branch_rules",
         "load_required_contexts",
         "load_review_rules",
         "load_review_state",
     ),
-    "_readiness": ("Actor", "Blocker", "Readiness", "merge_readiness"),
-    "_redact": ("redact_forge_secrets", "redact_split"),
     "_squash": ("SquashCommit", "SquashMessage", "format_squash_message"),
     "_types": (
         "Ancestry",
@@ -154,6 +161,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CheckConclusion",
         "CheckRun",
         "CheckRunRequest",
+        "ClassicProtection",
         "Commit",
         "CommitStatus",
         "CompareFiles",
@@ -204,11 +212,14 @@ __all__ = [  # noqa: RUF022
     "BackstopTruncated",
     "BaseMerge",
     "Blocker",
+    "BranchRules",
     "CheckConclusion",
     "CheckRun",
     "CheckRunRequest",
     "CiVerdict",
     "CiWaitResult",
+    "ClassicProtection",
+    "ClassicStatus",
     "Commit",
     "CommitStatus",
     "CompareFiles",
@@ -250,6 +261,7 @@ __all__ = [  # noqa: RUF022
     "PR_FILES_CAP",
     "Page",
     "PrCommit",
+    "ProtectionHidden",
     "PullRequest",
     "RateBudget",
     "ReadFaults",
@@ -280,6 +292,7 @@ __all__ = [  # noqa: RUF022
     "gh_graphql_api",
     "graphql_points",
     "job_log_tail",
+    "load_branch_rules",
     "load_required_contexts",
     "load_review_rules",
     "load_review_state",

@@ -361,7 +361,14 @@ class _Reader:
         for _ in range(cap):
             if not info.get("hasNextPage"):
                 return nodes
-            page = fetch(str(info.get("endCursor")))
+            cursor = info.get("endCursor")
+            if not isinstance(cursor, str) or not cursor:
+                # More pages without a cursor: the rest cannot be asked for, never "done".
+                raise ForgeCliError(
+                    f"GraphQL said {range_name} has more pages but gave no cursor",
+                    kind="malformed",
+                )
+            page = fetch(cursor)
             nodes.extend(page.get("nodes") or ())
             info = page.get("pageInfo") or {}
         if info.get("hasNextPage"):
@@ -565,8 +572,10 @@ def _advance(r: _Range, connection: Mapping[str, Any], *, stop: bool = False) ->
         r.paging = False
         return
     cursor = info.get("endCursor")
-    if not cursor:
-        raise ForgeCliError(f"GraphQL said {r.name} has more pages but gave no cursor")
+    if not isinstance(cursor, str) or not cursor:
+        raise ForgeCliError(
+            f"GraphQL said {r.name} has more pages but gave no cursor", kind="malformed"
+        )
     r.cursor = str(cursor)
 
 

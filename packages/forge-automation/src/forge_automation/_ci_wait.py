@@ -27,7 +27,8 @@ from typing import Literal
 
 from ._budget import RateBudget, shared_rate_budget
 from ._errors import ForgeCliError, ForgeInputError
-from ._port import ForgePort, forge_port, load_required_contexts
+from ._port import ForgePort, forge_port
+from ._rules import load_required_contexts
 from ._types import RequiredContext
 from ._validate import validate_branch, validate_number, validate_repo, validate_sha
 from ._verdict import ci_progress

@@ -4,7 +4,9 @@ ForgeError
 ├── ForgeInputError          a bad argument, named by `field`, refused before any CLI call
 ├── ForgeConflictError       a write whose precondition changed under it
 ├── ForgeCliError            a failed `gh` call or an answer the wire cannot map; `status` is the
-│                            HTTP status when gh reported one, `kind` says which failure it was
+│   │                        HTTP status when gh reported one, `kind` says which failure it was
+│   └── ProtectionHidden     GitHub answered a branch-protection read 404 `Not Found`, its answer
+│                            to every caller without admin rights (kind `forbidden`)
 ├── FileListTruncatedError   list_pr_files came back short (`expected`, `received`)
 ├── ForcePushesTruncated     more than FORCE_PUSHES_CAP force-pushes exist
 ├── BackstopTruncated        a backstop range needs a page past its cap (`range`, `cap`)
@@ -28,6 +30,7 @@ __all__ = [
     "ForgeFailure",
     "ForgeInputError",
     "LsRemoteError",
+    "ProtectionHidden",
 ]
 
 
@@ -112,6 +115,19 @@ def _kind_of_status(status: int | None) -> ForgeFailure:
     if status >= 500:
         return "server"
     return "http"
+
+
+class ProtectionHidden(ForgeCliError):
+    """GitHub hid a branch's classic protection (404 `Not Found`, not `Branch not protected`).
+
+    GitHub answers so to every caller without admin rights: the rules are unknown, never none.
+    `repo` and `branch` name the branch.
+    """
+
+    def __init__(self, message: str, *, repo: str, branch: str) -> None:
+        super().__init__(message, kind="forbidden")
+        self.repo = repo
+        self.branch = branch
 
 
 class FileListTruncatedError(ForgeError):

@@ -18,6 +18,7 @@ from ._types import (
     Ancestry,
     CheckRun,
     CheckRunRequest,
+    ClassicProtection,
     Commit,
     CommitStatus,
     CompareFiles,
@@ -37,7 +38,7 @@ from ._types import (
     ReviewRules,
     ReviewState,
 )
-from ._wire import ForgeWire
+from ._wire import ForgeWire, protection_hidden
 
 __all__ = ["FakeCommit", "FakeForge", "ReadFaults", "fake_forge"]
 
@@ -104,6 +105,8 @@ class FakeForge:
         self.commits: dict[str, FakeCommit] = {}
         self.created_check_runs: list[CreatedCheckRun] = []
         self.read_faults = ReadFaults()
+        # Repositories whose protection the caller may not read (no admin rights).
+        self.hidden_protection: set[str] = set()
         self._state = _State()
         self._lock = threading.RLock()
         self._ids = itertools.count(1000)
@@ -219,14 +222,22 @@ class FakeForge:
             self._state.rulesets[(repo, branch)] = rules
 
     def set_classic_protection(self, repo: str, branch: str, rules: RequiredChecks | int) -> None:
-        """Set classic protection's required checks, or an HTTP status it fails with (403, 404)."""
+        """Set classic protection's required checks, or an HTTP status it fails with (403, or
+        404 `Branch not protected`)."""
         with self._lock:
             self._state.classic[(repo, branch)] = rules
 
     def set_classic_review_rules(self, repo: str, branch: str, rules: ReviewRules | int) -> None:
-        """Set classic protection's review rules, or an HTTP status it fails with (403, 404)."""
+        """Set classic protection's review rules, or an HTTP status it fails with (403, or
+        404 `Branch not protected`)."""
         with self._lock:
             self._state.classic_reviews[(repo, branch)] = rules
+
+    def hide_protection(self, repo: str) -> None:
+        """Answer `repo`'s protection reads as GitHub answers a caller without admin rights:
+        404 `Not Found` whether or not a branch is protected."""
+        with self._lock:
+            self.hidden_protection.add(repo)
 
     def set_compare(self, repo: str, base: str, head: str, result: CompareFiles) -> None:
         """Set the answer of compare_files for `base...head`."""
@@ -643,39 +654,30 @@ class _FakeWire:
             items = (rules,) if rules is not None and page == 1 else ()
             return Page(items=items)
 
-    def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
+    def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
         with self._f._lock:
-            state = self._call("get_classic_required_checks")
-            rules = state.classic.get((repo, branch), 404)
-            if rules == 403:  # the forge's free-plan answer, as the wire classifies it
-                raise ForgeCliError(
-                    "gh api failed with HTTP 403: Upgrade to GitHub Pro or make this repository "
-                    "public to enable this feature.",
-                    status=403,
-                    kind="free-plan",
-                )
-            if isinstance(rules, int):
-                raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
-            return rules
-
-    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
-        with self._f._lock:
-            state = self._call("get_classic_review_rules")
-            rules = state.classic_reviews.get((repo, branch))
-            if rules is None:
-                # Like the forge: protection without a review rule still answers, else 404.
-                checks = state.classic.get((repo, branch), 404)
-                rules = ReviewRules(source="classic") if not isinstance(checks, int) else checks
-            if rules == 403:
-                raise ForgeCliError(
-                    "gh api failed with HTTP 403: Upgrade to GitHub Pro or make this repository "
-                    "public to enable this feature.",
-                    status=403,
-                    kind="free-plan",
-                )
-            if isinstance(rules, int):
-                raise ForgeCliError(f"gh api failed with HTTP {rules}", status=rules)
-            return rules
+            state = self._call("get_classic_protection")
+            if repo in self._f.hidden_protection:
+                raise protection_hidden(repo, branch)  # the forge's answer to a non-admin
+            checks = state.classic.get((repo, branch), 404)
+            reviews = state.classic_reviews.get((repo, branch), 404)
+            for answer in (checks, reviews):
+                if answer == 403:  # the forge's free-plan answer, as the wire classifies it
+                    raise ForgeCliError(
+                        "gh api failed with HTTP 403: Upgrade to GitHub Pro or make this "
+                        "repository public to enable this feature.",
+                        status=403,
+                        kind="free-plan",
+                    )
+                if isinstance(answer, int) and answer != 404:
+                    raise ForgeCliError(f"gh api failed with HTTP {answer}", status=answer)
+            if isinstance(checks, int) and isinstance(reviews, int):
+                return None  # 404 `Branch not protected`
+            return ClassicProtection(
+                checks=checks if not isinstance(checks, int) else RequiredChecks(),
+                # Like the forge: protection without a review rule still answers.
+                reviews=reviews if not isinstance(reviews, int) else ReviewRules(source="classic"),
+            )
 
     def get_pull_reviews(
         self, repo: str, number: int, head_sha: str, after: str | None

@@ -20,6 +20,7 @@ from ._types import (
     CheckConclusion,
     CheckRun,
     CheckRunRequest,
+    ClassicProtection,
     Commit,
     CommitStatus,
     CompareFiles,
@@ -41,7 +42,6 @@ from ._types import (
     RequiredChecks,
     Review,
     ReviewComment,
-    ReviewRules,
     ReviewState,
     ReviewThread,
     UpdateBranchResult,
@@ -62,14 +62,7 @@ from ._validate import (
 from ._verdict import merge_required_checks
 from ._wire import ForgeWire
 
-__all__ = [
-    "ForgePort",
-    "forge_port",
-    "load_required_contexts",
-    "load_review_rules",
-    "load_review_state",
-    "required_or_classic",
-]
+__all__ = ["ForgePort", "forge_port"]
 
 T = TypeVar("T")
 
@@ -151,23 +144,21 @@ class ForgePort:
         rules = _all_pages(lambda page: self._wire.get_branch_rules(repo, branch, page))
         return merge_required_checks(rules)
 
-    def classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
-        """Return classic branch protection's required checks; raises ForgeCliError on 403/404."""
-        validate_repo(repo)
-        validate_branch(branch)
-        return self._wire.get_classic_required_checks(repo, branch)
+    def classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
+        """Return the branch's classic protection, or None when GitHub says it has none.
 
-    def classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
-        """Return classic branch protection's review rules; raises ForgeCliError on 403/404."""
+        GitHub's 404 `Not Found` (its answer to callers without admin rights) raises
+        ProtectionHidden, never None; the free-plan 403 raises ForgeCliError kind `free-plan`.
+        """
         validate_repo(repo)
         validate_branch(branch)
-        return self._wire.get_classic_review_rules(repo, branch)
+        return self._wire.get_classic_protection(repo, branch)
 
     def review_state(self, repo: str, number: int, head_sha: str) -> ReviewState:
         """Return the PR's reviews, review threads and pending requests, read at `head_sha`.
 
         Every page of reviews and of review threads (and of each thread's comments) is read;
-        `rules` is left empty (see `load_review_state`). A PR whose head is no longer
+        `rules` is left empty (see `_rules.load_review_state`). A PR whose head is no longer
         `head_sha` raises ForgeConflictError: reviews read at another head decide nothing.
         """
         validate_repo(repo)
@@ -582,80 +573,3 @@ def _threads_of(comments: tuple[ReviewComment, ...]) -> tuple[ReviewThread, ...]
 def forge_port(wire: ForgeWire) -> ForgePort:
     """Return a port that validates, reads before writing and skips what is already done."""
     return ForgePort(wire)
-
-
-def load_required_contexts(port: ForgePort, repo: str, branch: str) -> RequiredChecks:
-    """Return the branch's required checks: rulesets first, else classic protection.
-
-    Only the free-plan 403 (a plan without rulesets or protection) and classic protection's 404
-    (the branch is not protected) read as "nothing required". Any other failed or malformed read,
-    a rate-limit or permission 403 included, raises ForgeCliError: it can never pass for "no
-    required checks".
-    """
-    try:
-        rules = port.required_checks(repo, branch)
-    except ForgeCliError as exc:
-        if exc.kind != "free-plan":
-            raise
-        rules = RequiredChecks()
-    return required_or_classic(port, repo, branch, rules)
-
-
-def required_or_classic(
-    port: ForgePort, repo: str, branch: str, rules: RequiredChecks
-) -> RequiredChecks:
-    """Return `rules` (the rulesets' checks) when they require a context, else classic's.
-
-    The second half of `load_required_contexts`, for a caller that read the rulesets another way
-    (pr-status's GraphQL read): classic protection's 404 and the free-plan 403 leave `rules`;
-    any other failed read raises.
-    """
-    if rules.contexts:
-        return rules
-    try:
-        classic = port.classic_required_checks(repo, branch)
-    except ForgeCliError as exc:
-        if exc.kind not in ("free-plan", "not-found"):
-            raise
-        return rules
-    # The rulesets' review rule (if any) stays with the classic checks.
-    return replace(classic, reviews=rules.reviews) if classic.contexts else rules
-
-
-def load_review_rules(
-    port: ForgePort, repo: str, branch: str, checks: RequiredChecks | None = None
-) -> ReviewRules:
-    """Return the branch's review rules: the rulesets' `pull_request` rule, else classic's.
-
-    `checks` is what `load_required_contexts` (or `required_checks`) already read for the
-    branch, so the rulesets are not read twice. As there, only the free-plan 403 and classic
-    protection's 404 read as "no review rule"; any other failed or malformed read raises.
-    """
-    if checks is None:
-        try:
-            checks = port.required_checks(repo, branch)
-        except ForgeCliError as exc:
-            if exc.kind != "free-plan":
-                raise
-            checks = RequiredChecks()
-    if checks.reviews is not None:
-        return checks.reviews
-    try:
-        return port.classic_review_rules(repo, branch)
-    except ForgeCliError as exc:
-        if exc.kind not in ("free-plan", "not-found"):
-            raise
-        return ReviewRules()
-
-
-def load_review_state(
-    port: ForgePort, repo: str, pr: PullRequest, checks: RequiredChecks | None = None
-) -> ReviewState:
-    """Return the review state `merge_readiness(reviews=...)` judges, for `pr` at its head.
-
-    Reads the base branch's review rules (`load_review_rules`) and the PR's reviews, threads
-    and requests (`ForgePort.review_state`). Raises on any failed or malformed read, and
-    ForgeConflictError when the head moved: never a partial state.
-    """
-    rules = load_review_rules(port, repo, pr.base_ref, checks)
-    return replace(port.review_state(repo, pr.number, pr.head_sha), rules=rules)

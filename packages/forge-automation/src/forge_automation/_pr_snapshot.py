@@ -10,15 +10,15 @@ ancestors, which prove "not behind" when they hold the base tip.
 
 The read never decides on less than the REST reads would: each part the document cannot answer
 whole is read again over REST, exactly as before (`pr_snapshot`):
+- classic protection, always for an open PR: GitHub layers it on the rulesets, and the document
+  cannot ask for it; the rules go through `_rules.load_branch_rules` (premerge's one loader),
+  given the document's rulesets;
 - a connection with another page (more than 100 check suites, runs per suite, or rules), or a
-  last commit that is not the PR's head: the runs by sha, or the rules through
-  `load_required_contexts`;
-- rulesets that require no check: classic protection, with `load_required_contexts`'s rules;
+  last commit that is not the PR's head: the runs by sha, or the rulesets over REST;
 - a strict base whose tip is not among the head's first 100 ancestors: the REST compare;
 - a GraphQL `errors` entry (anything but "no such PR"): every part over REST;
 - more than 100 reviews or review threads, or a last commit that is not the PR's head: the
-  review state through `ForgePort.review_state` (every page); rulesets without a `pull_request`
-  rule: classic protection's review rules (`load_review_rules`).
+  review state through `ForgePort.review_state` (every page).
 A failed or malformed read raises ForgeCliError; "no such PR or repository" is its 404.
 
 Readers that need more of the PR add fields to `PR_SNAPSHOT_QUERY` and read them from
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._exec import GhExec
     from ._port import ForgePort
     from ._records import CheckRun, PullRequest, RequiredChecks, ReviewState
+    from ._rules import BranchRules
 
 __all__ = [
     "PR_SNAPSHOT_QUERY",
@@ -46,6 +47,7 @@ __all__ = [
     "pr_snapshot",
     "pr_snapshot_request",
     "read_pr_snapshot",
+    "rest_port",
 ]
 
 NO_SUCH_PR = "GraphQL: no such repository or pull request"
@@ -337,11 +339,12 @@ def read_pr_snapshot(
     snapshot = parse_pr_snapshot(response.json())
     if snapshot is not None:
         return snapshot
-    pr = _rest_port(exec, timeout).wire.get_pr(repo, number)
+    pr = rest_port(exec, timeout).wire.get_pr(repo, number)
     return PrSnapshot(pr=pr, runs=None, rules=None, up_to_date=False, data={})
 
 
-def _rest_port(exec: GhExec, timeout: float | None) -> ForgePort:
+def rest_port(exec: GhExec, timeout: float | None) -> ForgePort:
+    """Return a port over `exec` for the REST reads the document could not answer."""
     from ._port import forge_port
     from ._wire import gh_cli_wire
 
@@ -349,57 +352,70 @@ def _rest_port(exec: GhExec, timeout: float | None) -> ForgePort:
 
 
 def complete_pr_snapshot(
-    snapshot: PrSnapshot, exec: GhExec, repo: str, *, timeout: float | None = 60.0
+    snapshot: PrSnapshot,
+    exec: GhExec,
+    repo: str,
+    *,
+    timeout: float | None = 60.0,
+    rules: BranchRules | None = None,
 ) -> PrSnapshot:
     """Read over REST every part `snapshot` lacks; return it with `runs` and `rules` set.
 
+    `rules` is the base branch's rules `load_branch_rules` read (given the document's rulesets);
+    without it they are read here, except for a PR that is no longer open, whose rulesets the
+    document answered (it merges nothing: classic protection is not read for it).
     `pr.behind`/`behind_by` are settled for an open PR on a strict base (readiness reads them
-    only there). Every failed or malformed read raises ForgeCliError: none becomes "nothing
-    required", "no runs" or "up to date".
+    only there). Every failed or malformed read raises ForgeCliError (hidden classic protection
+    ProtectionHidden): none becomes "nothing required", "no runs" or "up to date".
     """
+    from dataclasses import replace
+
+    from ._errors import ForgeCliError
+    from ._parallel import parallel
+    from ._rules import load_branch_rules
+
     pr = snapshot.pr
     is_open = pr.state == "open" and not pr.merged
     known = snapshot.rules
     known_runs = snapshot.runs
     proven = snapshot.up_to_date
-    answered = known is not None and bool(known.contexts) and known_runs is not None
-    if answered and not (is_open and known is not None and known.strict and not proven):
-        return snapshot  # the usual case: the one read answered everything
+    port = None
 
-    from dataclasses import replace
+    def rest() -> ForgePort:
+        nonlocal port
+        if port is None:
+            port = rest_port(exec, timeout)
+        return port
 
-    from ._errors import ForgeCliError
-    from ._parallel import parallel
-    from ._port import load_required_contexts, required_or_classic
-
-    port = _rest_port(exec, timeout)
-
-    def rules() -> RequiredChecks:
-        if known is None:
-            return load_required_contexts(port, repo, pr.base_ref)
-        return required_or_classic(port, repo, pr.base_ref, known)
+    if rules is not None:
+        got_rules = rules.required_checks()
+    elif not is_open and known is not None:
+        got_rules = known
+    else:
+        got_rules = load_branch_rules(rest(), repo, pr.base_ref, rulesets=known).required_checks()
+    if known_runs is not None and not (is_open and got_rules.strict and not proven):
+        # The usual case: the one read answered everything else.
+        return PrSnapshot(
+            pr=pr, runs=known_runs, rules=got_rules, up_to_date=proven, data=snapshot.data
+        )
 
     def runs() -> tuple[CheckRun, ...]:
-        return known_runs if known_runs is not None else port.check_runs(repo, pr.head_sha)
+        return known_runs if known_runs is not None else rest().check_runs(repo, pr.head_sha)
 
-    def behind_by() -> int:
-        ancestry = port.wire.compare_ancestry(repo, pr.base_ref, pr.head_sha)
+    def behind_by() -> int | None:
+        # The compare counts only on a strict base (readiness ignores "behind" elsewhere) that
+        # the head's ancestors did not prove reached.
+        if not (is_open and got_rules.strict and not proven):
+            return None
+        ancestry = rest().wire.compare_ancestry(repo, pr.base_ref, pr.head_sha)
         if ancestry is None:
             raise ForgeCliError(
                 f"cannot tell whether #{pr.number} is behind its base", status=404, kind="http"
             )
         return ancestry.behind_by
 
-    def no_compare() -> int | None:
-        return None
-
-    # The compare counts only on a strict base (readiness ignores "behind" elsewhere) that the
-    # head's ancestors did not prove reached; while the rules are unknown it starts beside
-    # their read, as it always did.
-    compare_now = is_open and not proven and (known is None or known.strict)
-    got_rules, got_runs, behind = parallel(rules, runs, behind_by if compare_now else no_compare)
-    if is_open and behind is None and got_rules.strict and not proven:
-        behind = behind_by()
+    rest()  # built once, before the threads share it
+    got_runs, behind = parallel(runs, behind_by)
     if behind:
         pr = replace(pr, behind=True, behind_by=behind)
     return PrSnapshot(
@@ -408,24 +424,26 @@ def complete_pr_snapshot(
 
 
 def pr_review_state(
-    snapshot: PrSnapshot, exec: GhExec, repo: str, *, timeout: float | None = 60.0
+    snapshot: PrSnapshot,
+    exec: GhExec,
+    repo: str,
+    *,
+    timeout: float | None = 60.0,
+    rules: BranchRules | None = None,
 ) -> ReviewState:
     """Return the PR's whole review state, its base's review rules included.
 
-    The snapshot's document answers it in the usual case (no further call, and the wire is not
-    loaded); what it cannot answer whole is read as `load_review_state` reads it: more than 100
-    reviews or review threads, or a head commit the document did not reach, through
-    `ForgePort.review_state`; rules the document did not answer (`snapshot.rules` None) through
-    `load_review_rules`. Rulesets without a `pull_request` rule leave classic protection, which
-    is read only when the forge's own review decision is not null (null: no review required
-    anywhere), so a status line pays no extra call for it. Give it the snapshot before
-    `complete_pr_snapshot` to overlap those reads with that one's. Every failed or malformed
-    read raises ForgeCliError, a head that moved ForgeConflictError.
+    The snapshot's document answers the reviews, requests, threads and decision in the usual
+    case; what it cannot answer whole (more than 100 reviews or review threads, or a head
+    commit the document did not reach) is read through `ForgePort.review_state`. The review
+    rules are `rules` (what `load_branch_rules` read), else read as premerge reads them
+    (`load_review_rules`, rulesets and classic protection layered): one rule loader for both.
+    Every failed or malformed read raises ForgeCliError, a head that moved ForgeConflictError.
     """
     from dataclasses import replace
 
-    from ._records import ReviewRules
     from ._review_shape import review_state_from_pull
+    from ._rules import load_branch_rules
     from ._shape import _list, _mapped_data, _obj, _str
 
     pr = snapshot.pr
@@ -442,14 +460,9 @@ def pr_review_state(
         state = _mapped_data("a pull request snapshot", snapshot.data, from_document)
     port = None
     if state is None or state.head_sha != pr.head_sha:
-        port = _rest_port(exec, timeout)
+        port = rest_port(exec, timeout)
         state = port.review_state(repo, pr.number, pr.head_sha)
-    known = snapshot.rules
-    rules = known.reviews if known is not None else None
-    if rules is None and known is not None and state.decision is None:
-        rules = ReviewRules()  # no pull_request rule, and the forge requires no review
     if rules is None:
-        from ._port import load_review_rules
-
-        rules = load_review_rules(port or _rest_port(exec, timeout), repo, pr.base_ref, known)
-    return replace(state, rules=rules)
+        port = port or rest_port(exec, timeout)
+        rules = load_branch_rules(port, repo, pr.base_ref, rulesets=snapshot.rules)
+    return replace(state, rules=rules.review_rules())

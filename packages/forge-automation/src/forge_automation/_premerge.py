@@ -23,9 +23,10 @@ from dataclasses import dataclass, replace
 
 from ._errors import ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
-from ._port import ForgePort, load_required_contexts, load_review_state
+from ._port import ForgePort
 from ._readiness import Blocker, describe_blocker, review_blockers
 from ._redact import redact_forge_secrets
+from ._rules import BranchRules, load_branch_rules, load_review_state
 from ._types import PullRequest, RequiredChecks
 from ._validate import validate_number, validate_repo
 from ._verdict import ci_verdict
@@ -106,9 +107,10 @@ def premerge(
     except ForgeError as exc:
         return _failed(repo, number, [f"cannot read the PR: {_say(exc)}"])
     rules = RequiredChecks()
-    checks: RequiredChecks | None = None
+    branch: BranchRules | None = None
     try:
-        rules = checks = load_required_contexts(port, repo, pr.base_ref)
+        branch = load_branch_rules(port, repo, pr.base_ref)
+        rules = branch.required_checks()
         runs = port.check_runs(repo, pr.head_sha)
         statuses = port.commit_statuses(repo, pr.head_sha)
     except ForgeError as exc:
@@ -125,7 +127,7 @@ def premerge(
     blockers: list[Blocker] = []
     if pr.state == "open" and not pr.merged:
         try:
-            state = load_review_state(port, repo, pr, checks)
+            state = load_review_state(port, repo, pr, branch)
         except ForgeError as exc:
             reasons.append(f"cannot read reviews: {_say(exc)}")
         else:

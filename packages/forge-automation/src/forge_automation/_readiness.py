@@ -20,11 +20,18 @@ blocker, in this order:
 - `code-owner-review-missing`: under `require_code_owner_review`, a code owner's review is still
   requested, or the forge's own review decision is not APPROVED (nothing else proves a code
   owner approved).
+- `review-required`: the forge's own `reviewDecision` is REVIEW_REQUIRED (GitHub requires a
+  review this PR lacks) and no blocker above says so already; its CHANGES_REQUESTED likewise
+  gives `changes-requested`. GitHub's decision counts whatever the package's own reading of
+  the rules says: it sees the rules a caller without admin rights cannot read.
 - `last-push-unapproved`: under `require_last_push_approval`, no counted approval on the head
   commit by someone other than those the head commit names (its author and committer stand in
-  for the pusher, whom the forge does not name).
+  for the pusher, whom the forge does not name); when neither has a linked account the pusher
+  is unknown and no approval can prove it, so this blocks.
 - `review-requested`: a review request still pending (code owners' under their own rule).
-- `threads-unresolved`: under `required_review_thread_resolution`, a review thread unresolved.
+- `threads-unresolved`: under `required_review_thread_resolution`, a review thread unresolved;
+  with `protection_hidden` rules (classic protection GitHub hid from the caller, whose
+  conversation rule is unknown), every unresolved thread.
 
 Each blocker names an `actor`, who must act next: the PR's `author`, a `reviewer`, a
 `maintainer` (of the repository or its rules), or `anyone` (wait, retry, update the branch).
@@ -33,7 +40,7 @@ Each blocker names an `actor`, who must act next: the PR's `author`, a `reviewer
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from ._records import CheckRun, PullRequest, RequiredChecks, RequiredContext, Review, ReviewState
@@ -67,6 +74,7 @@ BLOCKER_REASONS = (
     "changes-requested",
     "approvals-missing",
     "code-owner-review-missing",
+    "review-required",
     "last-push-unapproved",
     "review-requested",
     "threads-unresolved",
@@ -86,10 +94,12 @@ _ACTOR_OF: dict[str, Actor] = {
     "changes-requested": "author",
     "approvals-missing": "reviewer",
     "code-owner-review-missing": "reviewer",
+    "review-required": "reviewer",
     "last-push-unapproved": "reviewer",
     "review-requested": "reviewer",
     "threads-unresolved": "author",
 }
+_ORDER = {reason: n for n, reason in enumerate(BLOCKER_REASONS)}
 _REVIEW_REASONS = frozenset(BLOCKER_REASONS[BLOCKER_REASONS.index("reviews-stale") :])
 # An approval or a change request only; COMMENTED (and PENDING) leave an earlier verdict standing.
 _VERDICTS = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
@@ -273,7 +283,34 @@ def review_blockers(pr: PullRequest, state: ReviewState) -> list[Blocker]:
                 )
             )
 
-    if rules.require_last_push_approval:
+    if state.decision == "CHANGES_REQUESTED" and not changes:
+        blockers.append(
+            Blocker(
+                reason="changes-requested",
+                detail="the forge's review decision is CHANGES_REQUESTED: a reviewer's request "
+                "for changes stands; the author addresses it, then the reviewer re-reviews",
+            )
+        )
+    missing = {"approvals-missing", "code-owner-review-missing"}
+    if state.decision == "REVIEW_REQUIRED" and not any(b.reason in missing for b in blockers):
+        blockers.append(
+            Blocker(
+                reason="review-required",
+                detail=f"the forge's review decision is REVIEW_REQUIRED: {pr.base_ref} requires "
+                "an approving review this PR does not have yet",
+            )
+        )
+
+    if rules.require_last_push_approval and not state.pushers:
+        blockers.append(
+            Blocker(
+                reason="last-push-unapproved",
+                detail=f"{where} requires the last push, head {head[:12]}, to be approved by "
+                "someone other than its pusher, and the head commit's author and committer "
+                "have no linked account: no approval can be shown to come from someone else",
+            )
+        )
+    elif rules.require_last_push_approval:
         pushers = {p.casefold() for p in state.pushers}
         on_head = [r for r in approvals if r.commit_oid == head]
         others = [r for r in on_head if (r.author or "").casefold() not in pushers]
@@ -304,6 +341,10 @@ def review_blockers(pr: PullRequest, state: ReviewState) -> list[Blocker]:
         )
 
     open_threads = [t for t in state.threads if not t.resolved]
+    if rules.protection_hidden and not rules.required_review_thread_resolution and open_threads:
+        # Classic protection may ask for resolved conversations: it is unknown, so they block.
+        rules = replace(rules, required_review_thread_resolution=True)
+        where = f"{pr.base_ref} (classic protection hidden from this caller: assumed that it)"
     if rules.required_review_thread_resolution and open_threads:
         shown = [
             f"{t.path or '(conversation)'}{f':{t.line}' if t.line is not None else ''}"
@@ -319,6 +360,7 @@ def review_blockers(pr: PullRequest, state: ReviewState) -> list[Blocker]:
                 f"{f' and {more} more' if more else ''}",
             )
         )
+    blockers.sort(key=lambda b: _ORDER[b.reason])
     return blockers
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "CheckRun",
+    "ClassicProtection",
     "CommitStatus",
     "PullRequest",
     "RequiredChecks",
@@ -111,8 +112,22 @@ class ReviewRules:
     require_last_push_approval: bool = False
     dismiss_stale_reviews_on_push: bool = False
     required_review_thread_resolution: bool = False
-    # Where the rule came from, for details: "ruleset", "classic" or "none".
+    # Where the rule came from, for details: "ruleset", "classic", "ruleset and classic" or
+    # "none".
     source: str = "none"
+    # Classic protection could not be read (GitHub hides it from callers without admin rights):
+    # what it asks is unknown, so the forge's own reviewDecision decides the review part and
+    # every unresolved review thread blocks.
+    protection_hidden: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicProtection:
+    """A branch's classic protection as `GET .../branches/{branch}/protection` answers it:
+    its required checks and its review and conversation-resolution rules."""
+
+    checks: RequiredChecks = RequiredChecks()
+    reviews: ReviewRules = ReviewRules(source="classic")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

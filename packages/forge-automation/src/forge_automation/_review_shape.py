@@ -10,7 +10,18 @@ from dataclasses import replace
 from typing import Any
 
 from ._records import Review, ReviewRequest, ReviewState, ReviewThread
-from ._shape import _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str, _Unmappable
+from ._shape import (
+    _bool,
+    _int,
+    _list,
+    _next_cursor,
+    _obj,
+    _opt_int,
+    _opt_obj,
+    _opt_str,
+    _str,
+    _Unmappable,
+)
 
 __all__ = ["review_state_from_pull", "reviews_from_pull"]
 
@@ -55,8 +66,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         )
         for r in _list(connection["nodes"])
     )
-    info = _obj(connection["pageInfo"])
-    cursor = _str(info["endCursor"]) if _bool(info["hasNextPage"]) else None
+    cursor = _next_cursor(connection["pageInfo"])
     head = _opt_obj(commit)
     pushers: list[str] = []
     for role in ("author", "committer"):

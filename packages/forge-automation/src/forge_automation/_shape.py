@@ -78,6 +78,21 @@ def _app_id(value: object) -> int | None:
     return None
 
 
+def _next_cursor(info: Any) -> str | None:
+    """Return a page's `endCursor` when it says there is more, else None.
+
+    `hasNextPage: true` without a cursor (or with one of another shape) is malformed: the rest
+    cannot be asked for, and reading the page as the last would judge on part of the list.
+    """
+    page = _obj(info)
+    if not _bool(page["hasNextPage"]):
+        return None
+    cursor = _str(page["endCursor"])
+    if not cursor:
+        raise _Unmappable
+    return cursor
+
+
 def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:
     """Return `parse(data)` for a GraphQL `data` object, or raise ForgeCliError (malformed)."""
     failed = False

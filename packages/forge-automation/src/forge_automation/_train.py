@@ -34,9 +34,10 @@ from ._ci_wait import check_wait_bounds, ci_wait
 from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._merge import delete_head_branch, guarded_merge
-from ._port import ForgePort, load_required_contexts
+from ._port import ForgePort
 from ._premerge import UNKNOWN_REREAD_DELAYS, PremergeResult, premerge
 from ._redact import redact_forge_secrets
+from ._rules import load_required_contexts
 from ._types import PullRequest
 from ._validate import validate_label, validate_repo
 

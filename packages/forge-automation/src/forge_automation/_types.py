@@ -7,6 +7,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar
 
 from ._records import (
     CheckRun,
+    ClassicProtection,
     CommitStatus,
     PullRequest,
     RequiredChecks,
@@ -24,6 +25,7 @@ __all__ = [
     "CheckConclusion",
     "CheckRun",
     "CheckRunRequest",
+    "ClassicProtection",
     "Commit",
     "CommitStatus",
     "CompareFiles",

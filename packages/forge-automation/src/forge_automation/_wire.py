@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from ._budget import RateBudget, shared_rate_budget
-from ._errors import ForgeCliError
+from ._errors import ForgeCliError, ProtectionHidden
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
 from ._ghenv import gh_child_env, rest_args
@@ -26,6 +26,7 @@ from ._shape import (
     _int,
     _list,
     _mapped_data,
+    _next_cursor,
     _obj,
     _opt_int,
     _opt_obj,
@@ -37,6 +38,7 @@ from ._types import (
     Ancestry,
     CheckRun,
     CheckRunRequest,
+    ClassicProtection,
     Commit,
     CommitStatus,
     CompareFiles,
@@ -56,6 +58,8 @@ from ._types import (
 )
 
 __all__ = [
+    "NOT_PROTECTED",
+    "PROTECTION_HIDDEN",
     "AppTokenProvider",
     "ForgeWire",
     "GhResponse",
@@ -202,12 +206,14 @@ class ForgeWire(Protocol):
         """
         ...
 
-    def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
-        """Return classic branch protection's required checks (raises on 403/404)."""
-        ...
+    def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
+        """Return the branch's classic protection, or None when GitHub says it has none.
 
-    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
-        """Return classic branch protection's review rules (raises on 403/404)."""
+        Only GitHub's 404 `Branch not protected` is None. Its 404 `Not Found` (its answer to
+        every caller without admin rights) raises ForgeCliError kind `forbidden`
+        (ProtectionHidden); any other failure raises as usual, the
+        free-plan 403 as kind `free-plan`.
+        """
         ...
 
     def get_pull_reviews(
@@ -375,6 +381,37 @@ def _rules_from_json(value: object) -> tuple[RequiredChecks, ...]:
         strict = _bool(params.get("strict_required_status_checks_policy", False))
         items.append(RequiredChecks(contexts=contexts, strict=strict))
     return tuple(items)
+
+
+# GitHub's two 404 bodies on a branch's protection: the branch has none, or the caller may not
+# see it (every caller without admin rights; GitHub hides what it will not show).
+NOT_PROTECTED = "Branch not protected"
+PROTECTION_HIDDEN = "cannot read branch protection"
+
+
+def protection_hidden(repo: str, branch: str) -> ProtectionHidden:
+    """Return the failure of a protection read GitHub answered 404 `Not Found`."""
+    return ProtectionHidden(
+        f"{PROTECTION_HIDDEN} of {repo}:{branch}: GitHub answered 404 Not Found, its answer to "
+        "a caller without admin rights (a token needs admin on the repository, an app or "
+        "fine-grained token the Administration: read permission); without it, only the "
+        "forge's reviewDecision can stand in for the review rules",
+        repo=repo,
+        branch=branch,
+    )
+
+
+def _message(value: object) -> str:
+    return _str(_obj(value)["message"])
+
+
+def _classic_protection_from_json(value: object) -> ClassicProtection:
+    data = _obj(value)
+    checks = data.get("required_status_checks")
+    return ClassicProtection(
+        checks=RequiredChecks() if checks is None else _classic_from_json(checks),
+        reviews=_classic_reviews_from_json(data),
+    )
 
 
 def _classic_from_json(value: object) -> RequiredChecks:
@@ -765,8 +802,7 @@ class _GhCliWire:
                 )
                 for c in connection["nodes"]
             ]
-            info = connection["pageInfo"]
-            return items, (str(info["endCursor"]) if info.get("hasNextPage") else None)
+            return items, _next_cursor(connection["pageInfo"])
 
         def parse(data: Any) -> tuple[list[tuple[Any, bool, list[ReviewComment], str | None]], Any]:
             threads = data["repository"]["pullRequest"]["reviewThreads"]
@@ -778,8 +814,7 @@ class _GhCliWire:
                     thread["comments"], resolved, None if thread_id is None else str(thread_id)
                 )
                 read.append((thread.get("id"), resolved, items, more))
-            info = threads["pageInfo"]
-            return read, (info.get("endCursor") if info.get("hasNextPage") else None)
+            return read, _next_cursor(threads["pageInfo"])
 
         threads, next_cursor = _mapped_data("review threads", data, parse)
         items: list[ReviewComment] = []
@@ -938,13 +973,14 @@ class _GhCliWire:
         items = _mapped("branch rules", response, _rules_from_json)
         return Page(items=items, next_page=self._page(response, page))
 
-    def get_classic_required_checks(self, repo: str, branch: str) -> RequiredChecks:
-        path = f"{_repo(repo)}/branches/{_seg(branch)}/protection/required_status_checks"
-        return _mapped("branch protection", self._rest("GET", path), _classic_from_json)
-
-    def get_classic_review_rules(self, repo: str, branch: str) -> ReviewRules:
+    def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
         path = f"{_repo(repo)}/branches/{_seg(branch)}/protection"
-        return _mapped("branch protection", self._rest("GET", path), _classic_reviews_from_json)
+        response = self._rest("GET", path, ok=frozenset({404}))
+        if response.status == 404:
+            if _mapped("branch protection", response, _message) == NOT_PROTECTED:
+                return None
+            raise protection_hidden(repo, branch)
+        return _mapped("branch protection", response, _classic_protection_from_json)
 
     def get_pull_reviews(
         self, repo: str, number: int, head_sha: str, after: str | None

@@ -86,15 +86,18 @@ def _pr_status(
         raise
     first = snapshot
     reviews = None
-    if first.pr.state == "open" and not first.pr.merged and not first.data:
-        # The document failed: everything is read over REST, the review state after the rules.
-        snapshot = complete_pr_snapshot(first, exec, repo, timeout=timeout)
-        reviews = pr_review_state(snapshot, exec, repo, timeout=timeout)
-    elif first.pr.state == "open" and not first.pr.merged:
-        # The review state comes from the same document; what it lacks is read beside the rest.
+    if first.pr.state == "open" and not first.pr.merged:
+        from .._pr_snapshot import rest_port
+        from .._rules import load_branch_rules
+
+        # The one rule loader premerge uses: rulesets (the document's, when it answered them)
+        # and classic protection, layered. Then what the document lacks, beside the reviews.
+        branch = load_branch_rules(
+            rest_port(exec, timeout), repo, first.pr.base_ref, rulesets=first.rules
+        )
         snapshot, reviews = parallel(
-            lambda: complete_pr_snapshot(first, exec, repo, timeout=timeout),
-            lambda: pr_review_state(first, exec, repo, timeout=timeout),
+            lambda: complete_pr_snapshot(first, exec, repo, timeout=timeout, rules=branch),
+            lambda: pr_review_state(first, exec, repo, timeout=timeout, rules=branch),
         )
     else:
         snapshot = complete_pr_snapshot(first, exec, repo, timeout=timeout)
