@@ -467,7 +467,7 @@ async def test_http_status_fails_and_the_echoing_body_is_dropped(
         )
     )
     result, deposits = await run(profile, endpoint)
-    assert result == RefreshFailed(failure="http", http_status=status, deposited=True)
+    assert result == RefreshFailed(failure=f"http-{status}", http_status=status, deposited=True)
     assert isinstance(result, RefreshFailed)
     assert result.failure_text == f"http-{status}"
     relogin = status in (400, 401, 403)
@@ -837,7 +837,7 @@ async def test_on_failure_raising_gives_deposited_false(
         now_ms=NOW,
         on_failure=broken,
     )
-    assert result == RefreshFailed(failure="http", http_status=500, deposited=False)
+    assert result == RefreshFailed(failure="http-500", http_status=500, deposited=False)
 
 
 async def test_async_on_failure_is_awaited_once(profile: Profile, endpoint: Endpoint) -> None:
@@ -856,7 +856,7 @@ async def test_async_on_failure_is_awaited_once(profile: Profile, endpoint: Endp
         now_ms=NOW,
         on_failure=deposit,
     )
-    assert result == RefreshFailed(failure="http", http_status=500, deposited=True)
+    assert result == RefreshFailed(failure="http-500", http_status=500, deposited=True)
     assert len(got) == 1
 
 

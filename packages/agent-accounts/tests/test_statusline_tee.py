@@ -7,10 +7,12 @@ no canary on stdout or stderr, and stderr lines only from the tee's fixed templa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounts_support import CANARY, account_cli, check_files, credentials, make_profile
 from agent_accounts import redact_secrets
@@ -192,19 +196,28 @@ def test_bad_input_gets_one_fixed_line_and_the_status_line_still_prints(
     copy.unlink()  # the user's command got the payload as given, canary and all: not ours
 
 
+def hashed(session_id: str, cleaned: str) -> str:
+    """The file name of an id that needs cleaning: cleaned, then `~` and 16 hex of its SHA-256."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{cleaned}~{digest[:16]}.json"
+
+
 @pytest.mark.parametrize(
-    ("session_id", "file"),
+    ("session_id", "cleaned"),
     [
-        ("../../../escape", "_________escape.json"),
-        ("/etc/passwd", "_etc_passwd.json"),
-        (".hidden", "_hidden.json"),
-        ("a.json", "a_json.json"),
-        ("..", "__.json"),
-        ("line\nbreak", "line_break.json"),
-        ("Ωmega", "_mega.json"),
+        ("../../../escape", "_________escape"),
+        ("/etc/passwd", "_etc_passwd"),
+        (".hidden", "_hidden"),
+        ("a.json", "a_json"),
+        ("..", "__"),
+        ("line\nbreak", "line_break"),
+        ("Ωmega", "_mega"),
     ],
 )
-def test_a_session_id_never_leaves_the_sessions_dir(home: Path, session_id: str, file: str) -> None:
+def test_a_session_id_never_leaves_the_sessions_dir(
+    home: Path, session_id: str, cleaned: str
+) -> None:
+    file = hashed(session_id, cleaned)
     before = set(home.parent.rglob("*"))
     assert run(home, payload(session_id=session_id)).err == ""
     created = set(home.parent.rglob("*")) - before
@@ -215,6 +228,48 @@ def test_a_session_id_never_leaves_the_sessions_dir(home: Path, session_id: str,
     )
     stored = json.loads((sessions(home) / file).read_bytes())
     assert is_plain_text(stored["session_id"])
+
+
+def test_ids_that_clean_to_the_same_text_get_their_own_files(home: Path) -> None:
+    ids = ["a\nb", "a\0b", "a b", "a_b"]
+    names = [session_file_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    assert names[3] == "a_b.json"  # a plain id keeps its plain name
+    for index, session_id in enumerate(ids):
+        limits = {"five_hour": {"used_percentage": index}, "seven_day": {"used_percentage": 1}}
+        assert run(home, payload(session_id=session_id, rate_limits=limits)).err == ""
+    stored = {p.name: json.loads(p.read_bytes()) for p in sessions(home).iterdir()}
+    assert {
+        name: stored[name]["rate_limits"]["five_hour"]["used_percentage"] for name in names
+    } == {name: index for index, name in enumerate(names)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=40))
+def test_two_different_ids_never_share_a_file(first: str, second: str) -> None:
+    try:
+        names = {session_file_name(first), session_file_name(second)}
+    except TypeError:
+        return  # refused (token-shaped): no file at all
+    assert len(names) == (1 if first == second else 2)
+    for name in names:
+        assert "/" not in name
+        assert not name.startswith(".")
+        assert name != "usage-poll.json"
+
+
+def test_then_starts_with_default_sigpipe_and_sigxfsz(home: Path) -> None:
+    # `yes | head -1` ends quietly only when `yes` dies of SIGPIPE; with SIGPIPE ignored it
+    # prints "Broken pipe" (write error) instead. /proc shows both dispositions directly.
+    probe = "yes | head -1; grep SigIgn /proc/self/status"
+    result = run(home, payload(), "--then", probe)
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0] == "y"
+    ignored = int(lines[1].split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+    assert not ignored & (1 << (signal.SIGXFSZ - 1))
+    assert "Broken pipe" not in result.err
 
 
 def test_no_config_dir_is_created_for_the_tee(tmp_path: Path) -> None:

@@ -165,12 +165,18 @@ def _record(data: bytes) -> str | None:
 
 def _run_then(command: str, data: bytes, more: bool) -> int:
     """Run `/bin/sh -c command` with `data` (and the rest of stdin) on its stdin; its exit code."""
+    # `_signal`, not `signal`: the same numbers without importing `enum` on every prompt.
+    import _signal  # type: ignore[import-not-found]  # no stub: the C half of `signal`
+
     read_end, write_end = os.pipe()
     try:
         pid = os.posix_spawn(
             "/bin/sh",
             ["sh", "-c", command],
             os.environ,
+            # Python ignores SIGPIPE and SIGXFSZ for itself; CMD starts as the agent client would
+            # start it, with both at their defaults (`yes | head -1` ends quietly).
+            setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ),
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, read_end, 0),
                 (os.POSIX_SPAWN_CLOSE, read_end),

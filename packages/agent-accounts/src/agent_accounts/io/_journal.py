@@ -284,7 +284,7 @@ def _outcome(notes: RefreshNotes, result: RefreshResult, t: float) -> JournalEnt
             proc=proc,
             event="failed",
             gen=notes.gen,
-            failure=result.failure,
+            failure=result.kind,
             http_status=result.http_status,
         )
     return None  # fresh, locked, skipped: nothing happened to the login

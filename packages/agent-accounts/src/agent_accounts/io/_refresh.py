@@ -351,4 +351,4 @@ async def _attempt(
             deposited = True
         except Exception:
             deposited = False
-    return RefreshFailed(failure=failure, deposited=deposited, http_status=http_status)
+    return RefreshFailed.failed(failure, deposited=deposited, http_status=http_status)

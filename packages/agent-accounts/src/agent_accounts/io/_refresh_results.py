@@ -14,6 +14,7 @@ __all__ = [
     "RefreshFailed",
     "RefreshFailure",
     "RefreshFailureDeposit",
+    "RefreshFailureName",
     "RefreshFresh",
     "RefreshLocked",
     "RefreshRefreshed",
@@ -36,6 +37,9 @@ RefreshFailure: TypeAlias = Literal[
     "io",
 ]
 """A failed refresh's kind; an HTTP failure's status rides in `RefreshFailed.http_status`."""
+
+RefreshFailureName: TypeAlias = RefreshFailure | str
+"""`RefreshFailed.failure`: a kind, or `http-<status>` in the spec's form (as poll's failure)."""
 
 SkipReason: TypeAlias = RefusalReason | Literal["missing", "not-refreshable"]
 """Why no refresh is possible: no file, a gate refusal, or a login the agent client would not
@@ -106,17 +110,37 @@ class RefreshSkipped:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RefreshFailed:
-    """The refresh failed with `failure`; `deposited` tells whether `on_failure` took a deposit."""
+    """The refresh failed with `failure`; `deposited` tells whether `on_failure` took a deposit.
+
+    `failure` is the spec's name, as poll's is: a `RefreshFailure` kind, or `http-<status>` for
+    an HTTP failure, whose status also rides in `http_status`. Build one with `failed`.
+    """
 
     status: Literal["failed"] = "failed"
-    failure: RefreshFailure
+    failure: RefreshFailureName
     deposited: bool
     http_status: int | None = None
 
+    @classmethod
+    def failed(
+        cls, kind: RefreshFailure, *, deposited: bool, http_status: int | None = None
+    ) -> RefreshFailed:
+        """Return the result for a failure of `kind` (`http` with its status)."""
+        return cls(
+            failure=failure_text(kind, http_status), deposited=deposited, http_status=http_status
+        )
+
+    @property
+    def kind(self) -> RefreshFailure:
+        """Return the failure's kind: `http` for `http-<status>`, else `failure` itself."""
+        if self.failure.startswith("http-"):
+            return "http"
+        return self.failure  # type: ignore[return-value]
+
     @property
     def failure_text(self) -> str:
-        """Return the spec's name of the failure (`http-<status>` for an HTTP status)."""
-        return failure_text(self.failure, self.http_status)
+        """Return the spec's name of the failure (`failure` itself, kept for older callers)."""
+        return self.failure
 
 
 RefreshResult: TypeAlias = (

@@ -37,6 +37,9 @@ SESSION_ID_MAX: Final = 128
 STALE_SESSION_S: Final = 8 * 86400
 """A session reading untouched this long holds no window that has not reset (the longest is 7 d)."""
 _FILE_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_HASH_MARK: Final = "~"  # never in a plain id: a cleaned name cannot be a plain id's
+_HASH_HEX: Final = 16
+_STEM_CHARS: Final = _FILE_CHARS | {_HASH_MARK}
 _PLAIN_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
 # Under 1e12 a number prints as at most 17 digits in a row (float repr) or 12 (int): far from
 # the 32-character run `redact_secrets` takes for an opaque token.
@@ -49,18 +52,27 @@ _SECRET_READING: Final = "reading must not carry secret-shaped text"
 
 
 def session_file_name(session_id: object) -> str:
-    """Return `<session>.json` for a session id, every character outside `[A-Za-z0-9_-]` as `_`.
+    """Return `<session>.json` for a session id of `[A-Za-z0-9_-]`, else a cleaned, hashed name.
 
-    No `.` or `/` survives, so the name stays inside the sessions dir and never hides as a dot
-    file; the poller's own `usage-poll` is refused, and so is an id holding a key prefix (`sk-`)
-    or a JWT start (`eyJ`), which would put a token in a file name. Raises TypeError with a fixed
-    message.
+    An id with any other character has each such character as `_` and `~` plus 16 hex digits of
+    the SHA-256 of the raw id appended (`a\nb` and `a\0b` name two files, and no cleaned name
+    can equal a plain id's, which never holds `~`). No `.` or `/` survives, so the name stays
+    inside the sessions dir and never hides as a dot file; the poller's own `usage-poll` is
+    refused, and so is an id holding a key prefix (`sk-`) or a JWT start (`eyJ`), which would
+    put a token in a file name. Raises TypeError with a fixed message.
     """
     if not isinstance(session_id, str) or not 0 < len(session_id) <= SESSION_ID_MAX:
         raise TypeError(_UNUSABLE_SESSION)
     if "sk-" in session_id.lower() or "eyJ" in session_id:
         raise TypeError(_TOKEN_SESSION)  # a key or JWT start: never a file name
-    name = "".join(c if c in _FILE_CHARS else "_" for c in session_id) + ".json"
+    if _FILE_CHARS.issuperset(session_id):
+        name = session_id + ".json"
+    else:
+        import hashlib  # only for an id that needs cleaning (the agent client's are UUIDs)
+
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+        cleaned = "".join(c if c in _FILE_CHARS else "_" for c in session_id)
+        name = f"{cleaned}{_HASH_MARK}{digest[:_HASH_HEX]}.json"
     if name == USAGE_FILE:
         raise TypeError(_RESERVED_SESSION)
     return name
@@ -172,7 +184,7 @@ def prune_stale_sessions(directory: str, *, now: float) -> int:
             not name.endswith(".json")
             or name == USAGE_FILE
             or not stem
-            or not _FILE_CHARS.issuperset(stem)
+            or not _STEM_CHARS.issuperset(stem)
         ):
             continue
         path = os.path.join(directory, name)
