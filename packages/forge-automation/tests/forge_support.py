@@ -116,6 +116,17 @@ class RepoState:
     # head, new head), and after a merge landed (number): a test's CI or crash point.
     after_update: Callable[[int, str, str], None] | None = None
     after_merge: Callable[[int], None] | None = None
+    # update-branch as GitHub runs it: the 202 comes first, the new head lands later. Here it
+    # lands while the forge answers the `update_lands_after`-th request after the 202 (0: at
+    # once). Until then the PR keeps its old head, and another update-branch for that head is
+    # answered 202 without a second job. `update_accepted(number)` runs at each first 202.
+    update_lands_after: int = 2
+    # Called under the lock as a merge request arrives (number), before it is judged: a test
+    # moves the base here to make the base move between premerge and merge.
+    before_merge: Callable[[int], None] | None = None
+    update_accepted: Callable[[int], None] | None = None
+    # number -> [requests left before it lands, old head, base tip at the 202]
+    pending_updates: dict[int, list[Any]] = field(default_factory=dict)
 
     def pull_head(self, number: int) -> str | None:
         """Return the sha refs/pull/<number>/head points at, None without such a PR."""
@@ -300,6 +311,8 @@ class ForgeState:
     graphql_ops: Counter[str] = field(default_factory=Counter)
     # The GraphQL point budget, apart from REST's like the forge's own resources.
     graphql_remaining: int = RATE_LIMIT
+    # Called under the lock as each request arrives (method, path): a test's kill point.
+    on_request: Callable[[str, str], None] | None = None
     # Requests GitHub would refuse (or the fake cannot answer truthfully); ForgeServer's exit
     # fails the test unless the test took them with `take_violations()`.
     violations: list[str] = field(default_factory=list)
@@ -341,6 +354,14 @@ def _ancestors(repo: RepoState, sha: str) -> dict[str, int]:
     return seen
 
 
+def _strict(repo: RepoState, branch: str) -> bool:
+    return any(
+        rule.get("type") == "required_status_checks"
+        and rule.get("parameters", {}).get("strict_required_status_checks_policy")
+        for rule in repo.rulesets.get(branch, [])
+    )
+
+
 def _resolve(repo: RepoState, ref: str) -> str | None:
     if ref in repo.branches:
         return repo.branches[ref]
@@ -373,6 +394,9 @@ class _Api:
                     body=body,
                 )
             )
+            self._land_updates()
+            if self.state.on_request is not None:
+                self.state.on_request(request.method, request.path)
             try:
                 if request.host != API_HOST:
                     raise _error(421, f"unexpected host {request.host}")
@@ -506,6 +530,7 @@ class _Api:
             (r"", "GET", self.get_repo),
             (r"/git/ref/(.+)", "GET", self.get_ref),
             (r"/git/refs", "POST", self.create_ref),
+            (r"/git/commits/([0-9a-f]{40})", "GET", self.get_git_commit),
             (r"/git/refs/heads/(.+)", "DELETE", self.delete_ref),
             (r"/pulls", "GET", self.list_pulls),
             (r"/pulls", "POST", self.create_pull),
@@ -563,6 +588,26 @@ class _Api:
         repo.branches[branch] = sha
         self.state.effects["create_ref"] += 1
         return 201, {"ref": ref, "object": {"sha": sha, "type": "commit"}}, {}
+
+    def get_git_commit(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, sha: str
+    ) -> Any:
+        if sha not in repo.commits:
+            raise _error(404, "Not Found")
+        parents, message, _date = repo.commits[sha]
+        url = f"https://{API_HOST}/repos/{repo.full_name}/git/commits"
+        return (
+            200,
+            {
+                "sha": sha,
+                "message": message,
+                "parents": [
+                    {"sha": p, "url": f"{url}/{p}", "html_url": f"http://github.localhost/{p}"}
+                    for p in parents
+                ],
+            },
+            {},
+        )
 
     def delete_ref(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
@@ -678,6 +723,8 @@ class _Api:
     def merge_pull(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
     ) -> Any:
+        if repo.before_merge is not None:
+            repo.before_merge(int(n))
         pr = repo.prs.get(int(n))
         if pr is None:
             raise _error(404, "Not Found")
@@ -690,6 +737,14 @@ class _Api:
             )
         if pr["draft"] or pr["mergeable_state"] in ("dirty", "blocked"):
             raise _Answer(405, {"message": "Pull Request is not mergeable"})
+        if _strict(repo, pr["base"]["ref"]) and (
+            repo.branches[pr["base"]["ref"]] not in _ancestors(repo, pr["head"]["sha"])
+        ):
+            # The base moved after the PR was judged: GitHub refuses rather than merge a head
+            # its strict rule no longer holds up to date.
+            raise _Answer(
+                405, {"message": "Base branch was modified. Review and try the merge again."}
+            )
         method = data.get("merge_method", "merge")
         base_ref, head_sha = pr["base"]["ref"], pr["head"]["sha"]
         base_tip = repo.branches[base_ref]
@@ -721,23 +776,46 @@ class _Api:
             raise _error(422, "expected head sha didn't match current head ref.")
         if pr["state"] != "open" or pr["mergeable_state"] == "dirty":
             raise _error(422, "merge conflict between base and head")
-        base_ref, head_ref, head_sha = pr["base"]["ref"], pr["head"]["ref"], pr["head"]["sha"]
+        base_ref, head_sha = pr["base"]["ref"], pr["head"]["sha"]
         base_tip = repo.branches[base_ref]
+        url = f"http://github.localhost/{repo.full_name}/pull/{n}"
+        answer = {"message": "Updating pull request branch.", "url": url}
+        pending = repo.pending_updates.get(int(n))
+        if pending is not None and pending[1] == head_sha:
+            return 202, answer, {}  # the job for this head is still running
         if base_tip in _ancestors(repo, head_sha):
             raise _error(422, "There are no new commits on the base branch.")
+        self.state.effects["update_branch"] += 1
+        repo.pending_updates[int(n)] = [repo.update_lands_after, head_sha, base_tip]
+        if repo.update_lands_after <= 0:
+            self._land_update(repo, int(n))
+        elif repo.update_accepted is not None:
+            repo.update_accepted(int(n))
+        return 202, answer, {}
+
+    def _land_updates(self) -> None:
+        for repo in self.state.repos.values():
+            for number, pending in list(repo.pending_updates.items()):
+                pending[0] -= 1
+                if pending[0] <= 0:
+                    self._land_update(repo, number)
+
+    def _land_update(self, repo: RepoState, number: int) -> None:
+        _left, old, base_tip = repo.pending_updates.pop(number)
+        pr = repo.prs[number]
+        if pr["head"]["sha"] != old or pr["state"] != "open":
+            return  # the head moved (or the PR closed) meanwhile: the job fails, nothing lands
+        base_ref, head_ref = pr["base"]["ref"], pr["head"]["ref"]
         new_head = repo.add_commit(
-            f"update:{n}:{head_sha}",
-            parents=(head_sha, base_tip),
+            f"update:{number}:{old}",
+            parents=(old, base_tip),
             message=f"Merge branch '{base_ref}' into {head_ref}",
         )
         pr["head"]["sha"] = new_head
         if (pr["head"]["repo"] or {}).get("full_name") == repo.full_name:
             repo.branches[head_ref] = new_head
-        self.state.effects["update_branch"] += 1
         if repo.after_update is not None:
-            repo.after_update(int(n), head_sha, new_head)
-        url = f"http://github.localhost/{repo.full_name}/pull/{n}"
-        return 202, {"message": "Updating pull request branch.", "url": url}, {}
+            repo.after_update(number, old, new_head)
 
     def list_issues(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
         # Only PRs live here, so every row is a PR's issue and carries `pull_request`.

@@ -10,6 +10,7 @@ The crash comes right after #4's merge landed, before its branch is deleted and 
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import subprocess
@@ -18,13 +19,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from forge_automation._constants import ACTIONS_APP_ID
 from forge_automation._fake import FakeForge, fake_forge
 from forge_automation._port import forge_port
 from forge_automation._train import TrainResult, run_train, train_marker
 from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
 from forge_automation._wire import ForgeWire
-from forge_support import ForgeServer, RepoState, sha_of
+from forge_support import ForgeServer, RepoState, _ancestors, sha_of
 from test_premerge import commit, git
 
 REPO = "acme/widgets"
@@ -42,6 +45,17 @@ FIRST_RUN = [
     f"DROPPED {REPO}#3",
     f"UPDATED {REPO}#4",
     f"GREEN {REPO}#4",
+]
+
+
+# #1 alone, with the base moved between its premerge and its merge: judged again, updated, merged.
+AGAIN_THEN_MERGED = [
+    f"TRAIN {REPO}",
+    f"AGAIN {REPO}#1",
+    f"UPDATED {REPO}#1",
+    f"GREEN {REPO}#1",
+    f"MERGED {REPO}#1",
+    f"DONE {REPO}",
 ]
 
 
@@ -210,7 +224,7 @@ def test_a_mergeable_state_the_forge_never_computes_stops_the_train_and_keeps_th
     lines = _train(forge)
     assert lines[1:] == [
         f"STOPPED {REPO}#1: mergeable_state still unknown after re-reads at  s; the PR keeps its "
-        "label, rerun to continue"
+        f"label; rerun `forge-cli train {REPO} --label {LABEL}` to continue"
     ]
     assert forge.labels(REPO, 1) == [LABEL, "keep"]
     assert sum(forge.effects.values()) == 0
@@ -260,10 +274,14 @@ def test_a_push_during_the_ci_wait_drops_the_pr_at_the_head_it_judged() -> None:
     run_train(forge_port(forge.wire), REPO, LABEL, emit=lines.append, sleep=push, delays=())
     assert lines[1:] == [
         f"MOVED {REPO}#1 {head} head moved from {head} to {pushed}",
-        f"DROPPED {REPO}#1: the head moved to {pushed} during the CI wait",
+        f"DROPPED {REPO}#1: a push to the PR: the head moved from {head} to {pushed}, which is "
+        f"not {head} with merges of main on top (commit {pushed} after the approved head is not "
+        "a merge of the base)",
         f"DONE {REPO} merged=0 dropped=1",
     ]
     assert (forge.effects["merge_pr"], forge.labels(REPO, 1)) == (0, ["keep"])
+    (comment,) = forge.comments(REPO, 1)
+    assert f"> a push to the PR: the head moved from {head} to {pushed}" in comment.body
 
 
 def test_a_required_check_that_never_registers_drops_the_pr_after_the_grace() -> None:
@@ -417,3 +435,137 @@ def test_cli_train_with_a_clone_fetches_the_base_and_drops_a_git_conflict(tmp_pa
             f"DONE {REPO} merged=0 dropped=1",
         ]
         assert server.state.effects["merge_pr"] == 0
+
+
+# -- SIGKILL at random requests, inside update-branch's window, and a base moving under the merge --
+
+
+def _merges_checked(repo: RepoState) -> list[str]:
+    """Record every merge that was red or behind the base tip it merged onto."""
+    wrong: list[str] = []
+
+    def check(number: int) -> None:
+        pr = repo.prs[number]
+        head, merged = pr["head"]["sha"], pr["merge_commit_sha"]
+        base_before = repo.commits[merged][0][0]
+        ancestors = _ancestors(repo, head)
+        if base_before not in ancestors:
+            wrong.append(f"#{number} merged behind {base_before}")
+        runs = [r for r in repo.check_runs if r["head_sha"] == head and r["name"] == "ci"]
+        if not runs or runs[-1]["conclusion"] != "success":
+            wrong.append(f"#{number} merged at {head} without green ci")
+
+    repo.after_merge = check
+    return wrong
+
+
+def _converged(server: ForgeServer, repo: RepoState, wrong: list[str], every: list[str]) -> None:
+    assert wrong == [], every
+    effects = server.state.effects
+    assert effects["merge_pr"] == 3, every  # #1, #4, #5, once each
+    assert all(repo.prs[n]["merged"] for n in (1, 4, 5)), every
+    assert not any(repo.prs[n]["merged"] for n in (2, 3)), every
+    assert sorted(n for n, c in repo.comments.items() if c) == [2, 3], every
+    assert effects["create_issue_comment"] == 2, every
+    assert "> the forge reports a conflict" in repo.comments[2][0]["body"]
+    assert "> CI is red: ci=failure" in repo.comments[3][0]["body"]
+    assert all(repo.labels[n] == ["keep"] for n in range(1, 6)), every
+    assert not any(
+        line.startswith(("DROPPED acme/widgets#1", "DROPPED acme/widgets#4")) for line in every
+    )
+    assert not any(line.startswith("DROPPED acme/widgets#5") for line in every)
+
+
+def _rerun_until_done(server: ForgeServer, every: list[str]) -> None:
+    for _ in range(3):
+        run = _cli(server)
+        out, err = run.communicate(timeout=300)
+        every.extend(out.splitlines())
+        if run.returncode == 0:
+            assert err == ""
+            assert every[-1].startswith(f"DONE {REPO} "), every
+            return
+    pytest.fail(f"the train never finished: {every}")
+
+
+def test_cli_train_killed_inside_update_branchs_window_then_rerun_through_gh() -> None:
+    with ForgeServer() as server:
+        repo = _served(server)
+        wrong = _merges_checked(repo)
+        repo.update_lands_after = 12  # the head lands well into the rerun's turn
+        first = _cli(server)
+
+        def kill(number: int) -> None:
+            if number == 4:
+                os.kill(first.pid, signal.SIGKILL)  # GitHub answered 202; the head lands later
+
+        repo.update_accepted = kill
+        out, err = first.communicate(timeout=300)
+        assert first.returncode == -signal.SIGKILL, err
+        every = out.splitlines()
+        assert _words(every)[-1] == f"DROPPED {REPO}#3"
+        old = repo.prs[4]["head"]["sha"]
+        assert 4 in repo.pending_updates
+        assert not repo.prs[4]["merged"]
+        repo.update_accepted = None
+        _rerun_until_done(server, every)
+        _converged(server, repo, wrong, every)
+        new = repo.prs[4]["head"]["sha"]
+        assert f"UPDATED {REPO}#4 {old} -> {new}" in every
+        assert repo.commits[new][0][0] == old  # the base merged into the old head
+
+
+class _KillAt:
+    """An `on_request` hook that kills the train as the forge gets its `target`-th request."""
+
+    def __init__(self, target: int) -> None:
+        self.target, self.seen = target, 0
+        self.run: subprocess.Popen[str] | None = None
+
+    def __call__(self, _method: str, _path: str) -> None:
+        self.seen += 1
+        if self.seen == self.target and self.run is not None:
+            os.kill(self.run.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_cli_train_killed_at_random_requests_then_rerun_through_gh(seed: int) -> None:
+    chooser = random.Random(seed)
+    with ForgeServer() as server:
+        repo = _served(server)
+        wrong = _merges_checked(repo)
+        repo.update_lands_after = chooser.choice([1, 4, 9])
+        every: list[str] = []
+        for _ in range(3):
+            killer = _KillAt(chooser.randint(1, 70))
+            server.state.on_request = killer
+            killer.run = _cli(server)
+            out, _err = killer.run.communicate(timeout=300)
+            every.extend(out.splitlines())
+        server.state.on_request = None
+        _rerun_until_done(server, every)
+        _converged(server, repo, wrong, every)
+
+
+def test_cli_train_updates_again_when_the_base_moves_between_premerge_and_merge() -> None:
+    with ForgeServer() as server:
+        repo = _served(server)
+        for number in (2, 3, 4, 5):
+            repo.labels[number] = ["keep"]
+        wrong = _merges_checked(repo)
+        moved: list[str] = []
+
+        def move_the_base(number: int) -> None:
+            if not moved:
+                moved.append(repo.add_commit("elsewhere", parents=[repo.branches["main"]]))
+                repo.branches["main"] = moved[0]
+
+        repo.before_merge = move_the_base
+        run = _cli(server)
+        out, err = run.communicate(timeout=300)
+        assert (run.returncode, err) == (0, "")
+        lines = out.splitlines()
+        assert _words(lines) == AGAIN_THEN_MERGED, lines
+        assert "Base branch was modified" in lines[1]
+        assert (repo.prs[1]["merged"], repo.comments.get(1, []), wrong) == (True, [], [])
+        assert server.state.effects["merge_pr"] == 1

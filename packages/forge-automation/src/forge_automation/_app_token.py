@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeAlias
 
-from ._errors import ForgeCliError, ForgeError, ForgeInputError
+from ._errors import ForgeCliError, ForgeError, ForgeInputError, failure_of_status
 from ._redact import redact_forge_secrets
 
 if TYPE_CHECKING:
@@ -133,7 +133,9 @@ def app_installation_token(
         # __context__ of the error the caller sees.
         failure = redact_forge_secrets(f"{type(exc).__name__}: {exc}", extra=secrets)[:500]
     if failure is not None:
-        raise ForgeCliError(f"installation token exchange could not reach {base}: {failure}")
+        raise ForgeCliError(
+            f"installation token exchange could not reach {base}: {failure}", kind="no-answer"
+        )
     if not 200 <= status < 300:
         raise _exchange_failure(status, body, secrets)
     token, expires_at_ms = _parse_answer(body, secrets)
@@ -198,7 +200,9 @@ def _exchange_failure(status: int, body: bytes, secrets: tuple[str, ...]) -> For
         message = body[:300].decode("utf-8", "replace").strip()
     text = f"installation token exchange failed with HTTP {status}"
     text += f": {message[:500]}" if message else ""
-    return ForgeCliError(redact_forge_secrets(text, extra=secrets), status=status)
+    return ForgeCliError(
+        redact_forge_secrets(text, extra=secrets), status=status, kind=failure_of_status(status)
+    )
 
 
 def _parse_answer(body: bytes, secrets: tuple[str, ...]) -> tuple[str, int]:
@@ -208,12 +212,16 @@ def _parse_answer(body: bytes, secrets: tuple[str, ...]) -> tuple[str, int]:
     with contextlib.suppress(ValueError):
         data = json.loads(body)
     if data is _UNSET:
-        raise ForgeCliError("installation token exchange answered a non-JSON body")
+        raise ForgeCliError(
+            "installation token exchange answered a non-JSON body", kind="malformed"
+        )
     if not isinstance(data, dict):
-        raise ForgeCliError("installation token exchange answered no object")
+        raise ForgeCliError("installation token exchange answered no object", kind="malformed")
     token = data.get("token")
     if not isinstance(token, str) or not token or not token.isprintable() or " " in token:
-        raise ForgeCliError("installation token exchange answered no usable token")
+        raise ForgeCliError(
+            "installation token exchange answered no usable token", kind="malformed"
+        )
     expires_at = data.get("expires_at")
     moment = _aware_moment(expires_at)
     if moment is None:
@@ -221,7 +229,8 @@ def _parse_answer(body: bytes, secrets: tuple[str, ...]) -> tuple[str, int]:
             redact_forge_secrets(
                 f"installation token exchange answered a bad expires_at: {expires_at!r:.80}",
                 extra=(*secrets, token),
-            )
+            ),
+            kind="malformed",
         )
     return token, int(moment.timestamp() * 1000)
 

@@ -329,15 +329,17 @@ class _Reader:
         answer: object = self.api(query, {"owner": self.owner, "name": self.name, **variables})
         self.queries += 1
         if not isinstance(answer, Mapping):
-            raise ForgeCliError("GraphQL answered no object")
+            raise ForgeCliError("GraphQL answered no object", kind="malformed")
         errors = answer.get("errors")
         if errors:
             first = errors[0] if isinstance(errors, list) else errors
             message = first.get("message") if isinstance(first, Mapping) else str(first)
-            raise ForgeCliError(redact_forge_secrets(f"GraphQL error: {str(message)[:300]}"))
+            raise ForgeCliError(
+                redact_forge_secrets(f"GraphQL error: {str(message)[:300]}"), kind="http"
+            )
         data = answer.get("data")
         if not isinstance(data, Mapping):
-            raise ForgeCliError("GraphQL answered no data")
+            raise ForgeCliError("GraphQL answered no data", kind="malformed")
         limit = data.get("rateLimit")
         if isinstance(limit, Mapping):
             self.cost += int(limit.get("cost") or 0)
@@ -345,7 +347,7 @@ class _Reader:
             self.reset_at = limit.get("resetAt")
         repository = data.get("repository")
         if not isinstance(repository, Mapping):
-            raise ForgeCliError(f"repository {self.owner}/{self.name} not found")
+            raise ForgeCliError(f"repository {self.owner}/{self.name} not found", kind="not-found")
         return repository
 
     def follow(
@@ -403,7 +405,7 @@ def _big_int(value: object) -> int | None:
         return value
     if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
         return int(value)
-    raise ForgeCliError("GraphQL answered a malformed BigInt id")
+    raise ForgeCliError("GraphQL answered a malformed BigInt id", kind="malformed")
 
 
 def _review(node: Mapping[str, Any]) -> BackstopReview:
@@ -562,7 +564,7 @@ def read_backstop_snapshot(
 def _connection(repository: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     connection = repository.get(key)
     if not isinstance(connection, Mapping):
-        raise ForgeCliError(f"GraphQL answer lacks the {key} range")
+        raise ForgeCliError(f"GraphQL answer lacks the {key} range", kind="malformed")
     return connection
 
 

@@ -4,7 +4,8 @@ ForgeError
 ├── ForgeInputError          a bad argument, named by `field`, refused before any CLI call
 ├── ForgeConflictError       a write whose precondition changed under it
 ├── ForgeCliError            a failed `gh` call or an answer the wire cannot map; `status` is the
-│   │                        HTTP status when gh reported one, `kind` says which failure it was
+│   │                        HTTP status when gh reported one, `kind` (always given by the raiser,
+│   │                        never guessed) says which failure it was
 │   └── ProtectionHidden     GitHub answered a branch-protection read 404 `Not Found`, its answer
 │                            to every caller without admin rights (kind `forbidden`)
 ├── FileListTruncatedError   list_pr_files came back short (`expected`, `received`)
@@ -31,14 +32,17 @@ __all__ = [
     "ForgeInputError",
     "LsRemoteError",
     "ProtectionHidden",
+    "failure_of_status",
 ]
 
 
 # What went wrong with one forge read or write. `free-plan`: a 403 that says the plan lacks the
 # feature (branch rules, protection); `rate-limited`: a primary or secondary rate limit (403/429);
-# `forbidden`: any other 403 (permission); `server`: a 5xx; `http`: any other status; `malformed`:
-# a 2xx whose body the wire cannot map; `timeout`: gh ran past its deadline; `no-answer`: gh
-# exited or could not start without printing an HTTP status.
+# `forbidden`: any other 403 (permission); `not-found`: a 404; `server`: a 5xx; `http`: any other
+# status; `malformed`: an answer the wire cannot map (a body of another shape, a page that says
+# there is more without a cursor); `page-cap`: a listing that still had pages past the package's
+# cap; `timeout`: gh ran past its deadline; `no-answer`: gh exited or could not start without
+# printing an HTTP status; `unavailable`: a call the package could not make at all (no app token).
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
 
@@ -50,12 +54,15 @@ if TYPE_CHECKING:
         "server",
         "http",
         "malformed",
+        "page-cap",
         "timeout",
         "no-answer",
+        "unavailable",
     ]
 else:
     ForgeFailure = str
-# Failures that may pass if the same read is made again later.
+# Failures that may pass if the same read is made again later. A malformed answer or a page cap
+# is not one of them: the same read gives the same answer, so a wait only delays the failure.
 TRANSIENT_FAILURES: frozenset[ForgeFailure] = frozenset(
     {"rate-limited", "server", "timeout", "no-answer"}
 )
@@ -80,6 +87,8 @@ class ForgeConflictError(ForgeError):
 class ForgeCliError(ForgeError):
     """A `gh` call failed; `status` is the HTTP status when gh reported one, `kind` what failed.
 
+    `kind` is required: whoever raises knows what failed (`failure_of_status` maps a bare
+    status), and a guess would make a permanent failure look transient or the other way round.
     `retry_after` is the wait in seconds the forge asked for (Retry-After, or the rate-limit
     reset), when it asked for one.
     """
@@ -88,13 +97,13 @@ class ForgeCliError(ForgeError):
         self,
         message: str,
         *,
+        kind: ForgeFailure,
         status: int | None = None,
-        kind: ForgeFailure | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.kind: ForgeFailure = kind or _kind_of_status(status)
+        self.kind: ForgeFailure = kind
         self.retry_after = retry_after
 
     @property
@@ -103,9 +112,8 @@ class ForgeCliError(ForgeError):
         return self.kind in TRANSIENT_FAILURES
 
 
-def _kind_of_status(status: int | None) -> ForgeFailure:
-    if status is None:
-        return "no-answer"
+def failure_of_status(status: int) -> ForgeFailure:
+    """Return the failure kind of an HTTP status whose headers say nothing more."""
     if status == 404:
         return "not-found"
     if status == 403:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ._constants import COMPARE_FILES_CAP, FAKE_APP_ID, FORCE_PUSHES_CAP
-from ._errors import ForgeCliError
+from ._errors import ForgeCliError, failure_of_status
 from ._exec import ExecOptions, ExecResult, GitExec
 from ._types import (
     Ancestry,
@@ -323,7 +323,9 @@ def _fake_sha(text: str) -> str:
 
 
 def _not_found(what: str) -> ForgeCliError:
-    return ForgeCliError(f"gh api failed with HTTP 404: Not Found ({what})", status=404)
+    return ForgeCliError(
+        f"gh api failed with HTTP 404: Not Found ({what})", status=404, kind="not-found"
+    )
 
 
 class _FakeWire:
@@ -364,7 +366,7 @@ class _FakeWire:
             state = self._call("create_ref")
             if (repo, branch) in state.branches:
                 raise ForgeCliError(
-                    "gh api failed with HTTP 422: Reference already exists", status=422
+                    "gh api failed with HTTP 422: Reference already exists", status=422, kind="http"
                 )
             state.branches[(repo, branch)] = sha
             state.default_branch.setdefault(repo, branch)
@@ -376,7 +378,7 @@ class _FakeWire:
             state = self._call("delete_ref")
             if state.branches.pop((repo, branch), None) is None:
                 raise ForgeCliError(
-                    "gh api failed with HTTP 422: Reference does not exist", status=422
+                    "gh api failed with HTTP 422: Reference does not exist", status=422, kind="http"
                 )
             self._f.effects["delete_ref"] += 1
 
@@ -404,7 +406,9 @@ class _FakeWire:
             branch = branch if sep else head
             head_sha = state.branches.get((head_repo, branch))
             if head_sha is None or (repo, base) not in state.branches:
-                raise ForgeCliError("gh api failed with HTTP 422: Validation Failed", status=422)
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: Validation Failed", status=422, kind="http"
+                )
             number = max((n for (r, n) in state.prs if r == repo), default=0) + 1
             pr = PullRequest(
                 number=number,
@@ -437,7 +441,9 @@ class _FakeWire:
             self._call("compare_ancestry")
             if self._f.read_faults.compare_ancestry:
                 self._f.read_faults.compare_ancestry = False
-                raise ForgeCliError("gh api failed with HTTP 502: fake compare fault", status=502)
+                raise ForgeCliError(
+                    "gh api failed with HTTP 502: fake compare fault", status=502, kind="server"
+                )
             base_sha, head_sha = self._f._resolve(repo, base), self._f._resolve(repo, head)
             if base_sha is None or head_sha is None:
                 return None
@@ -467,6 +473,12 @@ class _FakeWire:
             if len(result.files) >= COMPARE_FILES_CAP and not result.truncated:
                 result = replace(result, truncated=True)
             return result
+
+    def get_commit_parents(self, repo: str, sha: str) -> tuple[str, ...] | None:
+        with self._f._lock:
+            self._call("get_commit_parents")
+            commit = self._f.commits.get(sha)
+            return None if commit is None else commit.parents
 
     def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
         with self._f._lock:
@@ -670,7 +682,11 @@ class _FakeWire:
                         kind="free-plan",
                     )
                 if isinstance(answer, int) and answer != 404:
-                    raise ForgeCliError(f"gh api failed with HTTP {answer}", status=answer)
+                    raise ForgeCliError(
+                        f"gh api failed with HTTP {answer}",
+                        status=answer,
+                        kind=failure_of_status(answer),
+                    )
             if isinstance(checks, int) and isinstance(reviews, int):
                 return None  # 404 `Branch not protected`
             return ClassicProtection(
@@ -686,7 +702,9 @@ class _FakeWire:
             state = self._call("get_pull_reviews")
             if self._f.read_faults.reviews:
                 self._f.read_faults.reviews = False
-                raise ForgeCliError("gh api failed with HTTP 502: fake reviews fault", status=502)
+                raise ForgeCliError(
+                    "gh api failed with HTTP 502: fake reviews fault", status=502, kind="server"
+                )
             pr = state.prs.get((repo, number))
             if pr is None:
                 raise ForgeCliError(
@@ -718,7 +736,9 @@ class _FakeWire:
             if pr is None:
                 raise _not_found(f"{repo}#{number}")
             not_mergeable = ForgeCliError(
-                "gh api failed with HTTP 405: Pull Request is not mergeable", status=405
+                "gh api failed with HTTP 405: Pull Request is not mergeable",
+                status=405,
+                kind="http",
             )
             if pr.state != "open" or pr.merged:
                 raise not_mergeable
@@ -727,6 +747,7 @@ class _FakeWire:
                     "gh api failed with HTTP 409: Head branch was modified. Review and try the "
                     "merge again.",
                     status=409,
+                    kind="http",
                 )
             if pr.draft or pr.mergeable_state == "dirty":
                 raise not_mergeable
@@ -756,11 +777,13 @@ class _FakeWire:
                 raise ForgeCliError(
                     "gh api failed with HTTP 422: expected head sha didn't match current head ref.",
                     status=422,
+                    kind="http",
                 )
             if pr.state != "open" or pr.mergeable_state == "dirty":
                 raise ForgeCliError(
                     "gh api failed with HTTP 422: merge conflict between base and head",
                     status=422,
+                    kind="http",
                 )
             base_tip = state.branches.get((repo, pr.base_ref)) or pr.base_sha or ""
             new_head = _fake_sha(f"update:{repo}#{number}:{pr.head_sha}")

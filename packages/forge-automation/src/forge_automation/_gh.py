@@ -22,7 +22,7 @@ import re
 import subprocess
 import time
 
-from ._errors import ForgeCliError
+from ._errors import ForgeCliError, failure_of_status
 from ._ghenv import API_VERSION, gh_child_env, rest_args
 
 # Not `typing.TYPE_CHECKING`: importing typing would delay pr-status's first read.
@@ -299,7 +299,7 @@ def _classify(
     if status >= 500:
         return "server", _seconds(headers.get("retry-after"))
     if status not in (403, 429):
-        return ("not-found" if status == 404 else "http"), None
+        return failure_of_status(status), None
     retry_after = _seconds(headers.get("retry-after"))
     if retry_after is not None:
         return "rate-limited", retry_after

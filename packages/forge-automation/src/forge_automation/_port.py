@@ -84,7 +84,9 @@ def _all_pages(fetch: Callable[[int], Page[T]], *, limit: int = _MAX_PAGES) -> l
         items.extend(result.items)
         page = result.next_page
     if page is not None:
-        raise ForgeCliError(f"listing still had pages after {limit}; refusing to read on")
+        raise ForgeCliError(
+            f"listing still had pages after {limit}; refusing to read on", kind="page-cap"
+        )
     return items
 
 
@@ -134,7 +136,9 @@ class ForgePort:
             return pr
         ancestry = self._wire.compare_ancestry(repo, pr.base_ref, pr.head_sha)
         if ancestry is None:
-            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
+            raise ForgeCliError(
+                f"cannot tell whether #{number} is behind its base", status=404, kind="not-found"
+            )
         return _replace_pr(pr, behind=ancestry.behind_by > 0, behind_by=ancestry.behind_by)
 
     def required_checks(self, repo: str, branch: str) -> RequiredChecks:
@@ -179,7 +183,7 @@ class ForgePort:
             if cursor is None:
                 break
         if cursor is not None or first is None:
-            raise ForgeCliError(f"reviews still had pages after {_MAX_PAGES}")
+            raise ForgeCliError(f"reviews still had pages after {_MAX_PAGES}", kind="page-cap")
         threads = _threads_of(self.list_review_comments(repo, number))
         return replace(first, reviews=tuple(reviews), threads=threads)
 
@@ -259,6 +263,12 @@ class ForgePort:
         validate_ref(head, "head")
         return self._wire.compare_files(repo, base, head)
 
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...] | None:
+        """Return the parents of commit `sha` (two for a merge), None when the forge has none."""
+        validate_repo(repo)
+        validate_sha(sha)
+        return self._wire.get_commit_parents(repo, sha)
+
     def compare_ancestry(self, repo: str, base: str, head: str) -> AncestryStatus:
         """Return ahead, behind, identical, diverged, or missing when the forge answers 404."""
         validate_repo(repo)
@@ -268,7 +278,9 @@ class ForgePort:
         if ancestry is None:
             return "missing"
         if ancestry.status not in _ANCESTRY:
-            raise ForgeCliError(f"compare answered an unknown status {ancestry.status[:40]!r}")
+            raise ForgeCliError(
+                f"compare answered an unknown status {ancestry.status[:40]!r}", kind="malformed"
+            )
         return cast(AncestryStatus, ancestry.status)
 
     def list_review_comments(self, repo: str, number: int) -> tuple[ReviewComment, ...]:
@@ -283,7 +295,7 @@ class ForgePort:
             cursor = page.next_cursor
             if cursor is None:
                 return tuple(comments)
-        raise ForgeCliError(f"review threads still had pages after {_MAX_PAGES}")
+        raise ForgeCliError(f"review threads still had pages after {_MAX_PAGES}", kind="page-cap")
 
     def list_force_pushes(self, repo: str, number: int) -> tuple[ForcePush, ...]:
         """Return the PR's force-pushes oldest first; raise ForcePushesTruncated past the cap."""
@@ -482,7 +494,9 @@ class ForgePort:
         _check_open_at(pr, number, head_sha)
         ancestry = self._wire.compare_ancestry(repo, pr.base_ref, head_sha)
         if ancestry is None:
-            raise ForgeCliError(f"cannot tell whether #{number} is behind its base", status=404)
+            raise ForgeCliError(
+                f"cannot tell whether #{number} is behind its base", status=404, kind="not-found"
+            )
         if ancestry.behind_by == 0:
             return UpdateBranchResult(done=False, skipped="up-to-date")
         moved = False
@@ -545,7 +559,9 @@ def _check_open_at(pr: PullRequest, number: int, head_sha: str) -> None:
 
 def _fresh(page: Page[PullRequest] | NotModified) -> Page[PullRequest]:
     if isinstance(page, NotModified):
-        raise ForgeCliError("forge answered 304 to a request without an ETag", status=304)
+        raise ForgeCliError(
+            "forge answered 304 to a request without an ETag", status=304, kind="malformed"
+        )
     return page
 
 

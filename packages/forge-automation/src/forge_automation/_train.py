@@ -12,6 +12,9 @@ labelled PRs in every state, so a rerun after a crash continues where the last r
 - crashed before the merge: the PR is open and labelled, and its turn starts over; every write
   it already made is skipped (an update-branch already done leaves the head up to date, the CI
   wait sees the runs that came meanwhile, the comment's marker is already there);
+- crashed inside update-branch's asynchronous window (the forge answered 202, the new head lands
+  later): the rerun finds the old head, asks again (refused once the head moved, or answered
+  202 again) and then sees the new head, which the walk below proves is the PR's own;
 - crashed after the merge: the PR is merged and still labelled, so the rerun deletes its branch
   (if it is still there and still at the merged head) and removes the label;
 - crashed after the comment of a drop: the rerun judges the PR again, finds the comment by its
@@ -20,12 +23,24 @@ labelled PRs in every state, so a rerun after a crash continues where the last r
 No state file: a file would disagree with the forge as soon as someone else merges, pushes or
 relabels, and the forge is what the next run has to act on anyway.
 
-A forge read that fails (rather than a PR that cannot merge) stops the train with the PR still
-labelled: the PR is not to blame, and a rerun continues with it.
+Only a PR at fault is dropped, and the comment names the fault: a red or never-reporting check,
+a conflict, a push (a new head that is not the approved head with merges of the base on top), a
+review or state blocker someone must act on, CI that never finished. Everything else keeps the
+label:
+
+- a head that moved is walked first (`forge_head_walk`): the approved head (the one the turn
+  found) plus merges of the base is the PR's own (update-branch, ours or anyone's), and the
+  turn goes on at it;
+- the forge refusing the merge (405, e.g. "Base branch was modified") or an update-branch (422
+  without a moved head), and a base that moved during the CI wait, start the turn's judgement
+  again, at most `_ROUNDS` times; then the train stops;
+- a forge read that fails, a clone that cannot be fetched, a mergeable state never computed stop
+  the train with the PR still labelled and a STOPPED line naming the command to rerun.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,12 +48,12 @@ from dataclasses import dataclass, field
 from ._ci_wait import check_wait_bounds, ci_wait
 from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
+from ._forge_walk import forge_head_walk
 from ._merge import delete_head_branch, guarded_merge
 from ._port import ForgePort
 from ._premerge import UNKNOWN_REREAD_DELAYS, PremergeResult, premerge
 from ._redact import redact_forge_secrets
 from ._rules import load_required_contexts
-from ._types import PullRequest
 from ._validate import validate_label, validate_repo
 
 __all__ = ["TrainResult", "run_train", "train_marker"]
@@ -55,8 +70,12 @@ _HEAD_POLL = 2.0
 # premerge's re-reads the train gives it before it stops (the PR keeps its label).
 _UNKNOWN = "mergeable_state still unknown"
 _UNKNOWN_ROUNDS = 3
-# Premerge reasons that say the train could not look, not that the PR cannot merge.
-_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ", _UNKNOWN)
+# Premerge reasons that say the train could not look, not that the PR cannot merge; and a base
+# that requires no check, which is the repository's configuration, the same for every PR.
+_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ", _UNKNOWN, "no-required-checks")
+# How many times one turn judges a PR again after the forge refused (a base that moves between
+# premerge and merge, CI pending again); past that the train stops and the PR keeps its label.
+_ROUNDS = 4
 # Premerge reasons the train can clear: a strict base the head is behind, CI still running.
 _CAN_PASS = ("strict base ", "CI is pending")
 
@@ -69,11 +88,25 @@ class TrainResult:
     label: str
     merged: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
+    # The PR the train stopped at; 0 when it stopped before any (the listing failed).
     stopped: int | None = None
 
 
 class _Stop(Exception):
     """The train cannot go on without a rerun (a failed read, a fetch); the PR keeps its label."""
+
+
+class _Moved(Exception):
+    """The PR's head is no longer the one being judged: walk it before anything else."""
+
+    def __init__(self, head: str, to: str | None) -> None:
+        super().__init__(f"the head moved from {head} to {to}")
+        self.head = head
+        self.to = to
+
+
+class _Again(Exception):
+    """The forge refused for a reason that is not the PR's fault yet: judge it again."""
 
 
 class _Drop(Exception):
@@ -163,7 +196,13 @@ class _Train:
         self.result = TrainResult(repo=repo, label=label)
 
     def run(self) -> TrainResult:
-        rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
+        try:
+            rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
+        except ForgeInputError:
+            raise
+        except ForgeError as exc:
+            self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
+            return self.result
         listed = ",".join(f"#{r.number}" for r in rows) or "none"
         mode = " (dry run: nothing is written)" if self.dry_run else ""
         self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{mode}")
@@ -196,7 +235,10 @@ class _Train:
 
     def _stopped(self, number: int, why: str) -> None:
         self.result.stopped = number
-        self.emit(f"STOPPED {self._ref(number)}: {why}; the PR keeps its label, rerun to continue")
+        where = self._ref(number) if number else self.repo
+        clone = f" --clone {shlex.quote(self.clone)}" if self.clone is not None else ""
+        again = f"forge-cli train {self.repo} --label {shlex.quote(self.label)}{clone}"
+        self.emit(f"STOPPED {where}: {why}; the PR keeps its label; rerun `{again}` to continue")
 
     def _closed(self, number: int) -> None:
         pr = self.port.get_pr(self.repo, number)
@@ -229,17 +271,54 @@ class _Train:
         if pr.merged or pr.state != "open":
             self._closed(number)  # merged or closed since the listing
             return
+        # The label approves the head the turn finds; a later head is the PR's own only when it
+        # is this one with merges of the base on top (an update-branch, ours or anyone's).
+        approved = head = pr.head_sha
         try:
-            head = self._prepare(pr)
-            if head is None:
-                return  # dry run: said what it would do
-            self._merge(number, head)
+            for _ in range(_ROUNDS):
+                try:
+                    ready = self._prepare(number, pr.base_ref, head, approved)
+                    if ready is not None:
+                        self._merge(number, ready)
+                    return
+                except _Moved as moved:
+                    head = self._own_head(number, pr.base_ref, approved, moved.head, moved.to)
+                except _Again as again:
+                    # The forge refused for a reason the next round judges afresh (a base that
+                    # moved under the merge, an update-branch refused without a moved head).
+                    fresh = self.port.wire.get_pr(self.repo, number)
+                    if fresh.merged or fresh.state != "open":
+                        self._closed(number)
+                        return
+                    if fresh.head_sha != head:
+                        head = self._own_head(number, pr.base_ref, approved, head, fresh.head_sha)
+                    self.emit(f"AGAIN {ref} {head}: {again}")
+            raise _Stop(
+                f"judged {_ROUNDS} times and the forge still refused (the base kept moving?)"
+            )
         except _Drop as drop:
             self._drop_or_stop(number, drop.head, drop.blocker)
 
     def _still_labelled(self, number: int) -> bool:
         names = self.port.wire.list_issue_labels(self.repo, number)
         return self.label.casefold() in {n.casefold() for n in names}
+
+    def _own_head(self, number: int, base: str, approved: str, head: str, new: str | None) -> str:
+        """Return `new` when it is `approved` plus merges of the base; drop the PR when not."""
+        if new is None:
+            raise _Stop(f"the head moved from {head} and cannot be read")
+        if new == head:
+            return head
+        walk = forge_head_walk(self.port, self.repo, base=base, head=new, approved_head=approved)
+        if not walk.reachable:
+            raise _Drop(
+                f"a push to the PR: the head moved from {head} to {new}, which is not "
+                f"{approved} with merges of {base} on top ({walk.detail})",
+                head,
+            )
+        if not self.dry_run:
+            self.emit(f"UPDATED {self._ref(number)} {head} -> {new}")
+        return new
 
     def _premerge(self, number: int, head: str) -> PremergeResult:
         if self.clone is not None and not self.dry_run:
@@ -262,12 +341,12 @@ class _Train:
                 break
         return result
 
-    def _prepare(self, pr: PullRequest) -> str | None:
+    def _prepare(self, number: int, base: str, head: str, approved: str) -> str | None:
         """Premerge; update and wait for CI when only that blocks; return the head to merge.
 
         None in a dry run, after saying what would happen.
         """
-        number, head, ref = pr.number, pr.head_sha, self._ref(pr.number)
+        ref = self._ref(number)
         result = self._premerge(number, head)
         self._judge(result, head)
         if result.ok:
@@ -287,8 +366,8 @@ class _Train:
                 self.emit(f"WOULD-WAIT {ref} {head}: {'; '.join(result.reasons)}; then merge")
             return None
         if behind:
-            head = self._update(pr)
-        rules = load_required_contexts(self.port, self.repo, pr.base_ref)
+            head = self._update(number, base, head, approved)
+        rules = load_required_contexts(self.port, self.repo, base)
         waited = ci_wait(
             self.port,
             self.repo,
@@ -308,46 +387,56 @@ class _Train:
         reasons = ", ".join(waited.reasons) or "-"
         word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
         self.emit(f"{word[waited.verdict]} {ref} {head} {reasons}")
+        if waited.verdict == "moved":
+            raise _Moved(head, waited.moved_to)
         if waited.verdict == "timeout":
             raise _Drop(f"CI did not finish within {self.timeout:g} s ({reasons})", head)
-        if waited.verdict == "moved":
-            raise _Drop(f"the head moved to {waited.moved_to} during the CI wait", head)
         if waited.verdict == "red":
             raise _Drop(f"CI is red: {reasons}", head)
         result = self._premerge(number, head)
         self._judge(result, head)
         if not result.ok:
-            raise _Drop("; ".join(result.reasons), head)
+            # Only a wait is left: the base moved during the CI wait (behind again on a strict
+            # base), or CI pending again. Not the PR's fault: the next round updates again.
+            raise _Again("; ".join(result.reasons))
         return head
 
     def _judge(self, result: PremergeResult, head: str) -> None:
-        """Stop on a failed look, drop on a real blocker; return when OK or only waiting."""
+        """Stop on a failed look, drop on a real blocker; return when OK or only waiting.
+
+        A head that moved is not judged here: the turn walks it (`_own_head`) first.
+        """
         if result.ok:
             return
+        if result.head is not None and result.head != head:
+            raise _Moved(head, result.head)
         if any(r.startswith(_NOT_THE_PRS_FAULT) for r in result.reasons):
             raise _Stop("; ".join(result.reasons))
-        if result.head is not None and result.head != head:
-            raise _Drop(f"the head moved to {result.head} during the train", head)
         if not all(r.startswith(_CAN_PASS) for r in result.reasons):
             raise _Drop("; ".join(r for r in result.reasons if not r.startswith(_CAN_PASS)), head)
 
-    def _update(self, pr: PullRequest) -> str:
-        number, head = pr.number, pr.head_sha
+    def _update(self, number: int, base: str, head: str, approved: str) -> str:
         try:
-            self.port.update_branch(self.repo, number, head_sha=head)
+            done = self.port.update_branch(self.repo, number, head_sha=head)
         except ForgeConflictError:
-            raise _Drop("the head moved during the train (update-branch refused)", head) from None
+            # The head moved before our call (our own earlier update landing late, after a
+            # rerun) or the PR was closed: the turn walks the new head or finishes the PR.
+            raise _Again("update-branch found another head") from None
         except ForgeCliError as exc:
             if exc.status != 422:
                 raise
-            raise _Drop(f"update-branch refused: {_say(exc)}", head) from None
-        # The forge writes the new head asynchronously: read until it shows, within the timeout.
+            # A conflict, or nothing new on the base after all: premerge judges it again.
+            raise _Again(f"update-branch refused: {_say(exc)}") from None
+        if done.skipped == "merged":
+            raise _Again("merged meanwhile")
+        # The forge writes the new head asynchronously (202): read until it shows, within the
+        # timeout. A rerun inside that window finds the old head, asks again (the forge keeps
+        # one update per head) and waits here the same way.
         step = min(self.interval, _HEAD_POLL)
         for _ in range(int(self.timeout / step) + 2):
             fresh = self.port.get_pr(self.repo, number)
             if fresh.head_sha != head:
-                self.emit(f"UPDATED {self._ref(number)} {head} -> {fresh.head_sha}")
-                return fresh.head_sha
+                return self._own_head(number, base, approved, head, fresh.head_sha)
             if not fresh.behind:
                 return head  # nothing to merge in after all (someone else updated it first)
             self.sleep(step)
@@ -385,9 +474,11 @@ class _Train:
             checked=True,
         )
         if outcome.status == "moved":
-            raise _Drop(f"the head moved during the train ({'; '.join(outcome.reasons)})", head)
+            raise _Moved(head, outcome.head)
         if outcome.status == "failed":
-            raise _Drop("; ".join(outcome.reasons), head)
+            # With `checked` only the forge refuses here (405: the base moved under the merge,
+            # or it sees a blocker premerge did not; 422): never proof the PR is at fault.
+            raise _Again("; ".join(outcome.reasons))
         self.port.remove_label(self.repo, number, self.label)
         self.result.merged.append(number)
         self.emit(outcome.line())

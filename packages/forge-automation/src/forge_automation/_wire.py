@@ -118,6 +118,10 @@ class ForgeWire(Protocol):
         """Return the files changed on `base...head` with the truncation flag."""
         ...
 
+    def get_commit_parents(self, repo: str, sha: str) -> tuple[str, ...] | None:
+        """Return the parents of commit `sha` (git data API), None when the forge has none."""
+        ...
+
     def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
         """Return one page of a PR's files."""
         ...
@@ -690,6 +694,17 @@ class _GhCliWire:
 
         return _mapped("a comparison", response, parse)
 
+    def get_commit_parents(self, repo: str, sha: str) -> tuple[str, ...] | None:
+        path = f"{_repo(repo)}/git/commits/{_seg(sha)}"
+        response = self._rest("GET", path, ok=frozenset({404}))
+        if response.status == 404:
+            return None
+
+        def parse(data: object) -> tuple[str, ...]:
+            return tuple(_str(_obj(p)["sha"]) for p in _list(_obj(data)["parents"]))
+
+        return _mapped("a commit", response, parse)
+
     def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
         query = {"per_page": PER_PAGE, "page": page}
         response = self._rest("GET", f"{_repo(repo)}/pulls/{number}/files", query=query)
@@ -906,7 +921,9 @@ class _GhCliWire:
 
     def create_check_run(self, repo: str, request: CheckRunRequest) -> CheckRun:
         if self._app_token is None:
-            raise ForgeCliError("create_check_run needs a wire built with app_token")
+            raise ForgeCliError(
+                "create_check_run needs a wire built with app_token", kind="unavailable"
+            )
         token = self._token()
         body: dict[str, object] = {
             "name": request.name,
@@ -942,9 +959,9 @@ class _GhCliWire:
                 f"app token provider failed: {type(exc).__name__}: {exc}"
             )
         if failure:
-            raise ForgeCliError(failure)
+            raise ForgeCliError(failure, kind="unavailable")
         if not token:
-            raise ForgeCliError("app token provider returned no token")
+            raise ForgeCliError("app token provider returned no token", kind="unavailable")
         return token
 
     def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
