@@ -25,8 +25,8 @@ from forge_automation import (
     PullRequest,
     RequiredChecks,
     forge_port,
+    run_train,
 )
-from forge_automation._train import run_train
 from forge_support import sha_of
 from test_train import AGAIN_THEN_MERGED, _words
 from test_train import _fake_train as _forge

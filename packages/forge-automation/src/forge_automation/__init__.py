@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         load_review_state,
     )
     from ._squash import SquashCommit, SquashMessage, format_squash_message
+    from ._train import TrainResult, run_train, train_marker
     from ._types import (
         Ancestry,
         AncestryStatus,
@@ -155,6 +156,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "load_review_state",
     ),
     "_squash": ("SquashCommit", "SquashMessage", "format_squash_message"),
+    "_train": ("TrainResult", "run_train", "train_marker"),
     "_types": (
         "Ancestry",
         "AncestryStatus",
@@ -278,6 +280,7 @@ __all__ = [  # noqa: RUF022
     "SkipReason",
     "SquashCommit",
     "SquashMessage",
+    "TrainResult",
     "UpdateBranchResult",
     "UpsertCommentResult",
     "app_installation_token",
@@ -302,9 +305,11 @@ __all__ = [  # noqa: RUF022
     "redact_forge_secrets",
     "redact_split",
     "run_gh",
+    "run_train",
     "shared_rate_budget",
     "snapshot_requests",
     "summarize_job_log",
+    "train_marker",
 ]
 
 
