@@ -372,9 +372,10 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
     doc = json.loads(run.out)
     assert list(doc) == ["profiles"]
     first, second = doc["profiles"]
-    # The spec's keys, then the refresh lock (null, or its age) that `status` reports.
-    assert list(first) == ["label", "configDir", "login", "usage", "refreshLock"]
+    # The spec's keys, then the refresh lock (null, or its age) and what is dated ahead of now.
+    assert list(first) == ["label", "configDir", "login", "usage", "refreshLock", "clockAhead"]
     assert first["refreshLock"] is None
+    assert first["clockAhead"] == []
     assert first["label"] == "default"
     assert first["configDir"] == str(default)
     assert first["login"]["status"] == "present"
@@ -385,7 +386,14 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
         "subscriptionType",
         "rateLimitTier",
     }
-    assert list(first["usage"]) == ["written_at", "age_seconds", "rate_limits", "pace"]
+    assert list(first["usage"]) == [
+        "written_at",
+        "age_seconds",
+        "rate_limits",
+        "pace",
+        "older_windows",
+    ]
+    assert first["usage"]["older_windows"] == {}
     assert list(first["usage"]["pace"]) == ["five_hour", "seven_day"]
     assert first["usage"]["age_seconds"] >= 5
     assert second == {
@@ -394,6 +402,7 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
         "login": {"status": "missing"},
         "usage": None,
         "refreshLock": None,
+        "clockAhead": [],
     }
 
 

@@ -48,6 +48,8 @@ async def test_a_fresh_reading_skips_the_request(home: Home, server: UsageServer
     fresh = home.add("fresh")
     stale = home.add("stale")
     home.add("none")
+    # The poller wrote these windows before; a session's newer reading carries them all.
+    plant_reading(fresh, "usage-poll", time.time() - 900, five_hour=1.0, seven_day=2.0)
     plant_reading(fresh, "a-session", time.time() - 5, five_hour=12.0, seven_day=30.0)
     plant_reading(stale, "usage-poll", time.time() - 900, five_hour=1.0, seven_day=2.0)
     run = await home.run("poll", "--write", "--max-age", "120")
@@ -76,6 +78,7 @@ async def test_a_statusline_tee_reading_keeps_the_timer_from_asking(
     home: Home, server: UsageServer
 ) -> None:
     default = home.add(".agent")
+    plant_reading(default, "usage-poll", time.time() - 900, five_hour=1.0, seven_day=2.0)
     env = home.env()
     tee = subprocess.run(
         [account_cli(), "statusline-tee", "--then", "true"],

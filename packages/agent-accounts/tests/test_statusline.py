@@ -166,7 +166,8 @@ def _stale_and_fallback(home: Path, mp: pytest.MonkeyPatch) -> None:
     plant(work, "b.json", reading(50, windows=windows(1.5, 2.5)))
     plant(work, "a.json", reading(50))  # a tie with b.json: the first name in sorted order wins
     future = profile(home, "future")
-    plant(future, "f.json", reading(-500))  # written after now: age 0
+    # Dated ahead of now, its file too (a clock stepped back since): counted as written now.
+    os.utime(plant(future, "f.json", reading(-500)), (NOW + 500, NOW + 500))
     ancient = profile(home, "ancient")
     plant(ancient, "x.json", {**reading(0), "written_at": -1e15})
 

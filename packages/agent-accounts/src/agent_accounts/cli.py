@@ -190,6 +190,7 @@ def _status(as_json: bool) -> int:
 
     from agent_accounts._pace import reading_pace
     from agent_accounts.io import discover_profiles, read_login_state, read_usage
+    from agent_accounts.io._freshness import clock_ahead_notes, older_windows
     from agent_accounts.io._locks import held_lock_age
 
     now = time.time()
@@ -210,11 +211,20 @@ def _status(as_json: bool) -> int:
         if login is not None and login.status != "present":
             code = EXIT_LOGIN
             _err(_login_line(label, login))
-        lock_age = held_lock_age(str(profile.config_dir))
+        lock_age = held_lock_age(str(profile.config_dir), now)
         if lock_age is not None and lock_age > LOCK_REPORT_AFTER_S:
             _err(f"{label}: refresh lock held")
         try:
-            usage = read_usage(profile.config_dir)
+            ahead = [_shown(note) for note in clock_ahead_notes(str(profile.config_dir), now=now)]
+        except (OSError, ValueError):
+            ahead = []  # the usage read below reports an unreadable sessions dir
+        older: dict[str, Any] = {}
+        try:
+            usage = read_usage(profile.config_dir, now=now)
+            if usage is not None:
+                older = older_windows(
+                    str(profile.config_dir), shown=usage.reading["rate_limits"], now=now
+                )
         except OSError:
             usage = None
             code = max(code, EXIT_FAILED)
@@ -237,8 +247,12 @@ def _status(as_json: bool) -> int:
                             key=lambda item: _window_order(item[0]),
                         )
                     },
+                    "older_windows": {
+                        name: older[name] for name in sorted(older, key=_window_order)
+                    },
                 },
                 "refreshLock": None if lock_age is None else {"age_seconds": int(lock_age)},
+                "clockAhead": ahead,
             }
         )
     if as_json:
@@ -246,7 +260,9 @@ def _status(as_json: bool) -> int:
         return code
     for row in rows:
         parts = [f"login {row['login']['status']}"]
-        if row["refreshLock"] is not None:
+        if row["refreshLock"] is not None and not any(
+            note.startswith("refresh lock") for note in row["clockAhead"]
+        ):
             parts.append(f"refresh lock held {row['refreshLock']['age_seconds']}s")
         usage_row = row["usage"]
         if usage_row is None:
@@ -259,6 +275,11 @@ def _status(as_json: bool) -> int:
         if usage_row is not None:
             for name, pace in usage_row["pace"].items():
                 sys.stdout.write(_pace_line(name, pace) + "\n")
+            for name, window in usage_row["older_windows"].items():
+                used, age = _percent(window["used_percentage"]), window["age_seconds"]
+                sys.stdout.write(f"  {name} {used} ({age}s old, an older reading)\n")
+        for note in row["clockAhead"]:
+            sys.stdout.write(f"  clock ahead: {note}\n")
     return code
 
 
@@ -330,22 +351,25 @@ async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int
     return code
 
 
-def _fresh_readings(profiles: Sequence[Profile], max_age: float) -> dict[str, tuple[Any, int]]:
-    """The profiles (by config dir) whose newest reading, any session's, is younger than max_age."""
+def _fresh_readings(
+    profiles: Sequence[Profile], max_age: float, alerting: bool
+) -> dict[str, tuple[Any, int]]:
+    """The profiles (by config dir) whose poll `--max-age` skips: see `io._freshness`."""
     import time
 
-    from agent_accounts.io._readings import newest_reading
+    from agent_accounts.io._freshness import poll_skip_reading
 
     now = time.time()
     fresh: dict[str, tuple[Any, int]] = {}
     for profile in profiles:
         try:
-            newest = newest_reading(profile.config_dir, now=now, redact_text=False)
+            found = poll_skip_reading(
+                str(profile.config_dir), max_age=max_age, now=now, alerting=alerting
+            )
         except (OSError, ValueError):
             continue  # unreadable: poll it, and let the poll say what is wrong
-        # A reading from the future (another clock) never counts as fresh.
-        if newest is not None and newest[2] < max_age and newest[0]["written_at"] <= now + 60:
-            fresh[str(profile.config_dir)] = (newest[0], newest[2])
+        if found is not None:
+            fresh[str(profile.config_dir)] = found
     return fresh
 
 
@@ -368,7 +392,7 @@ async def _poll(
     code = EXIT_OK
     if refresh:
         code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
-    fresh = {} if max_age is None else _fresh_readings(profiles, max_age)
+    fresh = {} if max_age is None else _fresh_readings(profiles, max_age, bool(thresholds))
     targets = [p for p in profiles if str(p.config_dir) not in fresh]
     if write:
         entries = await poll_all(profiles=targets, api_base=api_base) if targets else []

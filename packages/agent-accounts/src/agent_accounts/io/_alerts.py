@@ -1,6 +1,7 @@
 """Usage alerts on disk and on the desktop: `account-cli poll --write --alert-at 80,95`.
 
-After a poll, each profile's newest reading (a status-line session's included) goes through the
+After a poll, each profile's windows, each as the newest reading carrying it has it (a status-line
+session's included; a reading dated ahead counts as `counted_time` says), go through the
 pure `alert_crossings` with the marks kept in `status-cache/usage-alerts.state`, beside the
 backoff file (compact JSON `{"windows": {"<name>": {"level": 95, "resets_at": <epoch s>}}}`,
 read through the strict gate, written atomically). The new marks are written *before* anything
@@ -45,7 +46,7 @@ from agent_accounts._redact import redact_secrets
 from ._atomic import atomic_write, ensure_private_dir
 from ._gate import GateRefused, read_gated, zero
 from ._profiles import Profile
-from ._readings import newest_reading, status_cache_dir
+from ._readings import newest_windows, status_cache_dir
 
 __all__ = [
     "ALERT_HOOK_TIMEOUT_S",
@@ -289,7 +290,9 @@ def run_alerts(
     for profile in profiles:
         config_dir = str(profile.config_dir)
         try:
-            newest = newest_reading(config_dir, now=current, redact_text=False)
+            # Each window as the newest reading carrying it has it: a session reading newer
+            # than the poller's must not hide the per-model windows only the poller's carries.
+            newest = newest_windows(config_dir, now=current)
         except (OSError, ValueError):
             continue  # `poll` and `status` report an unreadable sessions dir
         if newest is None:
@@ -299,7 +302,7 @@ def run_alerts(
             if not locked:
                 continue  # another poll is deciding this profile's alerts: they are its to fire
             marks = read_alert_marks(config_dir)
-            new_marks, alerts = alert_crossings(newest[0], marks, thresholds, current)
+            new_marks, alerts = alert_crossings(newest, marks, thresholds, current)
             if new_marks == marks:
                 continue
             if not write_alert_marks(config_dir, new_marks):

@@ -39,6 +39,8 @@ from ._atomic import RenameUnsupported, rename_exchange, rename_noreplace, write
 from ._gate import zero
 
 __all__ = [
+    "AHEAD_RECHECK_S",
+    "CLOCK_AHEAD_S",
     "HEARTBEAT_INTERVAL_S",
     "HOLDER_RECORD_MAX_BYTES",
     "HOLDER_RECORD_NAME",
@@ -52,6 +54,7 @@ __all__ = [
     "held_lock_age",
     "holder_record_path",
     "keep_fresh",
+    "lock_ahead",
     "lock_paths",
     "pid_is_gone",
 ]
@@ -64,7 +67,13 @@ STALE_AFTER_S: Final = 60.0
 # proper-lockfile refreshes its mtime every stale/2 (30 s for the agent client's 60 s); a refresh
 # holds its locks for at most the 30 s request cap plus file work, so a shorter beat keeps a wide
 # margin even when the event loop is briefly busy.
-HEARTBEAT_INTERVAL_S: Final = 10.0
+HEARTBEAT_INTERVAL_S: Final = 5.0
+CLOCK_AHEAD_S: Final = 60.0
+"""A lock dir whose mtime is more than this ahead of now was touched by a clock that was ahead."""
+AHEAD_RECHECK_S: Final = 12.0
+"""How long a lock dir dated ahead must stay so to be stale: a live holder rewrites its mtime
+with the clock as it is now every 5 s (proper-lockfile's beat as the agent client runs it; ours
+is `HEARTBEAT_INTERVAL_S`), so an mtime still ahead after more than twice that is no live one's."""
 
 # The legacy lock beside the config dir may sit on a path the unit's sandbox makes read-only.
 _UNUSABLE_ERRNOS: Final = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
@@ -143,6 +152,23 @@ def held_lock_age(config_dir: str, now: float | None = None) -> float | None:
     return max(ages) if ages else None
 
 
+def lock_ahead(config_dir: str, now: float | None = None) -> float | None:
+    """Return how far ahead of now the most future-dated lock dir's mtime is, past
+    `CLOCK_AHEAD_S`; None when no lock dir is dated that far ahead."""
+    current = time.time() if now is None else now
+    ahead = []
+    for path in lock_paths(config_dir):
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode) and st.st_mtime > current + CLOCK_AHEAD_S:
+                ahead.append(st.st_mtime - current)
+    return max(ahead) if ahead else None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_dev, st.st_ino, st.st_mtime_ns
+
+
 def _is_stale(st: os.stat_result) -> bool:
     return st.st_mtime < time.time() - STALE_AFTER_S
 
@@ -200,6 +226,7 @@ class RefreshLocks:
     made: list[LockIdentity] = field(default_factory=list)
     legacy_unusable: bool = False
     _tag: str = field(default_factory=lambda: os.urandom(6).hex())
+    _stayed_ahead: set[tuple[int, int, int]] = field(default_factory=set)
     _staged: LockIdentity | None = None
     _record: str | None = None
 
@@ -212,6 +239,36 @@ class RefreshLocks:
     def intent_path(self) -> str:
         """Return this call's own record while it takes the locks."""
         return f"{self.record_path}.{self.pid}.{self._tag}.intent"
+
+    async def judge_ahead(self, wait: float = AHEAD_RECHECK_S) -> None:
+        """Find the lock dirs whose mtime stays ahead of now for `wait` seconds: stale.
+
+        A lock dir dated more than `CLOCK_AHEAD_S` ahead is read again `wait` seconds later;
+        still the same dir with the same mtime, still ahead, it is no live holder's (a live one
+        rewrites its mtime with the clock as it now is), and `acquire` may take it over as it
+        takes over a stale one. Without this a lock dated hours ahead blocks every refresh until
+        the clock catches up. Costs one lstat per lock path when nothing is ahead.
+        """
+        first: dict[str, tuple[int, int, int]] = {}
+        for path in lock_paths(self.config_dir):
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if stat.S_ISDIR(st.st_mode) and st.st_mtime > time.time() + CLOCK_AHEAD_S:
+                    first[path] = _identity(st)
+        if not first:
+            return
+        await asyncio.sleep(wait)
+        for path, seen in first.items():
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if _identity(st) == seen and st.st_mtime > time.time() + CLOCK_AHEAD_S:
+                    self._stayed_ahead.add(seen)
+
+    def _takeable(self, st: os.stat_result, path: str) -> bool:
+        """Tell whether the lock dir `st` at `path` may be taken over (never a live holder's)."""
+        return (
+            self._dead_holder_made(st, path) or _is_stale(st) or _identity(st) in self._stayed_ahead
+        )
 
     def acquire(self, *, between: Callable[[], None] | None = None) -> None:
         """Take both locks, taking over a dead or stale holder's; raise LockHeld/LockIOError."""
@@ -283,8 +340,8 @@ class RefreshLocks:
             judged = os.fstat(fd)
         finally:
             os.close(fd)
-        if not (self._dead_holder_made(judged, path) or _is_stale(judged)):
-            raise LockHeldError(time.time() - judged.st_mtime)
+        if not self._takeable(judged, path):
+            raise LockHeldError(max(0.0, time.time() - judged.st_mtime))
         # Take over atomically: our dir goes in, the judged one comes out under our staging name.
         rename_exchange(staging, path)
         out = os.lstat(staging)
@@ -305,9 +362,7 @@ class RefreshLocks:
                 os.mkdir(path, 0o700)
                 break
             except FileExistsError:
-                if attempt == 0 and _remove_if(
-                    path, lambda st: self._dead_holder_made(st, path) or _is_stale(st)
-                ):
+                if attempt == 0 and _remove_if(path, lambda st: self._takeable(st, path)):
                     continue
                 age = held_lock_age(self.config_dir)
                 raise LockHeldError(age) from None

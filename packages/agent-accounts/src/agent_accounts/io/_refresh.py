@@ -184,6 +184,7 @@ async def _refresh(
 
     # Step 2: both locks; a heartbeat keeps them fresh while held.
     locks = RefreshLocks(config_dir=config_dir, read_record=_record_reader(uid))
+    await locks.judge_ahead()  # a lock dir dated ahead that stays so is stale
     try:
         locks.acquire(between=lambda: pause_sync("config-locked"))
     except LockHeldError as held:
