@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from local_daemon._watch import watch_tree
+from local_daemon import watch_tree
 
 _TIMEOUT = 10.0
 
@@ -218,5 +221,70 @@ async def test_root_replaced_by_another_directory_is_re_armed(tmp_path: Path) ->
         (tmp_path / "previous" / "old.txt").write_text("x")
         await batches.until_written(root / "new.txt", "y")
         assert not [p for batch in batches.every for p in batch if "old.txt" in p]
+    finally:
+        await watch.close()
+
+
+class Rescans(Batches):
+    """A consumer as the daemon is one: `[root]` means "rescan", other paths name themselves."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.learnt: asyncio.Queue[set[str]] = asyncio.Queue()
+
+    def __call__(self, paths: list[str]) -> None:
+        super().__call__(paths)
+        if str(self.root) in paths:
+            try:
+                self.learnt.put_nowait({str(self.root / name) for name in os.listdir(self.root)})
+            except OSError:  # the root is gone right now: nothing under it to learn
+                self.learnt.put_nowait(set())
+        else:
+            self.learnt.put_nowait(set(paths))
+
+    async def learns(self, path: Path, *, limit: float = 5.0) -> None:
+        """Return once a batch delivered from now on tells of `path` (fail after `limit`)."""
+        async with asyncio.timeout(limit):
+            while str(path) not in await self.learnt.get():
+                pass
+
+
+@pytest.fixture
+def tmpfs_dir(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mountpoint = tmp_path / "tmpfs"
+    mountpoint.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)], check=True)
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("filesystem", ["tests' own", "tmpfs"])
+async def test_root_removed_and_made_again_at_once_100_times(
+    filesystem: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # `rm -rf root; mkdir root` back to back: ext4 gives the new directory the old inode number
+    # at once, so only the kernel's "the root was deleted" tells the watch it has gone deaf.
+    base = request.getfixturevalue("tmpfs_dir") if filesystem == "tmpfs" else tmp_path
+    root = base / "root"
+    (root / "sub").mkdir(parents=True)
+    rescans = Rescans(root)
+    watch = watch_tree(root, rescans, debounce=0.01)
+    try:
+        await watch.when_watching(root / "sub")
+        for n in range(100):
+            shutil.rmtree(root)
+            root.mkdir()
+            written = root / f"f{n}.txt"
+            written.write_text(str(n))
+            await rescans.learns(written)
+        # Still listening, not only rescanning: a plain write is reported by name.
+        await watch.when_watching(root)
+        await rescans.until_written(root / "last.txt", "z")
     finally:
         await watch.close()

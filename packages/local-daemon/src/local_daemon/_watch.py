@@ -6,10 +6,13 @@ macOS and Windows it holds one native recursive handle. Either way one handle co
 
 Those handles follow the root's inode, not its name: once the root is deleted nothing more is
 ever reported, and once it is renamed, changes in the old tree come back under the root's name.
-So the watch checks the root's identity (device and inode) on every batch and a few times a
-second; when the name no longer leads to the tree being watched it reports the root itself as
-changed (`[root]`, "everything under it may differ"), drops that watch, waits for the name to
-lead to a directory again, re-arms on it and reports the root once more.
+The kernel's report that the root itself was deleted or moved (`notify` reports both as the
+root deleted) is the signal: the watch is gone, whatever inode the name leads to next (ext4
+hands a directory made at once after `rm -rf` the old inode number). As a backstop the watch
+also checks the root's identity (device and inode) on every batch and a few times a second.
+Either way it reports the root itself as changed (`[root]`, "everything under it may differ"),
+drops that watch, waits for the name to lead to a directory again, re-arms on it and reports
+the root once more.
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ class TreeWatch:
     async def _watch_changes(self, identity: _Identity | None, arm_stop: asyncio.Event) -> None:
         from watchfiles import Change, awatch
 
+        root = str(self.root)
         async for changes in awatch(
             self.root,
             # watchfiles yields once `step` ms pass without a change (the quiet window
@@ -149,8 +153,14 @@ class TreeWatch:
             stop_event=arm_stop,
             recursive=True,
         ):
-            if identity is None or _identity(self.root) != identity:
-                # These paths may name the old tree under its old name: not reported.
+            if (
+                identity is None
+                or (Change.deleted, root) in changes
+                or _identity(self.root) != identity
+            ):
+                # The kernel says the root itself was deleted or moved away (its watch is gone,
+                # whatever inode the name leads to next), or the name leads elsewhere: these
+                # paths may name the old tree under its old name, so they are not reported.
                 arm_stop.set()
                 break
             self._record((change == Change.added, path) for change, path in changes)
