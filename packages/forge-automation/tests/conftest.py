@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +23,25 @@ def forge_server() -> Iterator[ForgeServer]:
     """Serve a fresh local forge API on 127.0.0.1:0 for one test."""
     with ForgeServer() as server:
         yield server
+
+
+# A forge-cli command run against a local forge: its completed process (stdout, stderr as text).
+ForgeCli = Callable[..., subprocess.CompletedProcess[str]]
+FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
+
+
+@pytest.fixture
+def forge_cli() -> ForgeCli:
+    """Return `run(server, *args)`: forge-cli run as a subprocess, its gh talking to `server`."""
+
+    def run(server: ForgeServer, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [FORGE_CLI, *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **server.env()},
+            timeout=180,
+            check=False,
+        )
+
+    return run

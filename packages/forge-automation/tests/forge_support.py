@@ -38,6 +38,7 @@ from aiohttp import web
 
 from forge_automation._exec import ExecOptions, ExecResult, GhExec
 from forge_automation._wire import run_gh
+from forge_faults import faulted_answer, mutated
 from forge_graphql import answer_graphql
 from github_api import RestOperation, match_operation, request_errors, response_errors
 
@@ -317,6 +318,9 @@ class ForgeState:
     # fails the test unless the test took them with `take_violations()`.
     violations: list[str] = field(default_factory=list)
     ids: Any = field(default_factory=lambda: itertools.count(5000))
+    # Review-related reads answered with a fault (forge_faults: part -> fault), and how often.
+    part_faults: dict[str, str] = field(default_factory=dict)
+    fault_hits: Counter[str] = field(default_factory=Counter)
 
     def repo(self, full_name: str) -> RepoState:
         """Return (creating) the repository named `owner/name`."""
@@ -397,6 +401,7 @@ class _Api:
             self._land_updates()
             if self.state.on_request is not None:
                 self.state.on_request(request.method, request.path)
+            change: str | None = None
             try:
                 if request.host != API_HOST:
                     raise _error(421, f"unexpected host {request.host}")
@@ -408,9 +413,16 @@ class _Api:
                     if request.path != "/graphql":
                         operation = self._check_request(request, body)
                     login = self._authenticate(request)
+                    whole, change = faulted_answer(self.state, request.path, body)
+                    if whole is not None:
+                        operation = None  # a fault answers in place of the forge
+                        raise _Answer(whole[0], whole[1], whole[2])
                     status, payload, headers = self._route(request, body, login)
             except _Answer as answer:
                 status, payload, headers = answer.status, answer.body, answer.headers
+            if change is not None and status == 200:
+                payload = mutated(payload, change)
+                operation = None  # a fault's answer is held to no description
             if operation is not None:
                 # The fake may leave documented fields out, never add or mis-shape one.
                 for problem in response_errors(operation, status, payload):

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._rules import (
         BranchRules,
         ClassicStatus,
+        layer_rules,
         load_branch_rules,
         load_required_contexts,
         load_review_rules,
@@ -150,6 +151,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_rules": (
         "BranchRules",
         "ClassicStatus",
+        "layer_rules",
         "load_branch_rules",
         "load_required_contexts",
         "load_review_rules",
@@ -295,6 +297,7 @@ __all__ = [  # noqa: RUF022
     "gh_graphql_api",
     "graphql_points",
     "job_log_tail",
+    "layer_rules",
     "load_branch_rules",
     "load_required_contexts",
     "load_review_rules",

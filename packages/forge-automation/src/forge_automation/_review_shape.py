@@ -56,12 +56,14 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
             )
         )
     connection = _obj(pull["reviews"])
+    # Every field asked for must be there: a missing one is malformed, never null (a missing
+    # `commit` would read as "not on the head", a missing decision as "no review required").
     reviews = tuple(
         Review(
-            author=_opt_str(_opt_obj(_obj(r).get("author")).get("login")),
+            author=_opt_str(_opt_obj(_obj(r)["author"]).get("login")),
             state=_str(_obj(r)["state"]),
-            commit_oid=_opt_str(_opt_obj(_obj(r).get("commit")).get("oid")),
-            submitted_at=_opt_str(_obj(r).get("submittedAt")),
+            commit_oid=_opt_str(_opt_obj(_obj(r)["commit"]).get("oid")),
+            submitted_at=_opt_str(_obj(r)["submittedAt"]),
             author_can_push=_bool(_obj(r)["authorCanPushToRepository"]),
         )
         for r in _list(connection["nodes"])
@@ -77,7 +79,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         head_sha=_str(pull["headRefOid"]),
         reviews=reviews,
         requests=tuple(asked),
-        decision=_opt_str(pull.get("reviewDecision")),
+        decision=_opt_str(pull["reviewDecision"]),
         pushers=tuple(pushers),
     )
     return state, cursor

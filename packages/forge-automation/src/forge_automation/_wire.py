@@ -420,16 +420,16 @@ def _classic_protection_from_json(value: object) -> ClassicProtection:
 
 def _classic_from_json(value: object) -> RequiredChecks:
     data = _obj(value)
-    checks = data.get("checks")
+    # GitHub's description requires both lists: one left out is malformed, never "none".
+    checks = _list(data["checks"])
+    names = _list(data["contexts"])
     if checks:
         contexts = tuple(
             RequiredContext(context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("app_id")))
-            for c in _list(checks)
+            for c in checks
         )
     else:
-        contexts = tuple(
-            RequiredContext(context=_str(c)) for c in _list(data.get("contexts") or [])
-        )
+        contexts = tuple(RequiredContext(context=_str(c)) for c in names)
     return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
 
 
@@ -443,9 +443,10 @@ def _classic_reviews_from_json(value: object) -> ReviewRules:
     return ReviewRules(
         # Present whenever reviews are required; read as one if a forge ever leaves it out.
         required_approving_review_count=_int(rule.get("required_approving_review_count", 1)),
-        require_code_owner_review=_bool(rule.get("require_code_owner_reviews", False)),
+        # Required by GitHub's description, like `dismiss_stale_reviews`: never defaulted.
+        require_code_owner_review=_bool(rule["require_code_owner_reviews"]),
         require_last_push_approval=_bool(rule.get("require_last_push_approval", False)),
-        dismiss_stale_reviews_on_push=_bool(rule.get("dismiss_stale_reviews", False)),
+        dismiss_stale_reviews_on_push=_bool(rule["dismiss_stale_reviews"]),
         required_review_thread_resolution=resolution,
         source="classic",
     )
