@@ -28,6 +28,7 @@ from typing import Any
 
 from ._errors import DaemonStateError
 from ._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
+from ._statefile import parse_json_document
 
 __all__ = [
     "LOCK_FILE_NAME",
@@ -123,10 +124,7 @@ def read_meta_file(paths: DaemonPaths) -> dict[str, Any] | None:
     raw = _read_lenient(paths.meta_file)
     if raw is None:
         return None
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
+    data = parse_json_document(raw)
     return data if isinstance(data, dict) else None
 
 
@@ -227,10 +225,7 @@ def read_daemon_address(paths: DaemonPaths) -> DaemonAddress:
             problem="meta_missing",
         ),
     )
-    try:
-        meta = json.loads(raw)
-    except (ValueError, RecursionError):
-        meta = None
+    meta = parse_json_document(raw)
     if not isinstance(meta, dict):
         raise _refuse(paths.meta_file, "is not a JSON object", "malformed")
     if meta.get("pid") != pid or isinstance(meta.get("pid"), bool):

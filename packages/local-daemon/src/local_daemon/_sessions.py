@@ -41,6 +41,7 @@ from typing import Any
 
 from ._errors import SessionFileError
 from ._safefile import UnsafeFileError, read_safe_file
+from ._statefile import parse_json_document
 
 __all__ = [
     "LAST_SEEN_WRITE_INTERVAL",
@@ -163,11 +164,7 @@ def _entry(raw: object) -> SessionInfo | None:
 
 
 def _parse(path: Path, data: bytes) -> _Snapshot:
-    try:
-        raw = json.loads(data)
-    except ValueError:
-        # Not chained: the decoder's error quotes the file's text.
-        raw = None
+    raw = parse_json_document(data)
     if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
         raise _bad(path, "is not a sessions file of this daemon", "malformed")
     generation, entries = raw.get("generation"), raw.get("sessions")
