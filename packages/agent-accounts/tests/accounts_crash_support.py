@@ -222,6 +222,30 @@ def _on_disk(config: Path) -> set[str]:
     return found
 
 
+def _check_story_after_crash(
+    scene: Scene, point: str, crashed_token: str | None, *, lost_in_window: bool
+) -> None:
+    """What `explain` tells right after the crash, before any other run: what happened here."""
+    told = explain_profile(str(scene.config)).explanation
+    assert told.verdict != "changed-elsewhere", (point, told)
+    assert "not by this library" not in " ".join(told.story), (point, told)
+    journal = _journal_entries(scene.config, point)
+    outcome = [e for e in journal if e.event in ("refreshed", "failed", "elsewhere")]
+    if crashed_token != scene.original:
+        # The new login is in the file: refreshed here, whether or not the outcome was recorded.
+        assert told.verdict == "intact", (point, told)
+        if not outcome:
+            assert "refreshed here" in told.summary, (point, told)
+            assert "the process died before recording the outcome" in told.summary, (point, told)
+    elif set(scene.server.spent) and not lost_in_window and not outcome:
+        # The answer is whole on disk in a temp file: never "it never reached the file".
+        assert told.verdict == "intact", (point, told)
+        assert "its answer is on disk in a temp file" in told.summary, (point, told)
+    elif lost_in_window:
+        assert told.verdict == "unknown", (point, told)
+        assert "died before its answer was on disk" in told.summary, (point, told)
+
+
 async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
     """After a crashed run, check what it left and what the next two runs do."""
     from agent_accounts.io import Profile, refresh_if_needed
@@ -236,6 +260,8 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
     reached_disk = _on_disk(scene.config) & (new_tokens | {scene.original})
     lost_in_window = bool(new_tokens) and not (new_tokens & reached_disk)
 
+    _check_story_after_crash(scene, point, crashed_token, lost_in_window=lost_in_window)
+
     profile = Profile(label="default", config_dir=str(scene.config))
     results = []
     for _ in range(2):
@@ -247,6 +273,8 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
     # No stuck lock and nothing left behind: lock dirs, records, temp files.
     assert leftovers(scene.config) == [], (point, leftovers(scene.config))
     journal = _journal_entries(scene.config, point)
+    # Every change of the file was this library's: none is journaled as made elsewhere.
+    assert not [e for e in journal if e.event in ("changed", "gone")], (point, journal)
     final = _refresh_token(scene.credentials)
     received = Counter(server.received)
     if lost_in_window:
@@ -273,4 +301,6 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
             assert any(e.rolled for e in journal), (point, "the roll-forward is not journaled")
         else:
             category = "new login installed before the crash"
+        told = explain_profile(str(scene.config)).explanation
+        assert told.verdict == "intact", (point, told)
     return Outcome(point=point, killed=killed, category=category, results=results)

@@ -225,11 +225,13 @@ async def test_a_refresh_journals_its_spend_and_answer_and_a_change_made_elsewhe
     events = read_journal(str(scene.config))
     assert [(e.event, e.pid) for e in events] == [
         ("spend", os.getpid()),
+        ("install", os.getpid()),  # the intent, named before the file is replaced
         ("refreshed", os.getpid()),
     ]
-    assert events[0].gen == events[1].gen == generation(scene.original)
-    assert events[1].got == generation(new["refreshToken"])
-    assert events[1].acc == generation(new["accessToken"])
+    assert events[0].gen == events[1].gen == events[2].gen == generation(scene.original)
+    assert events[1].got == events[2].got == generation(new["refreshToken"])
+    assert events[1].acc == events[2].acc == generation(new["accessToken"])
+    events = [events[0], events[2]]
     # Another program logs in anew; a refresh that is not due still notices it.
     other = canary_token("ort")
     write_file(
@@ -242,7 +244,7 @@ async def test_a_refresh_journals_its_spend_and_answer_and_a_change_made_elsewhe
     assert (last.event, last.prev, last.gen) == ("changed", events[1].got, generation(other))
     # Seen once is recorded once.
     await refresh_if_needed(_profile(scene), margin_ms=MARGIN, auth_url=scene.server.url)
-    assert len(read_journal(str(scene.config))) == 3
+    assert len(read_journal(str(scene.config))) == 4
     scene.credentials.unlink()
     await refresh_if_needed(_profile(scene), margin_ms=MARGIN, auth_url=scene.server.url)
     assert read_journal(str(scene.config))[-1].event == "gone"
@@ -446,6 +448,74 @@ async def test_explain_reads_a_hostile_journal_without_crashing_or_echoing_it(
     assert doc["journal"][0]["proc"] == "a process"
     code, _, err = await _cli(scene, "explain", "nobody")
     assert (code, err) == (2, "account-cli: no profile labelled 'nobody'\n")
+
+
+@pytest.mark.parametrize(
+    ("plant", "reason"),
+    [
+        ("symlink", "not-a-regular-file"),
+        ("fifo", "not-a-regular-file"),
+        ("wide", "mode-too-wide"),
+        ("foreign", "foreign-owner"),
+    ],
+)
+async def test_explain_names_a_journal_the_gate_refuses(
+    scene: Scene, tmp_path: Path, plant: str, reason: str
+) -> None:
+    journal = scene.config / JOURNAL_NAME
+    line = journal_line(JournalEntry(t=time.time(), pid=1, proc="x", event="seen", gen="a1b2c3d4"))
+    target = tmp_path / "elsewhere"
+    target.write_bytes(line)
+    target.chmod(0o600)
+    if plant == "symlink":
+        journal.symlink_to(target)
+    elif plant == "fifo":
+        os.mkfifo(journal, 0o600)
+    else:
+        journal.write_bytes(line)
+        journal.chmod(0o644 if plant == "wide" else 0o600)
+        if plant == "foreign":
+            os.chown(journal, 4242, 4242)
+    code, out, err = await asyncio.wait_for(_cli(scene, "explain"), 60)  # a FIFO never hangs it
+    assert (code, err) == (0, "")
+    assert "No journal yet" not in out
+    assert out.startswith(
+        f"default: The journal cannot be read: the file gate refuses it ({JOURNAL_NAME}: {reason})."
+    )
+    assert "this library neither reads nor writes it" in out
+
+
+def test_an_install_with_no_outcome_is_told_as_refreshed_here() -> None:
+    dead = 2**31 - 1  # no such pid is alive (the caller says which are)
+    spend = JournalEntry(
+        t=1_767_225_600, pid=dead, proc="account-cli", event="spend", gen="aaaa0000"
+    )
+    intent = JournalEntry(
+        t=1_767_225_601,
+        pid=dead,
+        proc="account-cli",
+        event="install",
+        gen="aaaa0000",
+        got="bbbb1111",
+        acc="cccc2222",
+    )
+    installed = LoginMarks(gen="bbbb1111", acc="cccc2222")
+    told = explain_journal([spend, intent], current=installed)
+    assert told.verdict == "intact"
+    assert "generation bbbb1111 was refreshed here by account-cli pid" in told.summary
+    assert "the process died before recording the outcome" in told.summary
+    # Killed before the exchange: the answer waits in the temp file for the next run.
+    before = LoginMarks(gen="aaaa0000", acc="dddd3333")
+    told = explain_journal([spend, intent], current=before)
+    assert told.verdict == "intact"
+    assert "its answer is on disk in a temp file" in told.summary
+    assert "The process died after its answer was on disk." in told.story[0]
+    # Killed after the spend, nothing on disk: said as it is, never blamed on another program.
+    told = explain_journal([spend], current=before)
+    assert told.verdict == "unknown"
+    assert "died before its answer was on disk" in told.summary
+    told = explain_journal([spend], current=before, pending=["aaaa0000"])
+    assert told.verdict == "intact"
 
 
 # --- a staged logout: two real processes, a spent token -----------------------------------------

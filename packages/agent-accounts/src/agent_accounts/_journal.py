@@ -43,9 +43,12 @@ GENERATION_HEX: Final = 8
 JOURNAL_LINE_MAX_BYTES: Final = 512
 
 JournalEvent: TypeAlias = Literal[
-    "seen", "spend", "refreshed", "elsewhere", "failed", "changed", "gone"
+    "seen", "spend", "install", "refreshed", "elsewhere", "failed", "changed", "gone"
 ]
-_EVENTS: Final = frozenset({"seen", "spend", "refreshed", "elsewhere", "failed", "changed", "gone"})
+_EVENTS: Final = frozenset(
+    {"seen", "spend", "install", "refreshed", "elsewhere", "failed", "changed", "gone"}
+)
+_OUTCOMES: Final = frozenset({"refreshed", "failed", "elsewhere"})
 _FAILURES: Final = frozenset(
     {
         "login-required",
@@ -83,9 +86,9 @@ class JournalEntry:
     """One journal line, validated: every field is of a fixed, printable shape.
 
     `gen` is the generation the line is about (the file's refresh token when it was read);
-    `got` the one a refresh received; `acc` the access token's (the file's after the event);
-    `prev` the generation a change replaced. `rolled` marks an answer installed from a dead
-    refresher's temp file.
+    `got` the one a refresh received (an `install` line names it before the file is replaced);
+    `acc` the access token's (the file's after the event); `prev` the generation a change
+    replaced. `rolled` marks an answer installed from a dead refresher's temp file.
     """
 
     t: float
@@ -170,7 +173,7 @@ def _entry(doc: Mapping[str, object]) -> JournalEntry | None:
         http_status=_int(doc.get("status"), 100, 599),
         rolled=rolled is True,
     )
-    if entry.event in ("spend", "refreshed") and entry.gen is None:
+    if entry.event in ("spend", "install", "refreshed") and entry.gen is None:
         return None
     if entry.event == "failed" and entry.failure is None:
         return None
@@ -223,15 +226,25 @@ def _who(entry: JournalEntry) -> str:
 
 
 def _answered(entries: Sequence[JournalEntry], index: int) -> bool:
-    """Tell whether the process of the spend at `index` recorded an outcome after it."""
+    """Tell whether the process of the line at `index` recorded an outcome after it."""
+    line = entries[index]
+    return any(e.pid == line.pid and e.event in _OUTCOMES for e in entries[index + 1 :])
+
+
+def _intent_after(entries: Sequence[JournalEntry], index: int) -> JournalEntry | None:
+    """The `install` line the process of the spend at `index` wrote after it, if any."""
     spend = entries[index]
-    return any(
-        e.pid == spend.pid and e.event in ("refreshed", "failed", "elsewhere")
-        for e in entries[index + 1 :]
-    )
+    for e in entries[index + 1 :]:
+        if e.pid == spend.pid and e.event in _OUTCOMES:
+            return None
+        if e.pid == spend.pid and e.event == "install" and e.gen == spend.gen:
+            return e
+    return None
 
 
-def _sentence(entries: Sequence[JournalEntry], index: int, alive: frozenset[int]) -> str:
+def _sentence(
+    entries: Sequence[JournalEntry], index: int, alive: frozenset[int], pending: frozenset[str]
+) -> str:
     e = entries[index]
     at, who = _at(e.t), _who(e)
     if e.event == "seen":
@@ -241,8 +254,25 @@ def _sentence(entries: Sequence[JournalEntry], index: int, alive: frozenset[int]
         if not _answered(entries, index):
             if e.pid in alive:
                 return text + " It has recorded no answer yet (the process is still running)."
+            if _intent_after(entries, index) is not None:
+                return text + " The process died after its answer was on disk."
+            if e.gen in pending:
+                return text + (
+                    " The process died after its answer was on disk (in a temp file, which the"
+                    " next refresh installs without a request)."
+                )
             return text + " It recorded no answer: the process ended before its answer was on disk."
         return text
+    if e.event == "install":
+        text = (
+            f"{at}: {who} had generation {e.got} for {e.gen} synced in a temp file and began "
+            "installing it."
+        )
+        if _answered(entries, index):
+            return text
+        if e.pid in alive:
+            return text + " It has recorded no outcome yet (the process is still running)."
+        return text + " The process died before recording the outcome."
     if e.event == "refreshed":
         if e.rolled:
             return (
@@ -309,25 +339,83 @@ def _logged_out(entries: Sequence[JournalEntry], refusal: JournalEntry) -> str:
     )
 
 
+def _died_here(
+    entries: Sequence[JournalEntry],
+    current: LoginMarks,
+    alive: frozenset[int],
+    pending: frozenset[str],
+) -> tuple[Verdict, str] | None:
+    """The summary when this library's last refresh of `current` ended without an outcome."""
+    for index in range(len(entries) - 1, -1, -1):
+        e = entries[index]
+        if e.event not in _OUTCOMES and e.event not in ("spend", "install"):
+            continue
+        if e.event in _OUTCOMES or _answered(entries, index):
+            return None  # the last refresh here recorded how it ended
+        if e.event == "install" and (e.got, e.acc) == (current.gen, current.acc):
+            running = e.pid in alive
+            end = (
+                "the process is still running and has not recorded the outcome yet"
+                if running
+                else "the process died before recording the outcome"
+            )
+            return "intact", (
+                f"The login is intact: generation {e.got} was refreshed here by {_who(e)} at "
+                f"{_at(e.t)} (replacing {e.gen}); {end}."
+            )
+        if e.event == "spend" and e.gen == current.gen and e.pid not in alive:
+            where = f"by {_who(e)} at {_at(e.t)}"
+            if _intent_after(entries, index) is not None or e.gen in pending:
+                return "intact", (
+                    f"The login is intact: generation {e.gen} was refreshed here {where} and "
+                    "its answer is on disk in a temp file; the process died before installing "
+                    "it, and the next refresh installs it without a request."
+                )
+            return "unknown", (
+                f"Generation {e.gen} was sent to the token endpoint here {where} and the process "
+                "died before its answer was on disk: if the endpoint took it, the next refresh "
+                "is refused (log in again then); if the request never left, it succeeds."
+            )
+        if e.event == "spend":
+            return None  # a refresh of another login: what followed is told by the rest
+    return None
+
+
 def explain_journal(
     entries: Iterable[JournalEntry],
     *,
     current: LoginMarks | Literal["unreadable"] | None,
     alive: Iterable[int] = (),
+    pending: Iterable[str] = (),
+    refused: str | None = None,
 ) -> Explanation:
     """Tell in plain words what happened to a login, from its journal and the file as it is now.
 
     `current` is the login the credentials file holds now (None: no file). `alive` lists the
-    pids of the journal that are still running (the caller looks; the core opens nothing).
+    pids of the journal that are still running, `pending` the generations whose answer a dead
+    refresher left whole in a temp file, `refused` the journal file the file gate refuses and
+    why (`<file>: <reason>`); the caller looks, the core opens nothing.
     """
     ordered = sorted(entries, key=lambda e: e.t)
     live = frozenset(alive)
-    story = tuple(_sentence(ordered, i, live) for i in range(len(ordered)))
+    waiting = frozenset(pending)
+    story = tuple(_sentence(ordered, i, live, waiting) for i in range(len(ordered)))
+    if refused is not None:
+        story += (
+            f"The journal is refused by the file gate ({refused}): this library neither reads "
+            "nor writes it, so what it did since is not recorded.",
+        )
     if current is None:
         return Explanation(
             verdict="no-login", summary="No login: there is no credentials file.", story=story
         )
     if not ordered:
+        if refused is not None:
+            return Explanation(
+                verdict="unknown",
+                summary=f"The journal cannot be read: the file gate refuses it ({refused}).",
+                story=story,
+            )
         return Explanation(
             verdict="unknown",
             summary="No journal yet: no refresh through this library has touched this login.",
@@ -352,6 +440,9 @@ def explain_journal(
             return Explanation(
                 verdict="logged-out", summary=_logged_out(ordered, refusal), story=story
             )
+    told = _died_here(ordered, current, live, waiting)
+    if told is not None:
+        return Explanation(verdict=told[0], summary=told[1], story=story)
     if known is not None and known != current:
         since = _at(ordered[-1].t)
         return Explanation(

@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -28,6 +29,7 @@ from agent_accounts._oauth import (
     apply_tokens,
     refresh_token_of,
     token_answer_from_login,
+    token_fingerprint,
 )
 
 from ._atomic import RenameUnsupported, create_exclusive, rename_exchange, sync_dir
@@ -49,6 +51,7 @@ __all__ = [
     "CREDENTIALS_NAME",
     "Base",
     "PreparedTemp",
+    "answer_on_disk",
     "dead_answer",
     "install",
     "prepare_temp",
@@ -189,6 +192,15 @@ def dead_answer(
     return found
 
 
+def answer_on_disk(config_dir: str, uid: int, spent: str) -> bool:
+    """Tell whether a dead refresher's complete answer for `spent` is in a temp file (read only)."""
+    fingerprint = token_fingerprint(spent)
+    return any(
+        temp_fingerprint == fingerprint and _complete_login(path, uid, spent) is not None
+        for path, temp_fingerprint in _dead_temps(config_dir, uid)
+    )
+
+
 def _exchange_in(temp: str, path: str, expected: bytearray, uid: int) -> bool:
     """Swap `temp` in; tell whether what came out was `expected` (else it is swapped back)."""
     try:
@@ -219,8 +231,13 @@ async def install(
     uid: int,
     temp: PreparedTemp,
     rolled_forward: bool = False,
+    on_filled: Callable[[], None] | None = None,
 ) -> RefreshResult:
-    """Steps 5 to 7: fill the temp file, check for other writers, exchange it into place."""
+    """Steps 5 to 7: fill the temp file, check for other writers, exchange it into place.
+
+    `on_filled` runs once, after the first fill is synced and before any exchange: the journal's
+    intent line, so a crash from then on leaves a story that names the new login.
+    """
     path = os.path.join(config_dir, CREDENTIALS_NAME)
     rotated = answer.refresh is not None and answer.refresh != spent
     write_failure: RefreshFailure = "write-failed" if rotated else "io"
@@ -236,6 +253,9 @@ async def install(
                 except OSError:
                     raise RefreshStop(failure=write_failure) from None
                 filled = True
+                if on_filled is not None:
+                    on_filled()
+                    on_filled = None
                 await pause("temp-written")
             try:
                 current = read_credentials_raw(path, uid)

@@ -20,6 +20,7 @@ from typing import Final
 
 from agent_accounts._journal import (
     JournalEntry,
+    JournalEvent,
     LoginMarks,
     generation,
     journal_line,
@@ -47,11 +48,14 @@ __all__ = [
     "RefreshNotes",
     "alive_pids",
     "append_entries",
+    "install_intent",
+    "journal_refusal",
     "marks_of",
     "observe",
     "parse_credentials_marks",
     "process_name",
     "read_journal",
+    "record_install",
     "record_refresh",
     "record_spend",
 ]
@@ -164,6 +168,23 @@ def _lines(path: str, uid: int) -> list[JournalEntry]:
         zero(raw)
 
 
+def journal_refusal(config_dir: str, *, uid: int | None = None) -> str | None:
+    """Return `<file>: <gate reason>` for a journal file the gate refuses (never read nor
+    written: a symlink, a FIFO, another owner's or a group-readable file); None when none is."""
+    owner = os.getuid() if uid is None else uid
+    for name in (JOURNAL_NAME, ROTATED_NAME):
+        try:
+            raw = read_gated(
+                os.path.join(config_dir, name), uid=owner, max_bytes=_READ_MAX, strict=True
+            )
+        except GateRefused as refused:
+            return f"{name}: {refused.reason}"
+        except OSError:
+            continue
+        zero(raw)
+    return None
+
+
 def read_journal(config_dir: str, *, uid: int | None = None) -> list[JournalEntry]:
     """Return the journal's valid entries, the rotated file's first; never raises."""
     owner = os.getuid() if uid is None else uid
@@ -185,6 +206,24 @@ def _in_flight(entries: Sequence[JournalEntry], index: int) -> bool:
     ):
         return False
     return not pid_is_gone(spend.pid)
+
+
+def install_intent(
+    entries: Sequence[JournalEntry], seen: LoginMarks, after: int = -1
+) -> JournalEntry | None:
+    """Return the `install` line after index `after` that names `seen` as the login it was
+    installing, with no outcome of its process after it: this library's own install, whose
+    process died (or still runs) before it recorded the outcome."""
+    for index in range(len(entries) - 1, after, -1):
+        entry = entries[index]
+        if entry.event != "install" or (entry.got, entry.acc) != (seen.gen, seen.acc):
+            continue
+        if not any(
+            e.pid == entry.pid and e.event in ("refreshed", "failed", "elsewhere")
+            for e in entries[index + 1 :]
+        ):
+            return entry
+    return None
 
 
 def _last_known(entries: Sequence[JournalEntry]) -> tuple[int, LoginMarks | None] | None:
@@ -217,6 +256,8 @@ def observe(
     index, known = last
     if known == seen:
         return None
+    if seen is not None and install_intent(entries, seen, index) is not None:
+        return None  # installed here by a refresher that died before its outcome line
     if entries[index].event == "spend" and _in_flight(entries, index):
         return None
     prev = known.gen if known is not None else None
@@ -255,26 +296,43 @@ def record_spend(config_dir: str, uid: int, notes: RefreshNotes) -> None:
         append_entries(config_dir, uid, [entry])
 
 
+def _installed(notes: RefreshNotes, event: JournalEvent, t: float) -> JournalEntry | None:
+    """The line naming the login an answer makes (`install` before, `refreshed` after)."""
+    answer = notes.answer
+    if answer is None:
+        return None
+    # Not rotated: the file keeps the spent token. Rotated to nothing usable: it keeps none.
+    got = notes.gen if answer.refresh is None else generation(answer.refresh)
+    if answer.drop_refresh:
+        got = None
+    return JournalEntry(
+        t=t,
+        pid=os.getpid(),
+        proc=process_name(),
+        event=event,
+        gen=notes.gen,
+        got=got,
+        acc=generation(answer.access),
+        rolled=notes.rolled,
+    )
+
+
+def record_install(config_dir: str, uid: int, notes: RefreshNotes) -> None:
+    """Append the intent line: the answer is synced in the temp file and about to be installed.
+
+    It names the new login before the exchange, so a crash at any later point leaves a journal
+    that tells this library's own install from a change made elsewhere. Never raises.
+    """
+    with contextlib.suppress(Exception):
+        entry = _installed(notes, "install", round(time.time(), 3))
+        if entry is not None:
+            append_entries(config_dir, uid, [entry])
+
+
 def _outcome(notes: RefreshNotes, result: RefreshResult, t: float) -> JournalEntry | None:
     pid, proc = os.getpid(), process_name()
     if isinstance(result, RefreshRefreshed):
-        answer = notes.answer
-        if answer is None:
-            return None
-        # Not rotated: the file keeps the spent token. Rotated to nothing usable: it keeps none.
-        got = notes.gen if answer.refresh is None else generation(answer.refresh)
-        if answer.drop_refresh:
-            got = None
-        return JournalEntry(
-            t=t,
-            pid=pid,
-            proc=proc,
-            event="refreshed",
-            gen=notes.gen,
-            got=got,
-            acc=generation(answer.access),
-            rolled=notes.rolled,
-        )
+        return _installed(notes, "refreshed", t)
     if isinstance(result, RefreshRefreshedElsewhere):
         return JournalEntry(t=t, pid=pid, proc=proc, event="elsewhere", gen=notes.gen)
     if isinstance(result, RefreshFailed):

@@ -13,8 +13,10 @@ user out. The steps, each in its own module:
 5. to 7. fill and sync the temp file, exchange it into place, swap back if another writer got in
    (`_install.install`); release the locks.
 
-The journal (`_journal`) gets a `spend` line just before the request and, once the locks are
-released, the outcome and any change of the file made elsewhere; it never fails a refresh.
+The journal (`_journal`) gets a `spend` line just before the request, an `install` line (the new
+login's generation) once its answer is synced to the temp file and before the exchange, and, once
+the locks are released, the outcome and any change of the file made elsewhere; it never fails a
+refresh.
 
 It never logs; no token leaves it except in the request body and the credentials file.
 """
@@ -52,7 +54,13 @@ from ._install import (
     prepare_temp,
     read_credentials_raw,
 )
-from ._journal import RefreshNotes, process_name, record_refresh, record_spend
+from ._journal import (
+    RefreshNotes,
+    process_name,
+    record_install,
+    record_refresh,
+    record_spend,
+)
 from ._layout import Layout, LayoutError, detect_layout, parse_json_object
 from ._locks import (
     HEARTBEAT_INTERVAL_S,
@@ -220,6 +228,7 @@ async def _refresh(
                     uid=uid,
                     temp=temp,
                     rolled_forward=True,
+                    on_filled=lambda: record_install(config_dir, uid, notes),
                 )
             finally:
                 with contextlib.suppress(OSError):
@@ -249,7 +258,15 @@ async def _refresh(
         notes.answer = answer  # a reference only: the journal adds nothing to the window
         await pause("requested")
         # Steps 5 to 7.
-        return await install(config_dir, base, answer=answer, spent=spent, uid=uid, temp=temp)
+        return await install(
+            config_dir,
+            base,
+            answer=answer,
+            spent=spent,
+            uid=uid,
+            temp=temp,
+            on_filled=lambda: record_install(config_dir, uid, notes),
+        )
     finally:
         heartbeat.cancel()
         with contextlib.suppress(BaseException):
