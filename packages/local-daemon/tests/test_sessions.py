@@ -11,7 +11,6 @@ import stat
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -403,8 +402,7 @@ def _report_lock_waits(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
             waiting.set()
             raise
 
-    shim = SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_NB=fcntl.LOCK_NB)
-    monkeypatch.setattr(_sessions, "fcntl", shim)
+    monkeypatch.setattr(fcntl, "flock", flock)
     return waiting
 
 

@@ -134,9 +134,11 @@ def test_ensure_never_replaces_a_file_made_meanwhile(
     ensure_token_file(theirs)
     real_link = os.link
 
-    def link_after_someone_else(src: str, dst: str) -> None:
+    def link_after_someone_else(
+        src: str, dst: str, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None
+    ) -> None:
         os.rename(theirs, path)  # another ensure won the race just before our link
-        real_link(src, dst)
+        real_link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(os, "link", link_after_someone_else)
     winner = read_token_file(theirs).text
@@ -145,7 +147,19 @@ def test_ensure_never_replaces_a_file_made_meanwhile(
     assert [p.name for p in tmp_path.iterdir()] == ["token"]
 
 
-_TRACED = ("mkdir", "openat", "write", "fsync", "link", "unlink", "rename", "close")
+_TRACED = (
+    "mkdir",
+    "openat",
+    "write",
+    "fsync",
+    "link",
+    "linkat",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "close",
+)
 
 
 def _crash_points(tmp_path: Path) -> list[tuple[str, int]]:
@@ -191,7 +205,7 @@ def _crash_points(tmp_path: Path) -> list[tuple[str, int]]:
 def test_ensure_killed_at_every_step_leaves_no_partial_file(tmp_path: Path) -> None:
     points = _crash_points(tmp_path)
     names = {name for name, _ in points}
-    assert {"openat", "write", "fsync", "link", "unlink"} <= names, points
+    assert {"openat", "write", "fsync", "linkat", "unlinkat"} <= names, points
     assert len(points) < 200
     for index, (name, nth) in enumerate(points):
         target = tmp_path / f"run{index}" / "token"

@@ -34,6 +34,7 @@ from typing import Final, Literal
 from ._errors import DaemonStateError
 from ._health import probe_health
 from ._pidfile import LOCK_FILE_NAME, DaemonPaths, read_daemon_address, read_meta_file
+from ._statefile import flock_within, open_lock_file
 
 __all__ = [
     "ATTACH_LOCK_NAME",
@@ -155,11 +156,9 @@ def find_daemon(paths: DaemonPaths, *, timeout: float = 2.0) -> AttachTarget:
 @contextlib.contextmanager
 def _start_turn(state_dir: Path, deadline: float) -> Iterator[None]:
     """Hold `attach.lock` exclusively: one starter at a time, the others wait (bounded)."""
-    import fcntl
-
     path = state_dir / ATTACH_LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = open_lock_file(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise AttachProblem(f"{path} is a symlink", kind="refused") from None
@@ -167,18 +166,11 @@ def _start_turn(state_dir: Path, deadline: float) -> Iterator[None]:
             f"cannot open {path} ({exc.strerror or type(exc).__name__})", kind="refused"
         ) from None
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AttachProblem(
-                        f"another relay kept {path} while starting a daemon; gave up waiting",
-                        kind="unavailable",
-                    ) from None
-                time.sleep(min(_POLL, max(left, _MIN_WAIT)))
+        if not flock_within(fd, deadline=deadline, pause=_POLL):
+            raise AttachProblem(
+                f"another relay kept {path} while starting a daemon; gave up waiting",
+                kind="unavailable",
+            )
         yield
     finally:
         os.close(fd)  # drops the lock; the file stays (removing it would race the next taker)
@@ -196,7 +188,7 @@ def _open_log(path: Path) -> int:
 
 def _last_line(path: Path) -> str | None:
     """The last line the started daemon wrote to its log (the daemon's one-line failure)."""
-    from ._safefile import UnsafeFileError, read_safe_file
+    from ._statefile import UnsafeFileError, read_safe_file
 
     try:
         data = read_safe_file(path, max_bytes=_LOG_TAIL_MAX, forbidden_mode=0o022).data

@@ -20,15 +20,21 @@ import contextlib
 import errno
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._errors import DaemonStateError
-from ._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
-from ._statefile import parse_json_document
+from ._statefile import (
+    SafeFileProblem,
+    UnsafeFileError,
+    flock_within,
+    open_lock_file,
+    parse_json_document,
+    read_safe_file,
+    write_atomic,
+)
 
 __all__ = [
     "LOCK_FILE_NAME",
@@ -73,29 +79,16 @@ def daemon_paths(state_dir: str | os.PathLike[str]) -> DaemonPaths:
     )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
-
 def write_pid_file(
     paths: DaemonPaths, pid: int | None = None, *, meta: Mapping[str, Any] | None = None
 ) -> None:
-    """Write the metadata file (when given) and then the pid file, each by temp file and rename."""
+    """Write the metadata file (when given) and then the pid file, each atomically (`write_atomic`:
+    temp file, rename, directory synced)."""
     pid = os.getpid() if pid is None else pid
     paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if meta is not None:
-        _write_atomic(paths.meta_file, json.dumps({**meta, "pid": pid}, indent=2) + "\n")
-    _write_atomic(paths.pid_file, f"{pid}\n")
+        write_atomic(paths.meta_file, (json.dumps({**meta, "pid": pid}, indent=2) + "\n").encode())
+    write_atomic(paths.pid_file, f"{pid}\n".encode())
 
 
 def _parse_pid(text: str) -> int | None:
@@ -281,25 +274,23 @@ def lock_state_dir(paths: DaemonPaths) -> StateDirLock:
 
     Creates the state dir (0700) if missing. A second starter gets the error and writes nothing.
     """
-    import fcntl
-
     path = paths.state_dir / LOCK_FILE_NAME
     paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     for _ in range(_LOCK_ATTEMPTS):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = open_lock_file(path)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise _refuse(path, "is a symlink", "symlink") from None
             raise
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise _running_message(paths) from None
+            held = flock_within(fd, deadline=0.0, pause=0.0)  # one try: never waits
         except BaseException:
             os.close(fd)
             raise
+        if not held:
+            os.close(fd)
+            raise _running_message(paths)
         try:
             same = os.fstat(fd).st_ino == os.lstat(path).st_ino
         except FileNotFoundError:

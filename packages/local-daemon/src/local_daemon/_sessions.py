@@ -25,8 +25,6 @@ gate awaits a sign-in's or sign-out's write in a worker thread. Only the per-req
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -34,14 +32,23 @@ import re
 import secrets
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ._errors import SessionFileError
-from ._safefile import UnsafeFileError, read_safe_file
-from ._statefile import parse_json_document
+from ._statefile import (
+    ReReadOnChange,
+    Signature,
+    UnsafeFileError,
+    flock_within,
+    open_lock_file,
+    parse_json_document,
+    read_safe_file,
+    stat_signature,
+    write_atomic,
+)
 
 __all__ = [
     "LAST_SEEN_WRITE_INTERVAL",
@@ -186,7 +193,7 @@ _PROBLEM_TEXT = {
 }
 
 
-def _read(path: Path) -> tuple[_Snapshot, tuple[int, ...] | None]:
+def _read(path: Path) -> tuple[_Snapshot, Signature | None]:
     """Read and check the file: its snapshot and the signature of what was read."""
     failed: UnsafeFileError | None = None
     try:
@@ -204,60 +211,29 @@ def _read(path: Path) -> tuple[_Snapshot, tuple[int, ...] | None]:
         if failed.problem == "unreadable":
             raise _bad(path, f"cannot be read ({failed.strerror})", "unreadable")
         raise _bad(path, _PROBLEM_TEXT[failed.problem], failed.problem)
-    return _parse(path, read.data), _signature(read.stat)
-
-
-def _signature(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    return _parse(path, read.data), stat_signature(read.stat)
 
 
 def _write(path: Path, snapshot: _Snapshot) -> None:
-    """Replace the file atomically: temp file and rename, both relative to the directory's fd."""
+    """Replace the file atomically (`write_atomic`)."""
     kept = sorted(snapshot.sessions.values(), key=lambda s: s.last_seen, reverse=True)
     document = {
         "format": _FORMAT,
         "generation": snapshot.generation,
         "sessions": [s.to_json() for s in kept[:MAX_SESSIONS]],
     }
-    data = (json.dumps(document, indent=1) + "\n").encode("utf-8")
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        temp = f".{path.name}.{secrets.token_hex(8)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=dir_fd)
-            raise
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
 
 
-@contextlib.contextmanager
-def _locked(path: Path, *, tries: int = _LOCK_TRIES) -> Iterator[None]:
-    """Hold the exclusive `flock` on `<file>.lock`; `BlockingIOError` after `tries` attempts."""
-    lock = path.with_name(f"{path.name}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+def _lock_and_run(path: Path, tries: int, run: Callable[[], None]) -> None:
+    """Run `run` holding the exclusive `flock` on `<file>.lock`, trying `tries` times
+    `_LOCK_PAUSE` apart; `BlockingIOError` when another holder kept it."""
+    fd = open_lock_file(path.with_name(f"{path.name}.lock"))
     try:
-        for attempt in range(tries):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if attempt == tries - 1:
-                    raise
-                time.sleep(_LOCK_PAUSE)
-        yield
+        deadline = time.monotonic() + (tries - 1) * _LOCK_PAUSE
+        if not flock_within(fd, deadline=deadline, pause=_LOCK_PAUSE):
+            raise BlockingIOError
+        run()
     finally:
         os.close(fd)  # releases the lock
 
@@ -275,19 +251,22 @@ def _update(
     with `replace_refused` (a sign-in, which must not be locked out by a file it can fix: its
     entries honour no cookie anyway); a revocation or a last-seen update leaves it alone.
     """
+
+    def read_change_write() -> None:
+        try:
+            current = _read(path)[0]
+        except SessionFileError as exc:
+            if not replace_refused or exc.problem == "unreadable":
+                raise
+            _log.warning("gate: replacing a refused sessions file: %s", exc)
+            current = _EMPTY
+        changed = change(current)
+        if changed is not None:
+            _write(path, changed)
+
     failed: OSError | None = None
     try:
-        with _locked(path, tries=tries):
-            try:
-                current = _read(path)[0]
-            except SessionFileError as exc:
-                if not replace_refused or exc.problem == "unreadable":
-                    raise
-                _log.warning("gate: replacing a refused sessions file: %s", exc)
-                current = _EMPTY
-            changed = change(current)
-            if changed is not None:
-                _write(path, changed)
+        _lock_and_run(path, tries, read_change_write)
     except BlockingIOError:
         raise _bad(path, "is locked by another process", "locked") from None
     except OSError as exc:
@@ -303,22 +282,12 @@ class SessionStore:
     the file changed (a sign-in, a revocation, another daemon's write).
     """
 
-    __slots__ = (
-        "_clock",
-        "_failure",
-        "_flushing",
-        "_last_flush",
-        "_path",
-        "_seen",
-        "_signature",
-        "_snapshot",
-    )
+    __slots__ = ("_clock", "_failure", "_file", "_flushing", "_last_flush", "_path", "_seen")
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float]) -> None:
         self._path = Path(path)
         self._clock = clock
-        self._snapshot = _EMPTY
-        self._signature: tuple[int, ...] | None = None
+        self._file = ReReadOnChange(self._path, _load)
         self._failure: str | None = None
         self._seen: dict[str, int] = {}
         self._last_flush = float("-inf")
@@ -330,25 +299,16 @@ class SessionStore:
         return self._path
 
     def _current(self) -> _Snapshot:
-        try:
-            sig: tuple[int, ...] | None = _signature(os.lstat(self._path))
-        except OSError:
-            sig = None
-        if sig is not None and sig == self._signature:
-            return self._snapshot
-        try:
-            snapshot, read_sig = _read(self._path)
-        except SessionFileError as exc:
-            if str(exc) != self._failure:
-                self._failure = str(exc)
-                _log.error("gate: no session cookie is honoured until this is fixed: %s", exc)
-            self._snapshot, self._signature = _EMPTY, None
+        reading = self._file.current()
+        if isinstance(reading, SessionFileError):
+            if str(reading) != self._failure:
+                self._failure = str(reading)
+                _log.error("gate: no session cookie is honoured until this is fixed: %s", reading)
             return _EMPTY
         if self._failure is not None:
             self._failure = None
             _log.info("gate: the sessions file passes its checks again")
-        self._snapshot, self._signature = snapshot, read_sig
-        return snapshot
+        return reading
 
     def is_active(self, session_id: str, generation: str) -> bool:
         """True while the file (of this secret's generation) lists `session_id`; notes the visit."""
@@ -377,13 +337,7 @@ class SessionStore:
                     sessions[sid] = replace(entry, last_seen=at)
             return _Snapshot(generation, sessions)
 
-        def write() -> None:
-            try:
-                _update(self._path, change, tries=1)
-            except SessionFileError as exc:
-                _log.warning("gate: last-seen times not written: %s", exc)
-
-        future = _in_background(write)
+        future = _update_in_background(self._path, change, "last-seen times not written")
         if future is not None:
             self._flushing = future
             future.add_done_callback(self._flushed)
@@ -404,7 +358,8 @@ class SessionStore:
 
         Best effort: a failure is logged, and such entries honour no cookie anyway.
         """
-        if self._current().generation in (None, generation) or not self._snapshot.sessions:
+        current = self._current()
+        if current.generation in (None, generation) or not current.sessions:
             return
 
         def change(current: _Snapshot) -> _Snapshot | None:
@@ -412,13 +367,7 @@ class SessionStore:
                 return None
             return _Snapshot(generation, {})
 
-        def write() -> None:
-            try:
-                _update(self._path, change, tries=1)
-            except SessionFileError as exc:
-                _log.warning("gate: sessions of the old token not cleared: %s", exc)
-
-        future = _in_background(write)
+        future = _update_in_background(self._path, change, "sessions of the old token not cleared")
         if future is not None:
             future.add_done_callback(_log_unexpected)
 
@@ -450,9 +399,27 @@ class SessionStore:
         return bool(found)
 
 
-def _in_background(write: Callable[[], None]) -> Any:
-    """On a running event loop, start `write` in its default executor and return the asyncio
-    future; without one, run it here and return None."""
+def _load(path: Path) -> tuple[_Snapshot | SessionFileError, Signature | None]:
+    """Read the file for the store's cache; a refused file is read again at the next look."""
+    try:
+        return _read(path)
+    except SessionFileError as exc:
+        return exc, None
+
+
+def _update_in_background(
+    path: Path, change: Callable[[_Snapshot], _Snapshot | None], failed: str
+) -> Any:
+    """Best effort `_update` with one try at the lock (`failed` logged when it cannot), on a
+    running event loop in its default executor (the asyncio future is returned); without one,
+    here (None is returned)."""
+
+    def write() -> None:
+        try:
+            _update(path, change, tries=1)
+        except SessionFileError as exc:
+            _log.warning("gate: %s: %s", failed, exc)
+
     import asyncio
 
     try:

@@ -1,19 +1,158 @@
-"""The daemon's state files, one layer: parse, write atomically, update under a lock, notice change.
+"""The daemon's state files, one layer: read, parse, write atomically, lock, notice a change.
 
-Tokens, sessions, pid and metadata files, attach's lock, and the TLS pair all go through here.
-Reading is `_safefile.read_safe_file` (the one gated reader); this module adds what every state
-file needs beside it:
+The token file, the sessions file, the pid and metadata files, attach's lock and the TLS pair go
+through here; nothing else in the package opens them.
 
-- `parse_json_document`: a state file the parser cannot read, however the parser fails (bad
-  bytes, bad syntax, nesting too deep for it), is no document: the caller refuses it as it refuses
-  any other corrupt file, with its own fixed text.
+- `read_safe_file`, the one reader for files the daemon trusts, as untrusted input: the name is
+  checked (`lstat`, or `stat` where symlinks are followed on purpose), opened without blocking on a
+  FIFO and, unless told otherwise, without following a symlink, checked again on the open
+  descriptor (the name may have been swapped between the two), and read up to a size cap. Each
+  caller turns the `UnsafeFileError` into its own error type and fixed text; this module never
+  puts a file's bytes into an exception.
+- `parse_json_document`: a file the parser cannot read, however the parser fails (bad bytes, bad
+  syntax, nesting too deep for it), is no document; the caller refuses it as any corrupt file.
+- `write_atomic`: the whole file to a 0600 temp file beside it, synced, then renamed (or, with
+  `replace=False`, hard-linked, which never replaces a file made meanwhile) into place, and the
+  directory synced; every step relative to the directory's fd. A crash or a full disk leaves the
+  old file or the new one, never a part.
+- `open_lock_file` and `flock_within`: the `flock` on a lock file beside the state it guards.
+- `path_signature`: what changes when a file is replaced, rewritten, re-owned or re-permitted, and
+  `ReReadOnChange`, the cache that reads a file again only when its signature changes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
+import secrets
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Literal, TypeAlias, TypeVar
 
-__all__ = ["parse_json_document"]
+__all__ = [
+    "ReReadOnChange",
+    "SafeFileProblem",
+    "SafeRead",
+    "Signature",
+    "UnsafeFileError",
+    "flock_within",
+    "open_lock_file",
+    "parse_json_document",
+    "path_signature",
+    "read_safe_file",
+    "write_atomic",
+]
+
+SafeFileProblem: TypeAlias = Literal[
+    "missing", "symlink", "not_regular", "owner", "mode", "too_large", "unreadable"
+]
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 64 * 1024
+
+
+class UnsafeFileError(Exception):
+    """The file fails a check: `problem`, and the stat or `strerror` that says how."""
+
+    def __init__(
+        self,
+        problem: SafeFileProblem,
+        *,
+        st: os.stat_result | None = None,
+        strerror: str | None = None,
+    ) -> None:
+        super().__init__(problem)
+        self.problem: SafeFileProblem = problem
+        self.uid = st.st_uid if st is not None else None
+        self.mode = stat.S_IMODE(st.st_mode) if st is not None else None
+        self.strerror = strerror or ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SafeRead:
+    """A file that passed every check: its bytes and the stat of the descriptor they came from."""
+
+    data: bytes
+    stat: os.stat_result
+
+    def __repr__(self) -> str:
+        return f"SafeRead(size={len(self.data)})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Rules:
+    max_bytes: int
+    follow_symlinks: bool
+    owner: bool
+    forbidden_mode: int
+
+
+def _check(st: os.stat_result, rules: _Rules) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeFileError("symlink", st=st)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFileError("not_regular", st=st)
+    if rules.owner and st.st_uid != os.geteuid():
+        raise UnsafeFileError("owner", st=st)
+    if st.st_mode & rules.forbidden_mode:
+        raise UnsafeFileError("mode", st=st)
+    if st.st_size > rules.max_bytes:
+        raise UnsafeFileError("too_large", st=st)
+
+
+def read_safe_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    follow_symlinks: bool = False,
+    owner: bool = True,
+    forbidden_mode: int = 0o077,
+) -> SafeRead:
+    """Read a regular file of at most `max_bytes`, raising `UnsafeFileError` when a check fails.
+
+    `owner` demands this process's effective uid; `forbidden_mode` lists permission bits that
+    must be clear (0o077: nobody else may read or write; 0o022: nobody else may write).
+    """
+    rules = _Rules(
+        max_bytes=max_bytes,
+        follow_symlinks=follow_symlinks,
+        owner=owner,
+        forbidden_mode=forbidden_mode,
+    )
+    target = Path(path)
+    try:
+        _check(os.stat(target) if follow_symlinks else os.lstat(target), rules)
+        flags = _OPEN_FLAGS if follow_symlinks else _OPEN_FLAGS | os.O_NOFOLLOW
+        fd = os.open(target, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UnsafeFileError("missing") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:  # swapped in after the lstat
+            raise UnsafeFileError("symlink") from None
+        raise UnsafeFileError("unreadable", strerror=exc.strerror) from None
+    try:
+        st = os.fstat(fd)
+        _check(st, rules)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise UnsafeFileError("unreadable", strerror=exc.strerror) from None
+    finally:
+        os.close(fd)
+    if total > max_bytes:  # it grew after the fstat
+        raise UnsafeFileError("too_large", st=st)
+    return SafeRead(data=b"".join(chunks), stat=st)
 
 
 def parse_json_document(data: bytes) -> object | None:
@@ -26,3 +165,139 @@ def parse_json_document(data: bytes) -> object | None:
     except Exception:
         return None
     return value
+
+
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, replace: bool = True) -> bool:
+    """Put `data` at `path` whole (0600), syncing the file and its directory; raise `OSError`.
+
+    With `replace=False` an existing file is kept (hard link, which fails rather than replace):
+    the return value says whether `data` was put in place.
+    """
+    target = Path(path)
+    dir_fd = os.open(target.parent, _DIR_FLAGS)
+    try:
+        temp = f".{target.name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(temp, _TEMP_FLAGS, 0o600, dir_fd=dir_fd)
+        placed = False
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if replace:
+                os.replace(temp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                placed = True
+            else:
+                with contextlib.suppress(FileExistsError):
+                    os.link(temp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                    placed = True
+        finally:
+            if not (replace and placed):
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=dir_fd)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return placed
+
+
+def open_lock_file(path: str | os.PathLike[str]) -> int:
+    """Open (creating, 0600) a lock file without following a symlink; raise `OSError`."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def flock_within(fd: int, *, deadline: float, pause: float) -> bool:
+    """Take the exclusive `flock` on `fd`, trying until `time.monotonic()` passes `deadline`
+    (at least once); False when another holder kept it."""
+    import fcntl
+
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+
+
+Signature: TypeAlias = tuple[int, ...]
+
+
+def path_signature(
+    path: str | os.PathLike[str], *, follow_symlinks: bool = False
+) -> Signature | None:
+    """Return what changes when the file at `path` is replaced, rewritten, re-owned or
+    re-permitted; None when it cannot be looked at.
+
+    Following symlinks (certbot's live/ names), the link's own `lstat` is folded in, so a
+    repointed link counts as a change too.
+    """
+    try:
+        lst = os.lstat(path)
+        st = os.stat(path) if follow_symlinks else lst
+    except OSError:
+        return None
+    own = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    owner = (st.st_uid, st.st_gid)
+    if not follow_symlinks:
+        return own + owner
+    return own + owner + (lst.st_ino, lst.st_mtime_ns, lst.st_ctime_ns)
+
+
+def stat_signature(st: os.stat_result) -> Signature:
+    """Return `path_signature` for a stat already taken (not following symlinks)."""
+    return (
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_mode,
+        st.st_uid,
+        st.st_gid,
+    )
+
+
+_T = TypeVar("_T")
+
+
+class ReReadOnChange(Generic[_T]):
+    """A file's last reading, read again only when the file's signature changes.
+
+    `load(path)` returns the reading and the signature of what it read (None: read again next
+    time, say after a failure the caller wants retried). A reading may be a failure value too:
+    the caller decides what it caches.
+    """
+
+    __slots__ = ("_load", "_path", "_reading", "_signature")
+
+    def __init__(self, path: Path, load: Callable[[Path], tuple[_T, Signature | None]]) -> None:
+        self._path = path
+        self._load = load
+        self._signature: Signature | None = None
+        self._reading: _T | None = None
+
+    @property
+    def path(self) -> Path:
+        """Return the file's path."""
+        return self._path
+
+    def current(self) -> _T:
+        """Return the reading, loading the file again when its signature changed."""
+        # lstat, not stat: a symlink swapped in must change the signature too.
+        sig = path_signature(self._path)
+        if sig is not None and sig == self._signature and self._reading is not None:
+            return self._reading
+        reading, read_sig = self._load(self._path)
+        # Keyed by what was read, so a write between the lstat and the read is seen next time.
+        self._reading, self._signature = reading, read_sig
+        return reading

@@ -19,7 +19,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from local_daemon._errors import TlsFileError
-from local_daemon._safefile import UnsafeFileError, read_safe_file
+from local_daemon._statefile import Signature, UnsafeFileError, path_signature, read_safe_file
 
 __all__ = [
     "TLS12_CIPHERS",
@@ -49,7 +49,7 @@ TLS12_CIPHERS = ":".join(
     )
 )
 
-PairSignature = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
+PairSignature = tuple[Signature | None, Signature | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,33 +65,16 @@ class CheckedPair:
         return f"CheckedPair(not_after={self.not_after.isoformat()})"
 
 
-def _file_signature(path: Path) -> tuple[int, ...] | None:
-    # Follows symlinks on purpose: certbot's live/ names are symlinks into archive/, and a renewal
-    # repoints them. The link's own stat is folded in so a repointed link counts as a change.
-    try:
-        st = os.stat(path)
-        lst = os.lstat(path)
-    except OSError:
-        return None
-    return (
-        st.st_dev,
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-        st.st_mode,
-        st.st_uid,
-        lst.st_ino,
-        lst.st_mtime_ns,
-        lst.st_ctime_ns,
-    )
-
-
 def pair_signature(
     cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]
 ) -> PairSignature:
     """Return what changes when either file of the pair changes."""
-    return (_file_signature(Path(cert_file)), _file_signature(Path(key_file)))
+    # Symlinks are followed on purpose: certbot's live/ names are symlinks into archive/, and a
+    # renewal repoints them (the link's own stat is in the signature too).
+    return (
+        path_signature(cert_file, follow_symlinks=True),
+        path_signature(key_file, follow_symlinks=True),
+    )
 
 
 def _read(path: Path, what: str, *, private: bool) -> bytes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import errno
 import os
 import re
 import secrets
@@ -18,7 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from local_daemon._errors import TokenFileError
-from local_daemon._safefile import SafeFileProblem, UnsafeFileError, read_safe_file
+from local_daemon._statefile import (
+    ReReadOnChange,
+    SafeFileProblem,
+    Signature,
+    UnsafeFileError,
+    path_signature,
+    read_safe_file,
+    write_atomic,
+)
 
 __all__ = [
     "MAX_TOKEN_FILE_BYTES",
@@ -46,22 +53,6 @@ class TokenSecret:
 
     def __repr__(self) -> str:
         return f"TokenSecret(written_at={self.written_at})"
-
-
-FileSignature = tuple[int, int, int, int, int, int, int, int]
-
-
-def _signature(st: os.stat_result) -> FileSignature:
-    return (
-        st.st_dev,
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-        st.st_mode,
-        st.st_uid,
-        st.st_gid,
-    )
 
 
 def _refuse(path: Path, what: str, problem: str) -> TokenFileError:
@@ -112,7 +103,7 @@ def _unsafe(path: Path, failed: UnsafeFileError) -> TokenFileError:
     return _refuse(path, _PROBLEM_TEXT[failed.problem], failed.problem)
 
 
-def _read_checked(path: Path) -> tuple[TokenSecret, FileSignature]:
+def _read_checked(path: Path) -> TokenSecret:
     failed: UnsafeFileError | None = None
     try:
         read = read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
@@ -122,12 +113,12 @@ def _read_checked(path: Path) -> tuple[TokenSecret, FileSignature]:
         raise _unsafe(path, failed)
     if not read.data:
         raise _refuse(path, "is empty", "empty")
-    return _parse_secret(path, read.data, int(read.stat.st_mtime)), _signature(read.stat)
+    return _parse_secret(path, read.data, int(read.stat.st_mtime))
 
 
 def read_token_file(path: str | os.PathLike[str]) -> TokenSecret:
     """Read the token file, refusing it with `TokenFileError` when any check fails."""
-    return _read_checked(Path(path))[0]
+    return _read_checked(Path(path))
 
 
 def _new_secret_text() -> str:
@@ -151,30 +142,8 @@ def _write_or_refuse(path: Path, write: Callable[[Path], None]) -> None:
         raise _refuse(path, f"cannot be written ({failed.strerror})", "unwritable")
 
 
-def _write_temp(target: Path) -> Path:
-    """Write a fresh secret to a 0600 temp file beside `target`, synced; nothing left on failure."""
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            data = (_new_secret_text() + "\n").encode("ascii")
-            if os.write(fd, data) != len(data):
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _sync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _new_secret_file() -> bytes:
+    return (_new_secret_text() + "\n").encode("ascii")
 
 
 def ensure_token_file(path: str | os.PathLike[str]) -> Path:
@@ -194,14 +163,8 @@ def _create_unless_present(target: Path) -> None:
     _ensure_parent(target)
     if os.path.lexists(target):
         return
-    tmp = _write_temp(target)
-    try:
-        # link() fails with EEXIST rather than replace: a file made meanwhile wins.
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _sync_dir(target.parent)
+    # Linked, not renamed, into place: a file made meanwhile wins.
+    write_atomic(target, _new_secret_file(), replace=False)
 
 
 def rotate_token_file(path: str | os.PathLike[str]) -> Path:
@@ -214,52 +177,40 @@ def rotate_token_file(path: str | os.PathLike[str]) -> Path:
 
 def _replace(target: Path) -> None:
     _ensure_parent(target)
-    tmp = _write_temp(target)
+    write_atomic(target, _new_secret_file())
+
+
+def _load(path: Path) -> tuple[TokenSecret | TokenFileError, Signature | None]:
+    """Read the token file for the cache: a refusal is cached too, keyed (as a good read is) by
+    the stat taken before the read, so a change during the read is seen at the next look."""
+    before = path_signature(path)
+    failed: TokenFileError | None = None
     try:
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _sync_dir(target.parent)
+        secret = _read_checked(path)
+    except TokenFileError as exc:
+        failed = exc
+    if failed is not None:
+        return failed, before
+    return secret, before
 
 
 class TokenFileReader:
     """The token file as the gate sees it: re-read and re-checked whenever its stat changes."""
 
-    __slots__ = ("_error", "_path", "_secret", "_signature")
+    __slots__ = ("_file",)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = Path(path)
-        self._signature: FileSignature | None = None
-        self._secret: TokenSecret | None = None
-        self._error: TokenFileError | None = None
+        self._file = ReReadOnChange(Path(path), _load)
 
     @property
     def path(self) -> Path:
         """Return the path this reader watches."""
-        return self._path
+        return self._file.path
 
     def current(self) -> TokenSecret:
         """Return the current secret, or raise the `TokenFileError` the file now fails with."""
-        try:
-            # lstat, not stat: a symlink swapped in must change the signature too.
-            sig: FileSignature | None = _signature(os.lstat(self._path))
-        except OSError:
-            sig = None
-        if sig is None or sig != self._signature:
-            failed: TokenFileError | None = None
-            try:
-                secret, read_sig = _read_checked(self._path)
-            except TokenFileError as exc:
-                failed = exc
-            if failed is not None:
-                # A fresh error raised outside the handler, so nothing rides along as __context__.
-                self._signature, self._secret, self._error = sig, None, failed
-                raise TokenFileError(str(failed), problem=failed.problem)
-            # Key the cache by what was read, so a write between lstat and read is seen next time.
-            self._signature, self._secret, self._error = read_sig, secret, None
-            return secret
-        if self._secret is None:
-            assert self._error is not None
-            raise TokenFileError(str(self._error), problem=self._error.problem) from None
-        return self._secret
+        reading = self._file.current()
+        if isinstance(reading, TokenFileError):
+            # A fresh error each time, so no traceback or __context__ rides along.
+            raise TokenFileError(str(reading), problem=reading.problem) from None
+        return reading

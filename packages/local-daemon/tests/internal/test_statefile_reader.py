@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from local_daemon._safefile import UnsafeFileError, read_safe_file
+from local_daemon._statefile import UnsafeFileError, read_safe_file
 
 
 def _problem(path: Path, **rules: object) -> str:
