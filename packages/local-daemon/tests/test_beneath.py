@@ -24,10 +24,10 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
 
-def _read(root: Path, parts: list[str], mode: BeneathMode) -> bytes:
+def _read(root: Path, parts: list[str], mode: BeneathMode, *, follow: bool = False) -> bytes:
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fd = open_beneath(root_fd, parts, _READ, mode=mode)
+        fd = open_beneath(root_fd, parts, _READ, mode=mode, follow_symlinks=follow)
     finally:
         os.close(root_fd)
     try:
@@ -36,9 +36,9 @@ def _read(root: Path, parts: list[str], mode: BeneathMode) -> bytes:
         os.close(fd)
 
 
-def _errno(root: Path, parts: list[str], mode: BeneathMode) -> int | None:
+def _errno(root: Path, parts: list[str], mode: BeneathMode, *, follow: bool = False) -> int | None:
     try:
-        _read(root, parts, mode)
+        _read(root, parts, mode, follow=follow)
     except OSError as exc:
         return exc.errno
     return None
@@ -56,6 +56,11 @@ def tree(tmp_path: Path) -> Path:
     (root / "link-rel").symlink_to("../outside")
     (root / "link-in").symlink_to("sub")
     (root / "link-file.txt").symlink_to("file.txt")
+    (root / "link-abs-in.txt").symlink_to(root / "sub" / "page.txt")
+    (root / "sub" / "link-up.txt").symlink_to("../file.txt")
+    (root / "sub" / "link-up-out").symlink_to("../../outside")
+    (root / "link-chain").symlink_to("link-in")
+    (root / "link-loop").symlink_to("link-loop")
     return root
 
 
@@ -74,6 +79,22 @@ def test_open_beneath_answers(tree: Path, mode: BeneathMode) -> None:
     assert _errno(tree, ["missing.txt"], mode) == errno.ENOENT
     assert _errno(tree, ["missing", "page.txt"], mode) == errno.ENOENT
     assert _errno(tree, ["file.txt", "page.txt"], mode) == errno.ENOTDIR
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_following_symlinks_stays_beneath(tree: Path, mode: BeneathMode) -> None:
+    for parts in (
+        ["link-in", "page.txt"],
+        ["link-file.txt"],
+        ["link-abs-in.txt"],  # absolute, but naming a place inside the root
+        ["sub", "link-up.txt"],
+        ["link-chain", "page.txt"],
+    ):
+        assert _read(tree, parts, mode, follow=True) == INSIDE, parts
+    for parts in (["link-out", "page.txt"], ["link-rel", "page.txt"], ["sub", "link-up-out"]):
+        assert _errno(tree, parts, mode, follow=True) == errno.EXDEV, parts
+    assert _errno(tree, ["link-loop"], mode, follow=True) == errno.ELOOP
+    assert _errno(tree, ["missing.txt"], mode, follow=True) == errno.ENOENT
 
 
 @pytest.mark.parametrize("parts", [[], [""], ["."], [".."], ["a/b"], ["sub", ".."], ["a\0"]])
@@ -151,8 +172,9 @@ def racy(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.parametrize("follow", [False, True], ids=["no-symlinks", "following"])
 @pytest.mark.parametrize("mode", MODES)
-def test_symlink_swap_race_never_escapes(racy: Path, mode: BeneathMode) -> None:
+def test_symlink_swap_race_never_escapes(racy: Path, mode: BeneathMode, follow: bool) -> None:
     seen: dict[str, int] = {"inside": 0, "refused": 0, "escaped": 0}
     root_fd = os.open(racy, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -161,13 +183,16 @@ def test_symlink_swap_race_never_escapes(racy: Path, mode: BeneathMode) -> None:
                 if flipper.done.is_set():
                     break
                 try:
-                    fd = open_beneath(root_fd, ["sub", "page.txt"], _READ, mode=mode)
+                    fd = open_beneath(
+                        root_fd, ["sub", "page.txt"], _READ, mode=mode, follow_symlinks=follow
+                    )
                 except OSError as exc:
                     refused = exc.errno
                 else:
                     refused = None
                 if refused is not None:
-                    assert refused == errno.ELOOP
+                    # Following: leading out, or (the walk) swapped back while being read.
+                    assert refused in ((errno.EXDEV, errno.ELOOP) if follow else (errno.ELOOP,))
                     seen["refused"] += 1
                     continue
                 try:

@@ -31,7 +31,13 @@ def build(dist: Path) -> None:
     (dist / "link-out-dir").symlink_to(dist.parent)
     (dist / "link-dot.txt").symlink_to(dist / ".env")
     (dist / "link-in.js").symlink_to(dist / "assets" / "app.abc123.js")
+    (dist / "link-in-rel.js").symlink_to("assets/app.abc123.js")
     (dist / "link-in-dir").symlink_to("assets")
+    (dist / "sub" / "link-up.js").symlink_to("../assets/app.abc123.js")
+    (dist / "link-out-rel.txt").symlink_to("../secret.txt")
+    (dist / "sub" / "link-out-up.txt").symlink_to("../../secret.txt")
+    (dist / "link-dot-dir.js").symlink_to(".git/config")
+    (dist / "link-loop.js").symlink_to("link-loop.js")
     (dist / "dir.d").mkdir()
     (dist / "C:x.js").write_bytes(SECRET)
     (dist / "a\\b.js").write_bytes(SECRET)
@@ -117,9 +123,11 @@ TRAVERSAL = [
     "//secret.txt",
     "/link-out.txt",  # symlink leading out of the root
     "/link-out-dir/secret.txt",
+    "/link-out-rel.txt",
+    "/sub/link-out-up.txt",
     "/link-dot.txt",  # symlink inside the root onto a dotfile
-    "/link-in.js",  # symlink inside the root onto a file inside it: no symlink is followed
-    "/link-in-dir/app.abc123.js",  # symlinked directory inside the root
+    "/link-dot-dir.js",  # ... or onto a file in a dot directory
+    "/link-loop.js",
     "/.env",
     "/%2eenv",
     "/.git/config",
@@ -127,6 +135,27 @@ TRAVERSAL = [
     "/assets/.hidden.js",
     "/assets/%2ehidden.js",
 ]
+
+
+@pytest.mark.parametrize("mode", ["openat2", "walk"])
+@pytest.mark.parametrize(
+    "target",
+    ["/link-in.js", "/link-in-rel.js", "/link-in-dir/app.abc123.js", "/sub/link-up.js"],
+)
+async def test_a_symlink_staying_inside_the_root_is_served(
+    dist: Path, target: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from local_daemon import _beneath
+
+    monkeypatch.setattr(_beneath, "_openat2_works", mode == "openat2")
+    app = web.Application()
+    mount_static_app(app, root=dist)
+    async with serve_app(app) as bound:
+        resp = await raw_request(bound, "GET", target)
+        assert (resp.status, resp.body) == (200, APP_JS), target
+        for refused in ("/link-out-rel.txt", "/sub/link-out-up.txt", "/link-dot.txt"):
+            resp = await raw_request(bound, "GET", refused)
+            assert (resp.status, resp.body) == (403, b"Forbidden"), refused
 
 
 @pytest.mark.parametrize("target", TRAVERSAL)

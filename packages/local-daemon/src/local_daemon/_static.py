@@ -2,8 +2,10 @@
 
 The request path is judged in its raw, still-encoded form (aiohttp has already decoded and
 dot-normalised `request.path`), one segment at a time, each decoded exactly once. The segments
-are then resolved and opened in one step beneath the root's fd (`_beneath.open_beneath`), which
-follows no symlink, so no swap between a check and the open can lead outside the root.
+are then resolved and opened in one step beneath the root's fd (`_beneath.open_beneath`): a
+symlink that stays inside the root is followed, one leading out is refused (403) by the same
+step, so no swap between a check and the open can lead outside the root. A symlink cannot reach
+a dotfile either: the opened file's own path (`/proc/self/fd`) is judged as a request's is.
 """
 
 from __future__ import annotations
@@ -164,9 +166,12 @@ def open_target(root: str, segments: list[str], immutable_dir: str) -> _Target |
             # No extension: a client route of the single-page app.
             segments = ["index.html"]
         try:
-            fd = open_beneath(root_fd, segments, _FILE_FLAGS)
+            fd = open_beneath(root_fd, segments, _FILE_FLAGS, follow_symlinks=True)
         except OSError as exc:
             raise _Refused(_REFUSED_ERRNO.get(exc.errno or 0, 404)) from None
+        if _under_a_dot_name(root_fd, fd):
+            os.close(fd)
+            raise _Refused(403)
     finally:
         os.close(root_fd)
     immutable = bool(immutable_dir) and segments[0] == immutable_dir and len(segments) > 1
@@ -177,7 +182,21 @@ def open_target(root: str, segments: list[str], immutable_dir: str) -> _Target |
     )
 
 
-# A symlink below the root (ELOOP), an escape (EXDEV) or a refused permission is a 403, as a
+def _under_a_dot_name(root_fd: int, fd: int) -> bool:
+    """True unless the file opened lies beneath the root with no name starting with a dot on
+    the way (a symlink inside the root may name a dotfile; the segments asked for were judged)."""
+    try:
+        root = os.readlink(f"/proc/self/fd/{root_fd}")
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return True  # cannot tell: refused, never a yes
+    inside = opened[len(root) :] if root != "/" else opened
+    if not opened.startswith(root) or not inside.startswith("/"):
+        return True
+    return any(part.startswith(".") for part in inside.split("/"))
+
+
+# A symlink leading out (EXDEV), too many symlinks (ELOOP) or a refused permission is a 403, as a
 # traversal is; a missing name (ENOENT, or ENOTDIR for a file used as a directory) is a 404.
 _REFUSED_ERRNO = {
     errno.ELOOP: 403,
