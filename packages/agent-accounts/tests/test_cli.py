@@ -522,7 +522,10 @@ POLL_USAGE = (
 )
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
-TOP_USAGE = "usage: account-cli [-h] {best,explain,poll,status,statusline-tee} ..."
+TOP_USAGE = (
+    "usage: account-cli [-h] [--version]\n"
+    "                   {best,explain,poll,status,statusline-tee} ..."
+)
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
     ([], "missing command (best, explain, poll, status or statusline-tee)", TOP_USAGE),
@@ -638,12 +641,21 @@ async def test_help_exits_0(home: Home) -> None:
     assert "status" in run.out
 
 
-async def test_module_entry_point_runs_the_same_cli(home: Home) -> None:
+@pytest.mark.parametrize("module", ["agent_accounts", "agent_accounts.cli"])
+async def test_module_entry_point_runs_the_same_cli(home: Home, module: str) -> None:
     home.add(".agent")
     run = await run_cli(
-        ["status", "--statusline"], home.env(), argv0=[sys.executable, "-m", "agent_accounts.cli"]
+        ["status", "--statusline"], home.env(), argv0=[sys.executable, "-m", module]
     )
     assert (run.code, run.out, run.err) == (0, "unknown|unknown|||||||\n", "")
+
+
+async def test_version_prints_the_installed_distribution_version(home: Home) -> None:
+    from importlib.metadata import version
+
+    for argv0 in ([account_cli()], [sys.executable, "-m", "agent_accounts"]):
+        run = await run_cli(["--version"], home.env(), argv0=argv0)
+        assert (run.code, run.out, run.err) == (0, f"account-cli {version('agent-accounts')}\n", "")
 
 
 # --- best ---------------------------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""What several commands print the same way: redacted labels and paths, windows, times.
+
+Labels and paths are printed only redacted (a dir name can look like a token). The status line
+and `best` print a plain short label or path as it is, skipping `re`; a property test holds each
+shortcut to `redact_secrets`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # not typing's: the status line imports this module, never typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, Final
+
+__all__ = [
+    "iso",
+    "percent",
+    "plain_label",
+    "plain_path",
+    "say_none_found",
+    "shown",
+    "window_order",
+    "windows_text",
+]
+
+_PLAIN_LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
+_PLAIN_PATH_CHARS: Final = _PLAIN_LABEL_CHARS | {"-"}
+
+
+def shown(text: str) -> str:
+    """Redact a label or path before printing: a dir name can look like a token."""
+    from agent_accounts._redact import redact_secrets
+
+    return redact_secrets(text)
+
+
+def plain_label(label: str) -> str:
+    """Redact a label for the status line or `best`, skipping `re` for a short plain one.
+
+    A label of at most 24 lower-case letters, digits, `.` and `_` (no `-`, so no `sk-...` key
+    prefix; no `:`, `=`, `%`, `&` or space, so no field, scheme or encoded form; far shorter than
+    the 32-character opaque run) is one `redact_secrets` returns unchanged, which a property test
+    holds it to; anything else goes through `redact_secrets`.
+    """
+    if len(label) <= 24 and _PLAIN_LABEL_CHARS.issuperset(label):
+        return label
+    return shown(label)
+
+
+def plain_path(path: str) -> str:
+    """Redact a config dir before printing, skipping `re` for a path of plain segments.
+
+    Each segment (between `/`) a plain label, `-` allowed but never `sk-` (the vendor key
+    prefix): `/` and `.` split any opaque run, so nothing `redact_secrets` matches can form; a
+    property test holds it to that. Anything else goes through `redact_secrets`.
+    """
+    for segment in path.split("/"):
+        if len(segment) > 24 or not _PLAIN_PATH_CHARS.issuperset(segment) or "sk-" in segment:
+            return shown(path)
+    return path
+
+
+def percent(value: float) -> str:
+    """`23.5%`, `41%`."""
+    return f"{value:g}%"
+
+
+def window_order(name: str) -> tuple[int, str]:
+    """Sort key: the known windows in the spec's order first, then any new ones by name."""
+    from agent_accounts._usage import KNOWN_WINDOWS
+
+    return (KNOWN_WINDOWS.index(name) if name in KNOWN_WINDOWS else len(KNOWN_WINDOWS), name)
+
+
+def windows_text(rate_limits: Mapping[str, Any]) -> str:
+    """`five_hour 23%, seven_day 41.5%`: every window of a reading, in `window_order`."""
+    names = sorted(rate_limits, key=window_order)
+    return ", ".join(f"{name} {percent(rate_limits[name]['used_percentage'])}" for name in names)
+
+
+def iso(epoch_s: float) -> str:
+    """An epoch time as ISO 8601 UTC to the second, `Z`-suffixed."""
+    from datetime import UTC, datetime
+
+    return (
+        datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
+
+
+def say_none_found() -> None:
+    """Tell a user with no profile where discovery looked (on stdout: an answer, not a fault)."""
+    from agent_accounts.io._discovery import searched_dirs
+
+    where = " and ".join(shown(d) for d in searched_dirs())
+    sys.stdout.write(f"no profiles found (searched {where})\n")

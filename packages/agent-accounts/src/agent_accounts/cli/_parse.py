@@ -1,0 +1,213 @@
+"""The one argparse parser of `account-cli`, and the checks argparse cannot express.
+
+`COMMANDS` names each command's module (one per command, each with `run(options) -> int`); a new
+command is a subparser in `_build`, a module, and a row in `COMMANDS`. Every refused line is one
+`UsageError` (exit 64): the spec makes a repeated flag one, so each flag is taken at most once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from ._exits import PROG, UsageError
+
+TYPE_CHECKING = False  # not typing's: the status line parses its line here, never with typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Final, NoReturn
+
+__all__ = ["COMMANDS", "parse"]
+
+COMMANDS: Final = {
+    "best": "_best",
+    "explain": "_explain",
+    "poll": "_poll",
+    "status": "_status",
+    "statusline-tee": "_tee",
+}
+"""Each command and the module of `agent_accounts.cli` that runs it."""
+_COMMAND_LIST: Final = ", ".join(sorted(COMMANDS)[:-1]) + f" or {sorted(COMMANDS)[-1]}"
+_DEFAULT_WINDOWS: Final = ("five_hour", "seven_day")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+class _Once(argparse.Action):
+    """A boolean flag given at most once (the spec makes a repeated flag a usage error)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=help)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if getattr(namespace, self.dest):
+            raise argparse.ArgumentError(self, "given twice")
+        setattr(namespace, self.dest, True)
+
+
+class _OnceValue(argparse.Action):
+    """A flag with a value, given at most once."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if getattr(namespace, self.dest) is not None:
+            raise argparse.ArgumentError(self, "given twice")
+        setattr(namespace, self.dest, values)
+
+
+class _Version(argparse.Action):
+    """`--version`: `account-cli <version>` from the installed metadata (read only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        import sys
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("agent-accounts")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            text = "(version unknown: not installed)"
+        sys.stdout.write(f"{PROG} {text}\n")
+        parser.exit()
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without `shutil` (its import pulls in bz2 and lzma)."""
+
+    def __init__(self, prog: str) -> None:
+        width = os.environ.get("COLUMNS", "")
+        try:
+            columns = int(width) if width.isdigit() else os.get_terminal_size(1).columns
+        except OSError:  # not a terminal
+            columns = 80
+        super().__init__(prog, width=max(columns, 20) - 2)
+
+
+def _build() -> tuple[_Parser, dict[str, _Parser]]:
+    """Build the parser and its subcommand parsers."""
+    top = _Parser(
+        prog=PROG,
+        formatter_class=_Formatter,
+        description="Local agent-account usage and login state (every profile discover_profiles "
+        "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
+        allow_abbrev=False,
+    )
+    top.add_argument("--version", action=_Version, help="print the version and exit")
+    # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}", prog=PROG
+    )
+    commands: dict[str, _Parser] = {}
+
+    def command(name: str, help: str) -> _Parser:
+        parser: _Parser = sub.add_parser(
+            name, help=help, formatter_class=_Formatter, allow_abbrev=False
+        )
+        commands[name] = parser
+        return parser
+
+    p = command(
+        "best", "print the label of the profile with the most headroom now (exit 2 if none)"
+    )
+    p.add_argument(
+        "--window",
+        action="append",
+        metavar="NAME",
+        help="a window to weigh (repeatable; default: five_hour and seven_day)",
+    )
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action=_Once, help="print JSON")
+    shape.add_argument("--path", action=_Once, help="print its config dir")
+
+    p = command("explain", "tell from the refresh journal what happened to each login (or LABEL's)")
+    p.add_argument("label", nargs="?", metavar="LABEL", help="one profile's label")
+    p.add_argument("--json", action=_Once, help="print JSON")
+
+    p = command("poll", "poll the usage endpoint for every profile")
+    p.add_argument("--write", action=_Once, help="store each reading as usage-poll.json")
+    p.add_argument(
+        "--refresh", action=_Once, help="refresh tokens due within 10 minutes first (needs --write)"
+    )
+    p.add_argument(
+        "--max-age",
+        action=_OnceValue,
+        metavar="SECONDS",
+        help="skip a profile whose newest reading (session readings included) is younger",
+    )
+    p.add_argument(
+        "--alert-at",
+        action=_OnceValue,
+        metavar="PERCENTS",
+        help="alert when a window crosses one of these upward, e.g. 80,95 (needs --write; "
+        "default: $AGENT_ALERT_AT)",
+    )
+    p.add_argument(
+        "--alert-exec",
+        action=_OnceValue,
+        metavar="CMD",
+        help="run CMD (by /bin/sh -c) for each alert (default: $AGENT_ALERT_EXEC)",
+    )
+
+    p = command("status", "report login state and the newest reading of every profile (no request)")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action=_Once, help="print JSON")
+    shape.add_argument("--statusline", action=_Once, help="print status-line rows (always exit 0)")
+
+    p = command(
+        "statusline-tee",
+        "store the status-line JSON's rate_limits as a session reading, then pass it on",
+    )
+    p.add_argument(
+        "--then",
+        action=_OnceValue,
+        metavar="CMD",
+        help="run CMD (by /bin/sh -c) on the same stdin (default: print "
+        "the status line of status --statusline)",
+    )
+    return top, commands
+
+
+def parse(args: Sequence[str]) -> argparse.Namespace:
+    """Return the parsed command line; raise `UsageError` naming the problem (`-h` exits 0)."""
+    top, commands = _build()
+    if not args:
+        raise UsageError(f"missing command ({_COMMAND_LIST})", top.format_usage())
+    if not args[0].startswith("-") and args[0] not in COMMANDS:
+        raise UsageError(f"unknown command {args[0]!r} ({_COMMAND_LIST})", top.format_usage())
+    options, extra = top.parse_known_args(list(args))
+    command = commands[options.command]
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command.format_usage())
+    if options.command == "poll":
+        _check_poll(options, command.format_usage())
+    elif options.command == "best":
+        from agent_accounts._usage import is_window_name
+
+        for name in options.window or ():
+            if not is_window_name(name):
+                raise UsageError(
+                    f"argument --window: not a window name: {name!r}", command.format_usage()
+                )
+        options.window = tuple(dict.fromkeys(options.window or _DEFAULT_WINDOWS))
+    return options
+
+
+def _check_poll(options: argparse.Namespace, usage: str) -> None:
+    """Check poll's flags; thresholds and the hook also come from the unit's environment."""
+    if options.refresh and not options.write:
+        raise UsageError("--refresh needs --write", usage)
+    if options.max_age is not None:
+        try:
+            options.max_age = float(options.max_age)
+        except ValueError:
+            options.max_age = math.nan
+        if not math.isfinite(options.max_age) or options.max_age <= 0:
+            raise UsageError("argument --max-age: not a positive number of seconds", usage)
+    from ._alerts import alert_options
+
+    alert_options(options, usage)

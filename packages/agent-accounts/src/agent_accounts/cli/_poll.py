@@ -1,0 +1,163 @@
+"""`account-cli poll [--write [--refresh]] [--max-age S] [--alert-at P] [--alert-exec CMD]`.
+
+`--refresh` first runs the token refresh for every profile (10-minute margin, no deposit), then
+every profile without a reading younger than `--max-age` is polled; `--write` stores each reading
+(`poll_all`), then the alerts (`_alerts`) run over what was written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ._exits import EXIT_FAILED, EXIT_LOGIN, EXIT_OK, err
+from ._output import iso, say_none_found, shown, windows_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from collections.abc import Sequence
+    from typing import Any, Final
+
+    from agent_accounts.io import PollEntry, PollResult, Profile
+
+__all__ = ["API_BASE_ENV", "AUTH_URL_ENV", "REFRESH_MARGIN_MS", "run"]
+
+REFRESH_MARGIN_MS: Final = 10 * 60 * 1000
+API_BASE_ENV: Final = "AGENT_API_BASE_URL"
+AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
+
+
+def run(options: Namespace) -> int:
+    """Run `poll` as parsed (see `_parse`)."""
+    import asyncio
+
+    return asyncio.run(_poll(options))
+
+
+def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int:
+    """Print one profile's poll outcome; return its exit code."""
+    label = shown(label)
+    if result.ok:
+        sys.stdout.write(f"{label}: {windows_text(dict(result.reading['rate_limits']))}\n")
+        if entry is not None and entry.write_error is not None:
+            err(f"{label}: usage write failed")
+            return EXIT_FAILED
+        return EXIT_OK
+    failure = result.failure
+    if failure == "missing":
+        sys.stdout.write(f"{label}: no login, skipped\n")
+        return EXIT_OK
+    if failure == "backoff" and entry is not None and entry.backoff_until is not None:
+        sys.stdout.write(f"{label}: rate limited, skipped until {iso(entry.backoff_until)}\n")
+        return EXIT_OK
+    if failure == "expired":
+        err(f"{label}: login expired")
+        return EXIT_LOGIN
+    if failure == "refused":
+        err(f"{label}: login refused ({result.reason or 'malformed'})")
+        return EXIT_LOGIN
+    err(f"{label}: poll failed: {failure}")
+    return EXIT_FAILED
+
+
+async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int:
+    """Run the token refresh for every profile first; return the worst exit code."""
+    import asyncio
+
+    import httpx
+
+    from agent_accounts.io import DEFAULT_AUTH_URL, refresh_if_needed
+
+    # No onFailure: the command line files no deposit.
+    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+        results = await asyncio.gather(
+            *(
+                refresh_if_needed(
+                    p,
+                    client=client,
+                    margin_ms=REFRESH_MARGIN_MS,
+                    auth_url=auth_url or DEFAULT_AUTH_URL,
+                )
+                for p in profiles
+            )
+        )
+    code = EXIT_OK
+    for profile, result in zip(profiles, results, strict=True):
+        if result.status == "refreshed":
+            sys.stdout.write(f"{shown(profile.label)}: token refreshed\n")
+        elif result.status == "failed":
+            err(f"{shown(profile.label)}: token refresh failed: {result.failure_text}")
+            code = EXIT_FAILED
+        elif result.status == "locked":
+            # Never silent: a lock that blocks is named, and `status` shows its age.
+            err(f"{shown(profile.label)}: token refresh locked: another refresh holds the lock")
+    return code
+
+
+def _fresh_readings(
+    profiles: Sequence[Profile], max_age: float, alerting: bool
+) -> dict[str, tuple[Any, int]]:
+    """The profiles (by config dir) whose poll `--max-age` skips: see `io._freshness`."""
+    import time
+
+    from agent_accounts.io._freshness import poll_skip_reading
+
+    now = time.time()
+    fresh: dict[str, tuple[Any, int]] = {}
+    for profile in profiles:
+        try:
+            found = poll_skip_reading(
+                str(profile.config_dir), max_age=max_age, now=now, alerting=alerting
+            )
+        except (OSError, ValueError):
+            continue  # unreadable: poll it, and let the poll say what is wrong
+        if found is not None:
+            fresh[str(profile.config_dir)] = found
+    return fresh
+
+
+async def _poll(options: Namespace) -> int:
+    import asyncio
+
+    from agent_accounts.io import DEFAULT_API_BASE, discover_profiles, poll_all, poll_usage
+
+    api_base = os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE
+    profiles = discover_profiles()
+    if not profiles:
+        say_none_found()
+    code = EXIT_OK
+    if options.refresh:
+        code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
+    max_age = options.max_age
+    alerting = bool(options.thresholds)
+    fresh = {} if max_age is None else _fresh_readings(profiles, max_age, alerting)
+    targets = [p for p in profiles if str(p.config_dir) not in fresh]
+    if options.write:
+        entries = await poll_all(profiles=targets, api_base=api_base) if targets else []
+        outcomes: dict[str, tuple[PollResult, PollEntry | None]] = {
+            str(p.config_dir): (e.result, e) for p, e in zip(targets, entries, strict=True)
+        }
+    else:
+        import httpx
+
+        # One client for every profile, redirects off; one deadline per request bounds it.
+        async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+            results = await asyncio.gather(
+                *(poll_usage(p, client=client, api_base=api_base) for p in targets)
+            )
+        outcomes = {str(p.config_dir): (r, None) for p, r in zip(targets, results, strict=True)}
+    codes = []
+    for profile in profiles:
+        if str(profile.config_dir) in fresh:
+            reading, age = fresh[str(profile.config_dir)]
+            windows = windows_text(dict(reading["rate_limits"]))
+            sys.stdout.write(f"{shown(profile.label)}: {windows} ({age}s old, not polled)\n")
+            continue
+        result, entry = outcomes[str(profile.config_dir)]
+        codes.append(_report_poll(profile.label, result, entry))
+    if options.thresholds:
+        from ._alerts import run_alerts
+
+        codes.append(run_alerts(profiles, options.thresholds, options.alert_exec))
+    return max([code, *codes])
