@@ -124,6 +124,13 @@ def _unknown_pusher(w: World) -> None:
     w.repo.prs[1]["_review_decision"] = "APPROVED"
 
 
+def _unlinked_committer(w: World) -> None:
+    w.classic_reviews(required_approving_review_count=1, require_last_push_approval=True)
+    w.repo.commit_users[w.head] = ("author", None)
+    w.review("bob")
+    w.repo.prs[1]["_review_decision"] = "APPROVED"
+
+
 def _changes_requested(w: World) -> None:
     w.review("bob", "CHANGES_REQUESTED")
     w.repo.prs[1]["_review_decision"] = "CHANGES_REQUESTED"
@@ -147,6 +154,7 @@ STATES: dict[str, Callable[[World], None]] = {
     "ruleset-review-classic-conversations": _ruleset_review_classic_conversations,
     "stale-approval": _stale_approval,
     "unknown-pusher": _unknown_pusher,
+    "unlinked-committer": _unlinked_committer,
     "changes-requested": _changes_requested,
     "decision-only": _decision_only,
     "hidden-protection": _hidden_protection,
@@ -160,6 +168,7 @@ EXPECTED: dict[str, list[str] | None] = {
     "ruleset-review-classic-conversations": ["threads-unresolved"],
     "stale-approval": ["approvals-missing"],
     "unknown-pusher": ["last-push-unapproved"],
+    "unlinked-committer": ["last-push-unapproved"],
     "changes-requested": ["changes-requested"],
     "decision-only": ["review-required"],
     "hidden-protection": None,

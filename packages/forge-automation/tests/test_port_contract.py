@@ -258,6 +258,8 @@ class FakeBackend:
 
     def commit_users(self, sha: str, author: str | None, committer: str | None) -> None:
         self.fake.commit_users[sha] = tuple(dict.fromkeys(u for u in (author, committer) if u))
+        if author is None or committer is None:
+            self.fake.unlinked_commits.add(sha)
 
     def effects(self, name: str) -> int:
         return self.fake.effects[name]

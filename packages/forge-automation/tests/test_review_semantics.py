@@ -443,3 +443,28 @@ def test_layering_takes_the_strictest_of_each_parameter() -> None:
     )
     assert [c.context for c in both.contexts] == ["ci", "build"]
     assert both.strict
+
+
+@pytest.mark.parametrize(("unlinked", "blocked"), [(False, False), (True, True)])
+def test_a_head_commit_naming_someone_unlinked_cannot_prove_last_push(
+    unlinked: bool, blocked: bool
+) -> None:
+    # Author `ann` is linked, the committer is an email without an account: whoever that is may
+    # have pushed, and bob may be them.
+    state = ReviewState(
+        head_sha=HEAD,
+        reviews=(r("bob"),),
+        rules=LAST_PUSH,
+        decision="APPROVED",
+        pushers=("ann",),
+        unlinked_pusher=unlinked,
+    )
+    readiness = merge_readiness(
+        pr=PR,
+        rules=RequiredChecks(contexts=(RequiredContext(context="ci"),)),
+        runs=GREEN,
+        required_apps=(ACTIONS_APP_ID,),
+        approved_head=HEAD,
+        reviews=state,
+    )
+    assert [b.reason for b in readiness.blockers] == (["last-push-unapproved"] if blocked else [])

@@ -101,6 +101,8 @@ class FakeForge:
         self.review_requests: dict[tuple[str, int], list[ReviewRequest]] = {}
         self.review_decisions: dict[tuple[str, int], str | None] = {}
         self.commit_users: dict[str, tuple[str, ...]] = {}
+        # Head commits whose author or committer has no linked account.
+        self.unlinked_commits: set[str] = set()
         self.force_pushes: dict[tuple[str, int], list[ForcePush]] = {}
         self.commits: dict[str, FakeCommit] = {}
         self.created_check_runs: list[CreatedCheckRun] = []
@@ -724,6 +726,8 @@ class _FakeWire:
                 requests=requests,
                 decision=self._f.review_decisions.get((repo, number)),
                 pushers=self._f.commit_users.get(head_sha, ()),
+                unlinked_pusher=head_sha in self._f.unlinked_commits
+                or head_sha not in self._f.commit_users,
             )
             return result, str(nxt) if nxt else None
 

@@ -26,8 +26,8 @@ blocker, in this order:
   the rules says: it sees the rules a caller without admin rights cannot read.
 - `last-push-unapproved`: under `require_last_push_approval`, no counted approval on the head
   commit by someone other than those the head commit names (its author and committer stand in
-  for the pusher, whom the forge does not name); when neither has a linked account the pusher
-  is unknown and no approval can prove it, so this blocks.
+  for the pusher, whom the forge does not name); when either has no linked account the pusher
+  may be someone unnamed, so no approval can prove it and this blocks.
 - `review-requested`: a review request still pending (code owners' under their own rule).
 - `threads-unresolved`: under `required_review_thread_resolution`, a review thread unresolved;
   with `protection_hidden` rules (classic protection GitHub hid from the caller, whose
@@ -301,13 +301,14 @@ def review_blockers(pr: PullRequest, state: ReviewState) -> list[Blocker]:
             )
         )
 
-    if rules.require_last_push_approval and not state.pushers:
+    if rules.require_last_push_approval and (not state.pushers or state.unlinked_pusher):
+        who = "author and committer have" if not state.pushers else "author or committer has"
         blockers.append(
             Blocker(
                 reason="last-push-unapproved",
                 detail=f"{where} requires the last push, head {head[:12]}, to be approved by "
-                "someone other than its pusher, and the head commit's author and committer "
-                "have no linked account: no approval can be shown to come from someone else",
+                f"someone other than its pusher, and the head commit's {who} no linked "
+                "account: no approval can be shown to come from someone else",
             )
         )
     elif rules.require_last_push_approval:

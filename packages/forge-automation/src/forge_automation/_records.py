@@ -174,7 +174,9 @@ class ReviewState:
     `rules` the base branch's review rules; `decision` the forge's own `reviewDecision`
     (APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED, or None when it requires no review);
     `head_sha` the head the reviews were read at; `pushers` the logins the head commit names
-    (author and committer), standing in for the last pusher, whom the forge does not name.
+    (author and committer), standing in for the last pusher, whom the forge does not name;
+    `unlinked_pusher` True when the head commit's author or committer has no linked account
+    (whoever that is may be the pusher, and may approve under another name).
     """
 
     head_sha: str
@@ -184,3 +186,4 @@ class ReviewState:
     rules: ReviewRules = ReviewRules()
     decision: str | None = None
     pushers: tuple[str, ...] = ()
+    unlinked_pusher: bool = False

@@ -71,9 +71,12 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     cursor = _next_cursor(connection["pageInfo"])
     head = _opt_obj(commit)
     pushers: list[str] = []
+    unlinked = not head  # no head commit read: nobody is known
     for role in ("author", "committer"):
         login = _opt_str(_opt_obj(_opt_obj(head.get(role)).get("user")).get("login"))
-        if login is not None and login not in pushers:
+        if login is None:
+            unlinked = True
+        elif login not in pushers:
             pushers.append(login)
     state = ReviewState(
         head_sha=_str(pull["headRefOid"]),
@@ -81,6 +84,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         requests=tuple(asked),
         decision=_opt_str(pull["reviewDecision"]),
         pushers=tuple(pushers),
+        unlinked_pusher=unlinked,
     )
     return state, cursor
 
