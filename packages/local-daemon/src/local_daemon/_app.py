@@ -20,6 +20,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler, Middleware
 
+from ._config import AppOptions
 from ._events import EventHub, events_handler
 from ._guards import Guards, guard_middlewares, loopback_allowlist
 from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
@@ -34,7 +35,7 @@ from ._types import (
     MountRoutes,
 )
 
-__all__ = ["LIFECYCLE_KEY", "Lifecycle", "build_http_app"]
+__all__ = ["LIFECYCLE_KEY", "Lifecycle", "build_app", "build_http_app"]
 
 _log = logging.getLogger("local_daemon")
 
@@ -130,9 +131,49 @@ def build_http_app(
     `allowed_origins` replace it outright (the remote listener's exact allowlist).
     `openapi=True` adds `GET /openapi.json`, the OpenAPI document of every `/rpc/<name>`.
     """
-    log = logger or _log
-    event_hub = hub if hub is not None else EventHub(logger=log)
-    state = lifecycle if lifecycle is not None else Lifecycle(ready=True, port=port or None)
+    options = AppOptions(
+        registry=registry,
+        version=version,
+        create_context=create_context,
+        health=health,
+        mount_routes=mount_routes,
+        guards=guards,
+        rpc_body_limit=rpc_body_limit or RpcBodyLimit(),
+        tool_prefix=tool_prefix,
+        format_error=format_error,
+        logger=logger or _log,
+        openapi=openapi,
+    )
+    return build_app(
+        options,
+        hub=hub if hub is not None else EventHub(logger=options.logger),
+        lifecycle=lifecycle if lifecycle is not None else Lifecycle(ready=True, port=port or None),
+        port=port,
+        host=host,
+        gate=gate,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
+
+
+def build_app(
+    options: AppOptions,
+    *,
+    hub: EventHub,
+    lifecycle: Lifecycle,
+    port: int = 0,
+    host: str | None = None,
+    gate: Gate | None = None,
+    allowed_hosts: frozenset[str] | None = None,
+    allowed_origins: frozenset[str] | None = None,
+) -> web.Application:
+    """Build one app of a daemon from its `options`; the listener's own parts are keywords."""
+    registry = options.registry
+    version = options.version
+    guards = options.guards
+    tool_prefix = options.tool_prefix
+    health = options.health
+    log = options.logger
     mcp_route: list[Any] = []  # the `/mcp` handler, once it is added below
     exempt: Callable[[web.Request], bool] | None = None
     if tool_prefix is not None and not (guards is not None and guards.mcp_client_header):
@@ -181,12 +222,12 @@ def build_http_app(
             "logger": _http_log,
         },
     )
-    app[LIFECYCLE_KEY] = state
+    app[LIFECYCLE_KEY] = lifecycle
     app.on_response_prepare.extend(on_prepare)
     pid = os.getpid()
 
     async def health_route(request: web.Request) -> web.Response:
-        if not state.ready:
+        if not lifecycle.ready:
             return web.json_response({"ok": False, "starting": True}, status=503, headers=_NO_STORE)
         extra: dict[str, Any] = {}
         if health is not None:
@@ -207,8 +248,8 @@ def build_http_app(
             "ok": True,
             "version": version,
             "pid": pid,
-            "uptime_ms": int((time.monotonic() - state.started) * 1000),
-            "port": state.port or _bound_port(request),
+            "uptime_ms": int((time.monotonic() - lifecycle.started) * 1000),
+            "port": lifecycle.port or _bound_port(request),
         }
         return web.json_response(document, headers=_NO_STORE)
 
@@ -217,21 +258,19 @@ def build_http_app(
 
     app.router.add_get("/health", health_route)
     app.router.add_get("/version", version_route)
-    app.router.add_get(
-        "/events", events_handler(event_hub, ready_data=lambda: {"version": version})
-    )
+    app.router.add_get("/events", events_handler(hub, ready_data=lambda: {"version": version}))
     app.router.add_post(
         "/rpc/{name}",
         rpc_handler(
             registry=registry,
-            create_context=create_context,
-            format_error=format_error,
-            body_limit=rpc_body_limit or RpcBodyLimit(),
+            create_context=options.create_context,
+            format_error=options.format_error,
+            body_limit=options.rpc_body_limit,
             logger=log,
             gated=gate is not None,
         ),
     )
-    if openapi:
+    if options.openapi:
         from ._openapi import OPENAPI_PATH, openapi_document
 
         async def openapi_route(request: web.Request) -> web.Response:
@@ -248,14 +287,14 @@ def build_http_app(
             registry=registry,
             tool_prefix=tool_prefix,
             version=version,
-            create_context=create_context,
-            format_error=format_error,
+            create_context=options.create_context,
+            format_error=options.format_error,
             logger=log,
-            max_body_bytes=(rpc_body_limit or RpcBodyLimit()).max_bytes,
+            max_body_bytes=options.rpc_body_limit.max_bytes,
         )
         mcp_route.append(mcp.handle)  # one bound method: the exemption compares by identity
         app.router.add_route("*", "/mcp", mcp_route[0])
         app.cleanup_ctx.append(mcp.lifespan)
-    if mount_routes is not None:
-        mount_routes(app)
+    if options.mount_routes is not None:
+        options.mount_routes(app)
     return app

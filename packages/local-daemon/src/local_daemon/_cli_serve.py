@@ -15,9 +15,12 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._cli_exits import DEBUG_ENV, EX_CONFIG, EX_UNAVAILABLE, UsageProblem, fail
+
+if TYPE_CHECKING:
+    from ._remote import RemoteOptions
 
 __all__ = ["LOG_LEVELS", "ServeArgs", "load_registry", "serve", "setup_logging"]
 
@@ -157,7 +160,7 @@ def serve(args: ServeArgs) -> None:
     if not 0 <= args.port <= _PORT_MAX:
         raise UsageProblem(f"--port must be 0 to {_PORT_MAX}")
     registry = load_registry(args.target)
-    remote: Any = None
+    remote: RemoteOptions | None = None
     if args.remote_host is not None or args.token_file is not None or args.tls_cert is not None:
         if (
             args.remote_host is None
@@ -180,30 +183,32 @@ def serve(args: ServeArgs) -> None:
     except ValueError as exc:
         raise fail(EX_CONFIG, str(exc)) from None
     setup_logging(args.log_level)
-    options: dict[str, Any] = {
-        "registry": registry,
-        "version": args.version,
-        "state_dir": args.state_dir,
-        "port": args.port,
-        "host": args.host,
-        "tool_prefix": args.tool_prefix,
-        "watch_root": args.watch_root,
-        "guards": Guards(
-            allowed_hosts=args.allowed_hosts,
-            allowed_origins=args.allowed_origins,
-            mcp_client_header=args.mcp_client_header,
-            cors_origins=args.cors_origins,
-        ),
-        "rpc_body_limit": None
-        if args.max_body_bytes is None
-        else RpcBodyLimit(max_bytes=args.max_body_bytes),
-        "remote": remote,
-        "listen_fd": listen_fd,
-        "insecure_unauthenticated_host": args.insecure_unauthenticated_host,
-        "openapi": args.openapi,
-    }
+    guards = Guards(
+        allowed_hosts=args.allowed_hosts,
+        allowed_origins=args.allowed_origins,
+        mcp_client_header=args.mcp_client_header,
+        cors_origins=args.cors_origins,
+    )
+    rpc_body_limit = (
+        None if args.max_body_bytes is None else RpcBodyLimit(max_bytes=args.max_body_bytes)
+    )
+    running = run_daemon_until_signal(
+        registry=registry,
+        version=args.version,
+        state_dir=args.state_dir,
+        port=args.port,
+        host=args.host,
+        tool_prefix=args.tool_prefix,
+        watch_root=args.watch_root,
+        guards=guards,
+        rpc_body_limit=rpc_body_limit,
+        remote=remote,
+        listen_fd=listen_fd,
+        insecure_unauthenticated_host=args.insecure_unauthenticated_host,
+        openapi=args.openapi,
+    )
     try:
-        asyncio.run(run_daemon_until_signal(**options))
+        asyncio.run(running)
     except DaemonPortInUseError as exc:
         way_out = "pick another with --port N (0 binds a free one)"
         raise fail(EX_UNAVAILABLE, f"{exc}: {way_out}") from None

@@ -19,12 +19,14 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ._app import Lifecycle, build_http_app
+from ._app import Lifecycle, build_app
+from ._config import AppOptions, DaemonConfig
 from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
@@ -138,16 +140,45 @@ async def start_daemon(
     way to serve other devices. `openapi=True` serves `GET /openapi.json` (on the remote listener
     too, behind its gate).
     """
-    log = logger or _log
+    config = DaemonConfig(
+        app=AppOptions(
+            registry=registry,
+            version=version,
+            create_context=create_context,
+            health=health,
+            mount_routes=mount_routes,
+            guards=guards,
+            rpc_body_limit=rpc_body_limit or RpcBodyLimit(),
+            tool_prefix=tool_prefix,
+            format_error=format_error,
+            logger=logger or _log,
+            openapi=openapi,
+        ),
+        state_dir=Path(state_dir),
+        port=port,
+        host=host,
+        watch_root=None if watch_root is None else Path(watch_root),
+        remote=remote,
+        listen_fd=listen_fd,
+        insecure_unauthenticated_host=insecure_unauthenticated_host,
+    )
+    return await _start(config)
+
+
+async def _start(config: DaemonConfig) -> DaemonHandle:
+    options = config.app
+    log = options.logger
+    host = config.host
+    listen_fd = config.listen_fd
+    remote = config.remote
+    insecure = config.insecure_unauthenticated_host
     if listen_fd is None:
-        check_loopback_listener(
-            host, None, insecure_unauthenticated_host=insecure_unauthenticated_host
-        )
+        check_loopback_listener(host, None, insecure_unauthenticated_host=insecure)
     if remote is not None:
         from ._remote import check_remote_options
 
         check_remote_options(remote, loopback_host=host)
-    paths = daemon_paths(state_dir)
+    paths = daemon_paths(config.state_dir)
     pid = os.getpid()
     # Everything the start makes is pushed here as it is made; a failure anywhere unwinds it all
     # in reverse (no socket, no pid or metadata file, no lock is left), and on success the stack
@@ -159,32 +190,16 @@ async def start_daemon(
         if listen_fd is not None:
             sock = _inherited(listen_fd)
             made.callback(sock.close)  # idempotent; the runner's cleanup closes it once served
-            check_loopback_listener(
-                host, sock, insecure_unauthenticated_host=insecure_unauthenticated_host
-            )
+            check_loopback_listener(host, sock, insecure_unauthenticated_host=insecure)
         else:
-            sock = _bind(host, port)
+            sock = _bind(host, config.port)
             made.callback(sock.close)
         sockname = sock.getsockname()
         bound_port = int(sockname[1])
         bound_host = host if listen_fd is None else str(sockname[0])
         lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
         hub = EventHub(logger=log)
-        common: dict[str, Any] = {
-            "registry": registry,
-            "version": version,
-            "create_context": create_context,
-            "health": health,
-            "mount_routes": mount_routes,
-            "rpc_body_limit": rpc_body_limit,
-            "hub": hub,
-            "format_error": format_error,
-            "logger": log,
-            "lifecycle": lifecycle,
-            "port": bound_port,
-            "openapi": openapi,
-        }
-        app = build_http_app(**common, guards=guards, tool_prefix=tool_prefix, host=bound_host)
+        app = build_app(options, hub=hub, lifecycle=lifecycle, port=bound_port, host=bound_host)
         runner = web.AppRunner(
             app,
             handle_signals=False,
@@ -210,10 +225,11 @@ async def start_daemon(
             ) -> web.Application:
                 # `/mcp` too, for bearer clients only (the gate refuses a cookie there); `guards`
                 # only for `mcp_client_header`: the allowlists are the remote listener's own.
-                return build_http_app(
-                    **common,
-                    guards=guards,
-                    tool_prefix=tool_prefix,
+                return build_app(
+                    options,
+                    hub=hub,
+                    lifecycle=lifecycle,
+                    port=bound_port,
                     gate=gate,
                     allowed_hosts=allowed_hosts,
                     allowed_origins=allowed_origins,
@@ -230,8 +246,8 @@ async def start_daemon(
             )
             made.push_async_callback(remote_listener.close)
             made.callback(hub.close)  # its streams too end before that listener closes
-        if watch_root is not None:
-            root = Path(watch_root)
+        if config.watch_root is not None:
+            root = config.watch_root
 
             def on_change(changed: list[str]) -> None:
                 hub.broadcast("change", change_event_data(_relative(root, changed)))
@@ -243,12 +259,12 @@ async def start_daemon(
             paths,
             pid,
             meta={
-                "version": version,
+                "version": options.version,
                 "port": bound_port,
                 "host": bound_host,
                 "started_at": int(time.time()),
                 "remote": remote is not None,
-                "tool_prefix": tool_prefix,
+                "tool_prefix": options.tool_prefix,
             },
         )
         lifecycle.ready = True
@@ -257,7 +273,7 @@ async def start_daemon(
         handle = DaemonHandle(
             port=bound_port, paths=paths, hub=hub, resources=made.pop_all(), pid=pid
         )
-    if insecure_unauthenticated_host and not is_loopback_host(bound_host):
+    if insecure and not is_loopback_host(bound_host):
         log.warning(
             "daemon serves %s:%d WITHOUT any credential (insecure_unauthenticated_host): anyone "
             "who can reach it can run every command",
@@ -287,13 +303,59 @@ def _relative(root: Path, changed: list[str]) -> list[str]:
     return out
 
 
-async def run_daemon_until_signal(**options: Any) -> None:
+async def run_daemon_until_signal(
+    *,
+    registry: CommandRegistry,
+    version: str,
+    state_dir: str | os.PathLike[str],
+    port: int = 0,
+    host: str = "127.0.0.1",
+    create_context: ContextFactory | None = None,
+    tool_prefix: str | None = None,
+    watch_root: str | os.PathLike[str] | None = None,
+    health: HealthFn | None = None,
+    mount_routes: MountRoutes | None = None,
+    guards: Guards | None = None,
+    rpc_body_limit: RpcBodyLimit | None = None,
+    remote: RemoteOptions | None = None,
+    listen_fd: int | None = None,
+    format_error: ErrorFormatter | None = None,
+    logger: logging.Logger | None = None,
+    insecure_unauthenticated_host: bool = False,
+    openapi: bool = False,
+) -> None:
     """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close.
 
     Returns within `SHUTDOWN_TIMEOUT` of the signal even while a synchronous command still runs
     (it runs in a daemon thread, so the process can exit without waiting for it).
     """
-    log: logging.Logger = options.get("logger") or _log
+    # Not started yet: a coroutine runs once awaited, after the signal handlers are in place.
+    starting = start_daemon(
+        registry=registry,
+        version=version,
+        state_dir=state_dir,
+        port=port,
+        host=host,
+        create_context=create_context,
+        tool_prefix=tool_prefix,
+        watch_root=watch_root,
+        health=health,
+        mount_routes=mount_routes,
+        guards=guards,
+        rpc_body_limit=rpc_body_limit,
+        remote=remote,
+        listen_fd=listen_fd,
+        format_error=format_error,
+        logger=logger,
+        insecure_unauthenticated_host=insecure_unauthenticated_host,
+        openapi=openapi,
+    )
+    await _serve_until_signal(starting, logger or _log)
+
+
+async def _serve_until_signal(
+    starting: Coroutine[Any, Any, DaemonHandle], log: logging.Logger
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -303,7 +365,7 @@ async def run_daemon_until_signal(**options: Any) -> None:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
             installed.append(signum)
-        handle = await start_daemon(**options)
+        handle = await starting
         try:
             await stop.wait()
         finally:
@@ -314,5 +376,6 @@ async def run_daemon_until_signal(**options: Any) -> None:
             # synchronous command cannot be, and its daemon thread ends with the process.
             log.warning("closed with %d synchronous command(s) still running", busy)
     finally:
+        starting.close()  # a no-op once awaited; else it would warn that it never ran
         for signum in installed:
             loop.remove_signal_handler(signum)

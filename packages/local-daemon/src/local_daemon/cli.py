@@ -10,6 +10,7 @@ for any other failure, never a traceback (`LOCAL_DAEMON_DEBUG=1` adds one for a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allowed-host",
         action="append",
+        dest="allowed_hosts",
         default=[],
         metavar="HOST",
         help="extra Host value for loopback (repeatable)",
@@ -151,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allowed-origin",
         action="append",
+        dest="allowed_origins",
         default=[],
         metavar="ORIGIN",
         help="extra origin for loopback (repeatable)",
@@ -158,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--cors-origin",
         action="append",
+        dest="cors_origins",
         default=[],
         metavar="ORIGIN",
         help="origin whose pages get CORS answers, e.g. a browser MCP client (repeatable)",
@@ -170,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--remote-allowed-host",
         action="append",
+        dest="remote_allowed_hosts",
         default=[],
         metavar="NAME",
         help="name the remote listener answers (repeatable)",
@@ -285,29 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve_args(ns: argparse.Namespace) -> ServeArgs:
-    return ServeArgs(
-        target=ns.target,
-        state_dir=ns.state_dir,
-        port=ns.port,
-        host=ns.host,
-        version=ns.version,
-        tool_prefix=ns.tool_prefix,
-        mcp_client_header=ns.mcp_client_header,
-        watch_root=ns.watch_root,
-        allowed_hosts=tuple(ns.allowed_host),
-        allowed_origins=tuple(ns.allowed_origin),
-        cors_origins=tuple(ns.cors_origin),
-        max_body_bytes=ns.max_body_bytes,
-        remote_host=ns.remote_host,
-        token_file=ns.token_file,
-        remote_allowed_hosts=tuple(ns.remote_allowed_host),
-        sign_in_hint=ns.sign_in_hint,
-        tls_cert=ns.tls_cert,
-        tls_key=ns.tls_key,
-        log_level=ns.log_level,
-        insecure_unauthenticated_host=ns.insecure_unauthenticated_host,
-        openapi=ns.openapi,
-    )
+    # Each serve flag's dest is its ServeArgs field (repeatable ones read as lists).
+    read: dict[str, Any] = {}
+    for field in dataclasses.fields(ServeArgs):
+        value = getattr(ns, field.name)
+        read[field.name] = tuple(value) if isinstance(value, list) else value
+    return ServeArgs(**read)
 
 
 def _run(ns: argparse.Namespace) -> int:
