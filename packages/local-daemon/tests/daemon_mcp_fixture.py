@@ -6,8 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from local_daemon._errors import CommandError, UnknownCommandError
-from local_daemon._types import AuthRecord, CommandInfo, Surface
+from local_daemon import AuthRecord, CommandError, CommandInfo, UnknownCommandError
 
 __all__ = [
     "CANARY",
@@ -90,13 +89,13 @@ class FixtureRegistry:
 registry = FixtureRegistry()
 
 
-def context_factory(surface: Surface, auth: AuthRecord | None) -> dict[str, Any]:
+def context_factory(surface: str, auth: AuthRecord | None) -> dict[str, Any]:
     """Build a context that shows which surface and auth it was built for."""
     return {"surface": surface, "auth": None if auth is None else auth.credential}
 
 
 def main() -> None:
-    from local_daemon._mcp import run_mcp_stdio
+    from local_daemon import run_mcp_stdio
 
     asyncio.run(
         run_mcp_stdio(

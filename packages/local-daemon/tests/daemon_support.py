@@ -11,9 +11,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from local_daemon._daemon import DaemonHandle, start_daemon
-from local_daemon._errors import CommandError
-from local_daemon._registry import Registry
+from local_daemon import CommandError, DaemonHandle, Registry, start_daemon
 
 __all__ = [
     "CANARY",
@@ -174,7 +172,7 @@ class DaemonProcess:
         """Wait (bounded) for the pid file naming this process; return the bound port."""
         import time
 
-        from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+        from local_daemon import daemon_paths, read_pid_file
 
         paths = daemon_paths(self.state_dir)
         deadline = time.monotonic() + timeout
@@ -182,9 +180,8 @@ class DaemonProcess:
             if self.process.poll() is not None:
                 raise AssertionError(f"daemon exited {self.process.returncode}")
             if read_pid_file(paths) == self.process.pid:
-                meta = read_meta_file(paths)
-                assert meta is not None
-                self.port = int(meta["port"])
+                # Written before the pid file: its `port` is the bound one (spec, daemon.meta.json).
+                self.port = int(json.loads(paths.meta_file.read_text())["port"])
                 return self.port
             time.sleep(0.02)
         raise AssertionError("daemon did not become ready")

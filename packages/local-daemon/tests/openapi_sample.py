@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from local_daemon._errors import CommandError
-from local_daemon._registry import Registry
+from local_daemon import CommandError, Registry
 
 __all__ = ["registry"]
 

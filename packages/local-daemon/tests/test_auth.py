@@ -11,6 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from local_daemon import TokenFileError, ensure_token_file, rotate_token_file
 from local_daemon._auth import (
     CODE_LIFETIME_SECONDS,
     DEFAULT_SIGN_IN_HINT,
@@ -19,8 +20,6 @@ from local_daemon._auth import (
     create_daemon_auth,
     mint_login_code,
 )
-from local_daemon._errors import TokenFileError
-from local_daemon._tokenfile import ensure_token_file, rotate_token_file
 
 T0 = 1_800_000_000.0
 

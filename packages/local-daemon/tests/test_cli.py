@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from daemon_support import TESTS_DIR, DaemonProcess
-from local_daemon._pidfile import daemon_paths, write_pid_file
+from local_daemon import daemon_paths, write_pid_file
 from local_daemon.cli import main
 
 

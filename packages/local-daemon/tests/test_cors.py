@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from daemon_support import demo_registry, http, running
-from local_daemon._guards import Guards
+from local_daemon import Guards
 
 INSPECTOR = "http://localhost:6274"
 JSON = "application/json"

@@ -14,14 +14,19 @@ import trustme
 
 from daemon_support import demo_registry, http, running
 from gate_support import trustme_pair
-from local_daemon import _daemon
-from local_daemon._app import Lifecycle, build_http_app
-from local_daemon._daemon import start_daemon
-from local_daemon._errors import DaemonPortInUseError, RemoteBindError, TlsFileError
-from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
-from local_daemon._remote import RemoteOptions, TlsFiles
-from local_daemon._tokenfile import ensure_token_file
-from local_daemon._watch import watch_tree as real_watch_tree
+from local_daemon import (
+    DaemonPortInUseError,
+    RemoteBindError,
+    RemoteOptions,
+    TlsFileError,
+    TlsFiles,
+    _daemon,
+    daemon_paths,
+    ensure_token_file,
+    read_pid_file,
+    start_daemon,
+)
+from local_daemon import watch_tree as real_watch_tree
 
 
 def free_port() -> int:
@@ -43,8 +48,7 @@ async def test_ready_lifecycle_and_close(tmp_path: Path) -> None:
     paths = daemon_paths(tmp_path / "state")
     async with running(tmp_path, health=lambda: {"ok": "product", "indexed": 3}) as handle:
         assert read_pid_file(paths) == os.getpid()
-        meta = read_meta_file(paths)
-        assert meta is not None
+        meta = json.loads(paths.meta_file.read_text())
         assert meta["port"] == handle.port
         assert meta["pid"] == os.getpid()
         status, _, body = await http(handle.port, "GET", "/health")
@@ -114,17 +118,6 @@ async def test_health_is_503_until_the_pid_file_exists(
     finally:
         await handle.close()
     assert seen == [(503, {"ok": False, "starting": True}, False), (200, True, True)]
-
-
-async def test_build_http_app_starting_state() -> None:
-    from daemon_raw_http import serve_app
-
-    lifecycle = Lifecycle(ready=False)
-    app = build_http_app(registry=demo_registry(), version="1", lifecycle=lifecycle)
-    async with serve_app(app) as port:
-        assert (await http(port, "GET", "/health"))[0] == 503
-        lifecycle.ready = True
-        assert (await http(port, "GET", "/health"))[0] == 200
 
 
 async def test_port_in_use(tmp_path: Path) -> None:
@@ -201,7 +194,7 @@ async def test_close_is_idempotent(tmp_path: Path) -> None:
 _SIGTERM_DURING_START = """
 import asyncio, os, signal, sys
 from daemon_support import demo_registry
-from local_daemon._daemon import run_daemon_until_signal
+from local_daemon import run_daemon_until_signal
 
 def mount_routes(app):
     # A supervisor's SIGTERM that lands while the daemon starts (the pid file may already be

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from daemon_support import http, running
-from local_daemon._guards import Guards
+from local_daemon import Guards
 
 JSON = "application/json"
 

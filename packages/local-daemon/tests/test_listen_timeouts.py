@@ -22,6 +22,7 @@ from aiohttp import web
 
 from daemon_support import TESTS_DIR, http, running
 from gate_support import build_test_app, trustme_pair
+from local_daemon import ensure_token_file
 from local_daemon._auth import DaemonAuth
 from local_daemon._listen import (
     IDLE_TIMEOUT,
@@ -30,7 +31,6 @@ from local_daemon._listen import (
     AcceptErrorLog,
 )
 from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
-from local_daemon._tokenfile import ensure_token_file
 
 # Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
 BOUND = 60.0

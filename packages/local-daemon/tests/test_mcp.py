@@ -26,6 +26,7 @@ from daemon_mcp_fixture import (
     context_factory,
 )
 from daemon_raw_http import raw_request, serve_app
+from local_daemon import AuthRecord
 from local_daemon._invoke import invoke
 from local_daemon._mcp import (
     DEFAULT_MCP_BODY_LIMIT,
@@ -34,7 +35,6 @@ from local_daemon._mcp import (
     list_tools,
     mcp_http_handler,
 )
-from local_daemon._types import AuthRecord, Surface
 
 CLIENT_HEADERS = {"x-local-client": "pytest-mcp"}
 
@@ -43,9 +43,9 @@ class Recorder:
     """A create_context that records each call."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[Surface, AuthRecord | None]] = []
+        self.calls: list[tuple[str, AuthRecord | None]] = []
 
-    def __call__(self, surface: Surface, auth: AuthRecord | None) -> dict[str, Any]:
+    def __call__(self, surface: str, auth: AuthRecord | None) -> dict[str, Any]:
         self.calls.append((surface, auth))
         return context_factory(surface, auth)
 
@@ -160,7 +160,7 @@ async def test_http_unknown_tool(mode: str) -> None:
 
 
 async def test_http_create_context_failure_is_an_error_envelope() -> None:
-    def broken(surface: Surface, auth: AuthRecord | None) -> Any:
+    def broken(surface: str, auth: AuthRecord | None) -> Any:
         raise RuntimeError(CANARY)
 
     async with mcp_port(create_context=broken) as port, mcp_client(port, "legacy") as client:

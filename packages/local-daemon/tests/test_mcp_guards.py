@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from daemon_support import http, running
-from local_daemon._guards import Guards
+from local_daemon import Guards
 
 JSON = "application/json"
 ACCEPT = "application/json, text/event-stream"

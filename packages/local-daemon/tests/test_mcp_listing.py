@@ -11,9 +11,7 @@ import pytest
 from mcp.client import Client
 
 from daemon_mcp_fixture import FixtureRegistry
-from local_daemon._errors import CommandError
-from local_daemon._mcp import create_mcp_server, list_tools
-from local_daemon._registry import Registry, _arg_descriptions
+from local_daemon import CommandError, Registry, create_mcp_server, list_tools
 
 
 def make() -> Registry:
@@ -75,28 +73,6 @@ def test_parameter_descriptions_from_args_section() -> None:
     assert props["mode"]["description"] == "`fast` skips the checks."
     assert props["retries"]["description"] == "How often to try again."
     assert tools()["deploy"].description == "Deploy the build to a target."
-
-
-@pytest.mark.parametrize(
-    ("doc", "expected"),
-    [
-        ("Summary.", {}),
-        ("Summary.\n\nArgs:\n    a: one\n    b: two", {"a": "one", "b": "two"}),
-        (
-            "Args:\n  a (int, optional): one\n      more\n  *rest: r\nReturns:\n  x: no",
-            {"a": "one more", "rest": "r"},
-        ),
-        (
-            "Parameters:\n    a: one\n\n    b: two\n\nRaises:\n    E: never",
-            {"a": "one", "b": "two"},
-        ),
-        ("Args:\n    a:\n        on the next line", {"a": "on the next line"}),
-        ("Args:\n    not a parameter line\n    a: one", {"a": "one"}),
-        ("Args:\nflush: not indented", {}),
-    ],
-)
-def test_arg_descriptions_parser(doc: str, expected: dict[str, str]) -> None:
-    assert _arg_descriptions(doc) == expected
 
 
 def test_literal_is_a_typed_enum() -> None:

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
 from daemon_raw_http import serve_app
 from daemon_support import running
-from local_daemon._mcp import mcp_http_handler
+from local_daemon import build_http_app
 from progress_support import Seen, progress_registry
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
@@ -60,17 +58,12 @@ async def test_typescript_sdk_lists_and_calls_tools(node_client: Path) -> None:
         contexts.append((surface, auth))
         return {"surface": surface, "auth": auth}
 
-    app = web.Application()
-    handler = mcp_http_handler(
+    app = build_http_app(
         registry=FixtureRegistry(),
         tool_prefix=TOOL_PREFIX,
         version=VERSION,
         create_context=create_context,
-        format_error=None,
-        logger=logging.getLogger("local_daemon"),
     )
-    app.router.add_route("*", "/mcp", handler.handle)
-    app.cleanup_ctx.append(handler.lifespan)
     calls: list[dict[str, Any]] = [
         {"name": "fx_echo", "arguments": {"text": "from node"}},
         {"name": "fx_whoami"},

@@ -14,7 +14,7 @@ from openapi_spec_validator import validate
 
 import openapi_sample
 from daemon_support import CLIENT, DaemonProcess, http, rpc, running
-from local_daemon._mcp import list_tools
+from local_daemon import list_tools
 from local_daemon._openapi import openapi_document
 
 RPC_STATUSES = {"200", "400", "403", "404", "413", "415", "429", "500"}
@@ -76,9 +76,7 @@ async def test_served_only_when_asked_and_behind_the_host_guard(tmp_path: Path) 
 
 async def test_gated_app_serves_it_only_with_a_credential(tmp_path: Path) -> None:
     from daemon_raw_http import serve_app
-    from local_daemon._app import build_http_app
-    from local_daemon._auth import create_daemon_auth
-    from local_daemon._tokenfile import ensure_token_file
+    from local_daemon import build_http_app, create_daemon_auth, ensure_token_file
 
     token_file = ensure_token_file(tmp_path / "token")
     secret = Path(token_file).read_text().strip()
@@ -126,7 +124,7 @@ async def test_bodies_schemathesis_could_send_are_400_not_500(
 
 
 async def test_a_result_that_cannot_be_json_is_the_500_envelope(tmp_path: Path) -> None:
-    from local_daemon._registry import Registry
+    from local_daemon import Registry
 
     registry = Registry()
 

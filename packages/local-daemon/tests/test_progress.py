@@ -19,9 +19,7 @@ import pytest
 from mcp import Client
 
 from daemon_support import CLIENT, http, running
-from local_daemon import Progress, Registry
-from local_daemon._daemon import DaemonHandle
-from local_daemon._progress import CallScope, enter_call, leave_call
+from local_daemon import DaemonHandle, Progress, Registry
 from progress_support import WAIT as _WAIT
 from progress_support import Seen, progress_registry
 
@@ -83,23 +81,6 @@ def test_reports_must_be_finite_numbers(bad: Any) -> None:
         Progress().report(bad)
     with pytest.raises(TypeError):
         Progress().report(1, bad)
-
-
-async def test_reports_from_a_thread_arrive_in_order_before_the_answer() -> None:
-    sent: list[tuple[float, float | None, str | None]] = []
-
-    async def sender(progress: float, total: float | None, message: str | None) -> None:
-        sent.append((progress, total, message))
-
-    scope = CallScope(sender)
-    token = enter_call(scope)
-    try:
-        result = await progress_registry(Seen()).invoke_command("thread_steps", {"n": 50}, None)
-        await scope.finish()
-    finally:
-        leave_call(token)
-    assert result == 50
-    assert sent == [(float(step), 50.0, None) for step in range(1, 51)]
 
 
 # -- /rpc ------------------------------------------------------------------------------------

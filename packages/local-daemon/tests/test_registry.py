@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 import pytest
 
-from local_daemon._errors import CommandError, UnknownCommandError
-from local_daemon._registry import Registry
+from local_daemon import CommandError, Registry, UnknownCommandError
 
 
 def make() -> Registry:

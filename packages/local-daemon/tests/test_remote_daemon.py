@@ -27,13 +27,15 @@ import pytest
 import trustme
 
 import gate_support
-from local_daemon._auth import mint_login_code
-from local_daemon._daemon import start_daemon
-from local_daemon._pidfile import daemon_paths
-from local_daemon._registry import Registry
-from local_daemon._remote import RemoteOptions
-from local_daemon._tokenfile import ensure_token_file
-from local_daemon._types import AuthRecord, Surface
+from local_daemon import (
+    AuthRecord,
+    Registry,
+    RemoteOptions,
+    daemon_paths,
+    ensure_token_file,
+    mint_login_code,
+    start_daemon,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -212,7 +214,7 @@ def _context_registry(calls: list[dict[str, Any]]) -> tuple[Registry, Any]:
         """Return the context the daemon built for this call."""
         return context
 
-    def create_context(surface: Surface, auth: AuthRecord | None) -> dict[str, Any]:
+    def create_context(surface: str, auth: AuthRecord | None) -> dict[str, Any]:
         record = None
         if auth is not None:
             record = {
@@ -230,7 +232,7 @@ async def _remote_port_taken(
     registry: Registry, remote: RemoteOptions, state_dir: Path
 ) -> dict[str, Any]:
     """Both or neither: the remote side's port is taken, so loopback must not stay bound."""
-    from local_daemon._errors import RemoteBindError
+    from local_daemon import RemoteBindError
 
     with socket.socket() as taken:
         taken.bind((ADDR, 0))

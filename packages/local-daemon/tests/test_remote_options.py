@@ -10,9 +10,8 @@ import pytest
 import trustme
 
 from gate_support import trustme_pair
-from local_daemon._errors import RemoteBindError, TlsFileError, TokenFileError
+from local_daemon import RemoteBindError, TlsFileError, TokenFileError, ensure_token_file
 from local_daemon._remote import RemoteOptions, TlsFiles, check_remote_options, remote_allowlist
-from local_daemon._tokenfile import ensure_token_file
 
 
 @pytest.fixture(scope="module")

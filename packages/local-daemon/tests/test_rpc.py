@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from daemon_support import CANARY, CLIENT, DaemonProcess, http, push_chunked, rpc, running
-from local_daemon._rpc import DEFAULT_RPC_BODY_LIMIT, RpcBodyLimit
-from local_daemon._types import AuthRecord, FormattedError, Surface
+from local_daemon import DEFAULT_RPC_BODY_LIMIT, AuthRecord, FormattedError, RpcBodyLimit
 
 
 @pytest.fixture
@@ -113,15 +112,13 @@ async def test_never_ending_chunked_body_gets_413_and_the_socket_closes(port: in
 async def test_gate_record_reaches_create_context(tmp_path: Path) -> None:
     from daemon_raw_http import serve_app
     from daemon_support import demo_registry
-    from local_daemon._app import build_http_app
-    from local_daemon._auth import create_daemon_auth
-    from local_daemon._tokenfile import ensure_token_file
+    from local_daemon import build_http_app, create_daemon_auth, ensure_token_file
 
     token_file = ensure_token_file(tmp_path / "token")
     secret = Path(token_file).read_text().strip()
-    seen: list[tuple[Surface, AuthRecord | None]] = []
+    seen: list[tuple[str, AuthRecord | None]] = []
 
-    def create_context(surface: Surface, auth: AuthRecord | None) -> str:
+    def create_context(surface: str, auth: AuthRecord | None) -> str:
         seen.append((surface, auth))
         return "ctx"
 
@@ -210,7 +207,7 @@ async def test_every_runner_gets_the_discard_window() -> None:
     from aiohttp import web
 
     from daemon_support import demo_registry
-    from local_daemon._app import build_http_app
+    from local_daemon import build_http_app
     from local_daemon._rpc import LINGERING_TIME
 
     app = build_http_app(registry=demo_registry(), version="1")

@@ -1,3 +1,6 @@
+"""The worker threads that run synchronous commands: the caller's context variables go along, and
+the busy count the shutdown warning reads rises and falls with them."""
+
 from __future__ import annotations
 
 import asyncio

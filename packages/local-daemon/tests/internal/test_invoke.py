@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from local_daemon._errors import CommandError, UnknownCommandError
+from local_daemon import CommandError, CommandInfo, FormattedError, UnknownCommandError
 from local_daemon._invoke import INTERNAL_ERROR_CODE, Outcome, invoke
-from local_daemon._types import CommandInfo, FormattedError
 
 CANARY = "CANARY-invoke-5f1e-secret"
 LOG = logging.getLogger("local_daemon")
