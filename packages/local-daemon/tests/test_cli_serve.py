@@ -20,6 +20,7 @@ LAZY_MODULES = frozenset(
         "local_daemon._files",
         "local_daemon._gate",
         "local_daemon._mcp",
+        "local_daemon._mcp_http",
         "local_daemon._peer",
         "local_daemon._remote",
         "local_daemon._static",

@@ -112,7 +112,7 @@ def test_the_cli_module_loads_neither_aiohttp_nor_mcp() -> None:
 def test_import_leaves_the_gate_tls_and_file_modules_for_first_use() -> None:
     code = (
         "import sys, local_daemon\n"
-        "lazy = {'_auth', '_files', '_gate', '_mcp', '_peer', '_remote', '_sessions', '_static',\n"
+        "lazy = {'_auth', '_files', '_gate', '_mcp', '_mcp_http', '_peer', '_remote', '_sessions', '_static',\n"
         "        '_tls', '_tokenfile'}\n"
         "loaded = {name for name in lazy if 'local_daemon.' + name in sys.modules}\n"
         "assert not loaded, loaded\n"

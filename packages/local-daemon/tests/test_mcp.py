@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -13,7 +12,6 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
-from aiohttp import web
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,14 +24,14 @@ from daemon_mcp_fixture import (
     context_factory,
 )
 from daemon_raw_http import raw_request, serve_app
-from local_daemon import AuthRecord
-from local_daemon._invoke import invoke
-from local_daemon._mcp import (
-    DEFAULT_MCP_BODY_LIMIT,
+from local_daemon import (
+    DEFAULT_RPC_BODY_LIMIT,
+    AuthRecord,
+    RpcBodyLimit,
+    build_http_app,
     create_mcp_server,
     invoke_tool,
     list_tools,
-    mcp_http_handler,
 )
 
 CLIENT_HEADERS = {"x-local-client": "pytest-mcp"}
@@ -52,22 +50,16 @@ class Recorder:
 
 @asynccontextmanager
 async def mcp_port(
-    registry: Any = None, create_context: Any = None, held: bool = True, **options: Any
+    registry: Any = None, create_context: Any = None, max_body_bytes: int | None = None
 ) -> AsyncIterator[int]:
-    """Serve `/mcp` alone; `held` runs the handler's lifespan (one manager, as the daemon does)."""
-    app = web.Application()
-    handler = mcp_http_handler(
+    """Serve the app `build_http_app` builds with a tool prefix (its `/mcp` as a daemon has it)."""
+    app = build_http_app(
         registry=registry or FixtureRegistry(),
         tool_prefix=TOOL_PREFIX,
         version=VERSION,
         create_context=create_context,
-        format_error=None,
-        logger=logging.getLogger("local_daemon"),
-        **options,
+        rpc_body_limit=None if max_body_bytes is None else RpcBodyLimit(max_bytes=max_body_bytes),
     )
-    app.router.add_route("*", "/mcp", handler.handle)
-    if held:
-        app.cleanup_ctx.append(handler.lifespan)
     async with serve_app(app) as port:
         yield port
 
@@ -82,15 +74,10 @@ async def mcp_client(port: int, mode: str) -> AsyncIterator[Client]:
 
 
 async def expected_envelope(name: str, args: dict[str, Any], context: Any) -> dict[str, Any]:
-    outcome = await invoke(
-        FixtureRegistry(),
-        name,
-        args,
-        context,
-        format_error=None,
-        logger=logging.getLogger("local_daemon"),
+    result = await invoke_tool(
+        FixtureRegistry(), f"{TOOL_PREFIX}_{name}", args, tool_prefix=TOOL_PREFIX, context=context
     )
-    return dict(outcome.envelope)
+    return envelope_of(result)
 
 
 def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -106,11 +93,9 @@ def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
 MODES = ["legacy", "auto"]  # the initialize handshake and the 2026-07-28 per-request era
 
 
-@pytest.mark.parametrize("held", [True, False])
 @pytest.mark.parametrize("mode", MODES)
-async def test_http_client_lists_tools(mode: str, held: bool) -> None:
-    # Held: one session manager for the app's life; not held: one per request (a bare mount).
-    async with mcp_port(held=held) as port, mcp_client(port, mode) as client:
+async def test_http_client_lists_tools(mode: str) -> None:
+    async with mcp_port() as port, mcp_client(port, mode) as client:
         listed = await client.list_tools()
         called = await client.call_tool("fx_echo", {"text": "x"})
     assert envelope_of(called) == {"ok": True, "data": {"text": "x"}}
@@ -174,7 +159,9 @@ async def test_http_create_context_failure_is_an_error_envelope() -> None:
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 async def test_http_stateless_refuses_other_methods(method: str) -> None:
     async with mcp_port() as port:
-        resp = await raw_request(port, method, "/mcp", headers=CLIENT_HEADERS)
+        # JSON, so the guards (which refuse other bodies first) let it reach `/mcp`.
+        headers = {**CLIENT_HEADERS, "Content-Type": "application/json"}
+        resp = await raw_request(port, method, "/mcp", headers=headers)
     assert resp.status == 405
     assert resp.headers["Allow"] == "POST"
 
@@ -210,7 +197,7 @@ async def test_http_body_over_the_cap_is_413() -> None:
     async with mcp_port(max_body_bytes=1024) as port:
         resp = await raw_request(port, "POST", "/mcp", headers=headers, body=body)
     assert resp.status == 413
-    assert DEFAULT_MCP_BODY_LIMIT == 1024 * 1024
+    assert DEFAULT_RPC_BODY_LIMIT == 1024 * 1024  # /mcp's cap unless the daemon sets another
 
 
 def test_list_tools_names_and_schemas() -> None:

@@ -281,7 +281,7 @@ def build_app(
         app.router.add_get(OPENAPI_PATH, openapi_route)
     if tool_prefix is not None:
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
-        from ._mcp import mcp_http_handler
+        from ._mcp_http import mcp_http_handler
 
         mcp = mcp_http_handler(
             registry=registry,

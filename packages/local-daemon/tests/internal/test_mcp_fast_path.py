@@ -21,7 +21,7 @@ from multidict import CIMultiDict
 
 from daemon_mcp_fixture import CANARY, TOOL_PREFIX, VERSION, FixtureRegistry, context_factory
 from daemon_raw_http import RawResponse, raw_request, serve_app
-from local_daemon._mcp import McpHttpHandler, mcp_http_handler
+from local_daemon._mcp_http import McpHttpHandler, mcp_http_handler
 
 ACCEPT = "application/json, text/event-stream"
 INIT_PARAMS = {
