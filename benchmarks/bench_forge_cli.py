@@ -2,8 +2,10 @@
 
 pr-status pays Python and CLI start-up plus one forge read: a GraphQL document for the PR, its
 head's check runs, the base's rules and the head's ancestors, started as a gh child before the
-library is imported (so the imports run beside it). The world here is the usual one (required
-checks by ruleset, strict, head up to date), which needs no REST read after it. Its gh child runs
+library is imported (so the imports run beside it), then classic branch protection over REST
+(GitHub layers it on the rulesets and the document cannot ask for it; read without loading the
+wire). The world here is the usual one (required checks by ruleset, strict, head up to date),
+which needs no other REST read. Its gh child runs
 with TCELL_MINIMIZE=1, which spares it tcell's rune-width table; the baseline is a bare call
 without it, as a user would type it. Python runs from its bytecode cache, as an installed package
 does. The target is at most 2.0x one bare call.
@@ -109,7 +111,7 @@ def main() -> None:
             "baseline": None,
             "baseline_value": None,
             "ratio": None,
-            "target": "information (1: the GraphQL snapshot read)",
+            "target": "information (2: the GraphQL snapshot read, then classic protection)",
         },
     ]
     for row in rows:

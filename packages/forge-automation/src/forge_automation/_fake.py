@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from ._constants import COMPARE_FILES_CAP, FAKE_APP_ID, FORCE_PUSHES_CAP
 from ._errors import ForgeCliError, failure_of_status
 from ._exec import ExecOptions, ExecResult, GitExec
+from ._protection_shape import protection_hidden
 from ._types import (
     Ancestry,
     CheckRun,
@@ -38,7 +39,7 @@ from ._types import (
     ReviewRules,
     ReviewState,
 )
-from ._wire import ForgeWire, protection_hidden
+from ._wire import ForgeWire
 
 __all__ = ["FakeCommit", "FakeForge", "ReadFaults", "fake_forge"]
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["API_VERSION", "GH_CHILD_DEFAULTS", "JSON_ACCEPT", "gh_child_env", "rest_args"]
+__all__ = [
+    "API_VERSION",
+    "GH_CHILD_DEFAULTS",
+    "JSON_ACCEPT",
+    "gh_child_env",
+    "protection_path",
+    "rest_args",
+]
 
 # Pinned here, not left to gh: gh sends this header by default only from 2.88 on.
 API_VERSION = "2022-11-28"
@@ -36,6 +43,16 @@ GH_CHILD_DEFAULTS: Mapping[str, str] = {
 def gh_child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return the environment `run_gh` gives a child: defaults, os.environ, then `extra`."""
     return {**GH_CHILD_DEFAULTS, **os.environ, **(extra or {})}
+
+
+def protection_path(repo: str, branch: str) -> str:
+    """Return the REST path of a branch's classic protection, each piece quoted as the wire's.
+
+    Here rather than in the wire so that pr-status can start this read before the wire loads.
+    """
+    from urllib.parse import quote
+
+    return f"repos/{quote(repo, safe='/')}/branches/{quote(branch, safe='/')}/protection"
 
 
 def rest_args(

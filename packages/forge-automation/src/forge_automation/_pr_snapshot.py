@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from ._exec import GhExec
     from ._port import ForgePort
-    from ._records import CheckRun, PullRequest, RequiredChecks, ReviewState
+    from ._records import CheckRun, ClassicProtection, PullRequest, RequiredChecks, ReviewState
     from ._rules import BranchRules
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "pr_review_state",
     "pr_snapshot",
     "pr_snapshot_request",
+    "read_classic_protection",
     "read_pr_snapshot",
     "rest_port",
 ]
@@ -341,6 +342,23 @@ def read_pr_snapshot(
         return snapshot
     pr = rest_port(exec, timeout).wire.get_pr(repo, number)
     return PrSnapshot(pr=pr, runs=None, rules=None, up_to_date=False, data={})
+
+
+def read_classic_protection(
+    exec: GhExec, repo: str, branch: str, *, timeout: float | None = 60.0
+) -> ClassicProtection | None:
+    """Read the branch's classic protection as the wire does, without loading the wire.
+
+    None for GitHub's 404 `Branch not protected`; its 404 `Not Found` raises ProtectionHidden;
+    any other failed or malformed read raises ForgeCliError.
+    """
+    from ._gh import gh_call
+    from ._ghenv import protection_path, rest_args
+    from ._protection_shape import classic_protection_of
+
+    args = rest_args("GET", protection_path(repo, branch))
+    response = gh_call(exec, args, read=True, timeout=timeout, ok=frozenset({404}))
+    return classic_protection_of(response, repo, branch)
 
 
 def rest_port(exec: GhExec, timeout: float | None) -> ForgePort:

@@ -22,12 +22,19 @@ read a branch's rules here, so they judge the same forge state alike. Policy:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
 
 from ._errors import ForgeCliError, ProtectionHidden
-from ._port import ForgePort
 from ._records import ClassicProtection, PullRequest, RequiredChecks, ReviewRules, ReviewState
 from ._verdict import merge_required_checks
+
+# Not `typing.TYPE_CHECKING`: pr-status loads this module on its usual path, and neither typing
+# nor the port (every record of the package) is needed to run it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal, TypeAlias
+
+    from ._port import ForgePort
 
 __all__ = [
     "BranchRules",
@@ -37,11 +44,15 @@ __all__ = [
     "load_required_contexts",
     "load_review_rules",
     "load_review_state",
+    "rules_with_classic",
 ]
 
 # What the classic-protection read found: rules, GitHub's "Branch not protected", the free-plan
 # answer, or its 404 `Not Found` to a caller without admin rights.
-ClassicStatus: TypeAlias = Literal["protected", "unprotected", "free-plan", "hidden"]
+if TYPE_CHECKING:
+    ClassicStatus: TypeAlias = Literal["protected", "unprotected", "free-plan", "hidden"]
+else:
+    ClassicStatus = str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,8 +115,23 @@ def load_branch_rules(
             if exc.kind != "free-plan":
                 raise
             rulesets = RequiredChecks()
+    return rules_with_classic(repo, branch, rulesets, lambda: port.classic_protection(repo, branch))
+
+
+def rules_with_classic(
+    repo: str,
+    branch: str,
+    rulesets: RequiredChecks,
+    read_classic: Callable[[], ClassicProtection | None],
+) -> BranchRules:
+    """Return the branch's rules from `rulesets` and what `read_classic()` answers, under the
+    module's policy (hidden, free-plan, unprotected); any other failed read raises.
+
+    `load_branch_rules` reads classic protection through the port; pr-status through its own
+    light read (`_pr_snapshot.read_classic_protection`), which needs no wire.
+    """
     try:
-        classic = port.classic_protection(repo, branch)
+        classic = read_classic()
     except ProtectionHidden:
         return BranchRules(repo=repo, branch=branch, rulesets=rulesets, classic_status="hidden")
     except ForgeCliError as exc:
@@ -158,6 +184,6 @@ def load_review_state(
 
 
 def _hidden(repo: str, branch: str) -> ProtectionHidden:
-    from ._wire import protection_hidden
+    from ._protection_shape import protection_hidden
 
     return protection_hidden(repo, branch)

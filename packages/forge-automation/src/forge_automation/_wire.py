@@ -14,10 +14,11 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from ._budget import RateBudget, shared_rate_budget
-from ._errors import ForgeCliError, ProtectionHidden
+from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
-from ._ghenv import gh_child_env, rest_args
+from ._ghenv import gh_child_env, protection_path, rest_args
+from ._protection_shape import classic_protection_of
 from ._review_shape import reviews_from_pull
 from ._shape import (
     _SHAPE_ERRORS,
@@ -58,8 +59,6 @@ from ._types import (
 )
 
 __all__ = [
-    "NOT_PROTECTED",
-    "PROTECTION_HIDDEN",
     "AppTokenProvider",
     "ForgeWire",
     "GhResponse",
@@ -385,71 +384,6 @@ def _rules_from_json(value: object) -> tuple[RequiredChecks, ...]:
         strict = _bool(params.get("strict_required_status_checks_policy", False))
         items.append(RequiredChecks(contexts=contexts, strict=strict))
     return tuple(items)
-
-
-# GitHub's two 404 bodies on a branch's protection: the branch has none, or the caller may not
-# see it (every caller without admin rights; GitHub hides what it will not show).
-NOT_PROTECTED = "Branch not protected"
-PROTECTION_HIDDEN = "cannot read branch protection"
-
-
-def protection_hidden(repo: str, branch: str) -> ProtectionHidden:
-    """Return the failure of a protection read GitHub answered 404 `Not Found`."""
-    return ProtectionHidden(
-        f"{PROTECTION_HIDDEN} of {repo}:{branch}: GitHub answered 404 Not Found, its answer to "
-        "a caller without admin rights (a token needs admin on the repository, an app or "
-        "fine-grained token the Administration: read permission); without it, only the "
-        "forge's reviewDecision can stand in for the review rules",
-        repo=repo,
-        branch=branch,
-    )
-
-
-def _message(value: object) -> str:
-    return _str(_obj(value)["message"])
-
-
-def _classic_protection_from_json(value: object) -> ClassicProtection:
-    data = _obj(value)
-    checks = data.get("required_status_checks")
-    return ClassicProtection(
-        checks=RequiredChecks() if checks is None else _classic_from_json(checks),
-        reviews=_classic_reviews_from_json(data),
-    )
-
-
-def _classic_from_json(value: object) -> RequiredChecks:
-    data = _obj(value)
-    # GitHub's description requires both lists: one left out is malformed, never "none".
-    checks = _list(data["checks"])
-    names = _list(data["contexts"])
-    if checks:
-        contexts = tuple(
-            RequiredContext(context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("app_id")))
-            for c in checks
-        )
-    else:
-        contexts = tuple(RequiredContext(context=_str(c)) for c in names)
-    return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
-
-
-def _classic_reviews_from_json(value: object) -> ReviewRules:
-    data = _obj(value)
-    resolution = _bool(_opt_obj(data.get("required_conversation_resolution")).get("enabled", False))
-    reviews = data.get("required_pull_request_reviews")
-    if reviews is None:
-        return ReviewRules(required_review_thread_resolution=resolution, source="classic")
-    rule = _obj(reviews)
-    return ReviewRules(
-        # Present whenever reviews are required; read as one if a forge ever leaves it out.
-        required_approving_review_count=_int(rule.get("required_approving_review_count", 1)),
-        # Required by GitHub's description, like `dismiss_stale_reviews`: never defaulted.
-        require_code_owner_review=_bool(rule["require_code_owner_reviews"]),
-        require_last_push_approval=_bool(rule.get("require_last_push_approval", False)),
-        dismiss_stale_reviews_on_push=_bool(rule["dismiss_stale_reviews"]),
-        required_review_thread_resolution=resolution,
-        source="classic",
-    )
 
 
 _REVIEW_STATE_QUERY = """query PullRequestReviewState($owner: String!, $name: String!,
@@ -992,13 +926,8 @@ class _GhCliWire:
         return Page(items=items, next_page=self._page(response, page))
 
     def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
-        path = f"{_repo(repo)}/branches/{_seg(branch)}/protection"
-        response = self._rest("GET", path, ok=frozenset({404}))
-        if response.status == 404:
-            if _mapped("branch protection", response, _message) == NOT_PROTECTED:
-                return None
-            raise protection_hidden(repo, branch)
-        return _mapped("branch protection", response, _classic_protection_from_json)
+        response = self._rest("GET", protection_path(repo, branch), ok=frozenset({404}))
+        return classic_protection_of(response, repo, branch)
 
     def get_pull_reviews(
         self, repo: str, number: int, head_sha: str, after: str | None

@@ -87,14 +87,22 @@ def _pr_status(
     first = snapshot
     reviews = None
     if first.pr.state == "open" and not first.pr.merged:
-        from .._pr_snapshot import rest_port
-        from .._rules import load_branch_rules
+        from .._pr_snapshot import read_classic_protection, rest_port
+        from .._rules import load_branch_rules, rules_with_classic
 
-        # The one rule loader premerge uses: rulesets (the document's, when it answered them)
+        # The one rule policy premerge uses: rulesets (the document's, when it answered them)
         # and classic protection, layered. Then what the document lacks, beside the reviews.
-        branch = load_branch_rules(
-            rest_port(exec, timeout), repo, first.pr.base_ref, rulesets=first.rules
-        )
+        base = first.pr.base_ref
+        if first.rules is not None:
+            # The usual case: classic protection is the one REST read, and the wire stays unloaded.
+            branch = rules_with_classic(
+                repo,
+                base,
+                first.rules,
+                lambda: read_classic_protection(exec, repo, base, timeout=timeout),
+            )
+        else:
+            branch = load_branch_rules(rest_port(exec, timeout), repo, base)
         snapshot, reviews = parallel(
             lambda: complete_pr_snapshot(first, exec, repo, timeout=timeout, rules=branch),
             lambda: pr_review_state(first, exec, repo, timeout=timeout, rules=branch),

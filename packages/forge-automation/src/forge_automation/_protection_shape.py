@@ -1,0 +1,102 @@
+"""Reading a branch's classic protection: GitHub's two 404s told apart, then the rules.
+
+`GET /repos/{owner}/{repo}/branches/{branch}/protection` answers 404 `Branch not protected` when
+there is none and 404 `Not Found` to every caller without admin rights. Shared by the wire and
+pr-status's own read of it; imports only `_shape`, `_records` and `_errors`, so pr-status reads
+it without loading the wire.
+"""
+
+from __future__ import annotations
+
+from ._errors import ProtectionHidden
+from ._records import ClassicProtection, RequiredChecks, RequiredContext, ReviewRules
+from ._shape import _app_id, _bool, _int, _list, _mapped_data, _obj, _opt_obj, _str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._gh import GhResponse
+
+__all__ = [
+    "NOT_PROTECTED",
+    "PROTECTION_HIDDEN",
+    "classic_protection_of",
+    "protection_hidden",
+]
+
+# GitHub's two 404 bodies on a branch's protection: the branch has none, or the caller may not
+# see it (every caller without admin rights; GitHub hides what it will not show).
+NOT_PROTECTED = "Branch not protected"
+PROTECTION_HIDDEN = "cannot read branch protection"
+
+
+def protection_hidden(repo: str, branch: str) -> ProtectionHidden:
+    """Return the failure of a protection read GitHub answered 404 `Not Found`."""
+    return ProtectionHidden(
+        f"{PROTECTION_HIDDEN} of {repo}:{branch}: GitHub answered 404 Not Found, its answer to "
+        "a caller without admin rights (a token needs admin on the repository, an app or "
+        "fine-grained token the Administration: read permission); without it, only the "
+        "forge's reviewDecision can stand in for the review rules",
+        repo=repo,
+        branch=branch,
+    )
+
+
+def _message(value: object) -> str:
+    return _str(_obj(value)["message"])
+
+
+def _classic_protection_from_json(value: object) -> ClassicProtection:
+    data = _obj(value)
+    checks = data.get("required_status_checks")
+    return ClassicProtection(
+        checks=RequiredChecks() if checks is None else _classic_from_json(checks),
+        reviews=_classic_reviews_from_json(data),
+    )
+
+
+def _classic_from_json(value: object) -> RequiredChecks:
+    data = _obj(value)
+    # GitHub's description requires both lists: one left out is malformed, never "none".
+    checks = _list(data["checks"])
+    names = _list(data["contexts"])
+    if checks:
+        contexts = tuple(
+            RequiredContext(context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("app_id")))
+            for c in checks
+        )
+    else:
+        contexts = tuple(RequiredContext(context=_str(c)) for c in names)
+    return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
+
+
+def _classic_reviews_from_json(value: object) -> ReviewRules:
+    data = _obj(value)
+    resolution = _bool(_opt_obj(data.get("required_conversation_resolution")).get("enabled", False))
+    reviews = data.get("required_pull_request_reviews")
+    if reviews is None:
+        return ReviewRules(required_review_thread_resolution=resolution, source="classic")
+    rule = _obj(reviews)
+    return ReviewRules(
+        # Present whenever reviews are required; read as one if a forge ever leaves it out.
+        required_approving_review_count=_int(rule.get("required_approving_review_count", 1)),
+        # Required by GitHub's description, like `dismiss_stale_reviews`: never defaulted.
+        require_code_owner_review=_bool(rule["require_code_owner_reviews"]),
+        require_last_push_approval=_bool(rule.get("require_last_push_approval", False)),
+        dismiss_stale_reviews_on_push=_bool(rule["dismiss_stale_reviews"]),
+        required_review_thread_resolution=resolution,
+        source="classic",
+    )
+
+
+def classic_protection_of(response: GhResponse, repo: str, branch: str) -> ClassicProtection | None:
+    """Return the protection a 200 or 404 answer holds: None for `Branch not protected`.
+
+    GitHub's other 404 (`Not Found`) raises ProtectionHidden; a body of another shape raises
+    ForgeCliError kind `malformed`.
+    """
+    data = response.json()
+    if response.status == 404:
+        if _mapped_data("branch protection", data, _message) == NOT_PROTECTED:
+            return None
+        raise protection_hidden(repo, branch)
+    return _mapped_data("branch protection", data, _classic_protection_from_json)
