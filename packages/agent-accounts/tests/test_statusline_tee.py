@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import signal
 import stat
@@ -28,9 +27,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accounts_support import CANARY, account_cli, check_files, credentials, make_profile
-from agent_accounts import redact_secrets
 from agent_accounts.io import read_usage, write_session_reading
-from agent_accounts.io._sessions import _plain_json, is_plain_text, session_file_name
+from agent_accounts.io._sessions import session_file_name
 
 DATA = Path(__file__).resolve().parent / "data"
 PAYLOAD = DATA / "statusline_payload.json"
@@ -227,7 +225,7 @@ def test_a_session_id_never_leaves_the_sessions_dir(
         for p in created
     )
     stored = json.loads((sessions(home) / file).read_bytes())
-    assert is_plain_text(stored["session_id"])
+    assert re.fullmatch(r"[a-z0-9._]{1,24}", stored["session_id"])
 
 
 def test_ids_that_clean_to_the_same_text_get_their_own_files(home: Path) -> None:
@@ -437,7 +435,6 @@ def test_write_session_reading_takes_other_windows_and_text_through_the_full_che
         rate_limits={"new_window": {"used_percentage": 1}},
         written_at=10**13,
     )
-    assert _plain_json(odd) is None  # type: ignore[arg-type]
     path = write_session_reading(tmp_path, "abc", odd)
     assert json.loads(Path(path).read_bytes()) == odd
 
@@ -446,72 +443,6 @@ def test_write_session_reading_takes_other_windows_and_text_through_the_full_che
 def test_session_file_name_refuses(bad: object) -> None:
     with pytest.raises(TypeError):
         session_file_name(bad)
-
-
-def _plain_values(rng: random.Random) -> list[str]:
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789._"
-    shaped = [
-        "token",
-        "password",
-        "bearer",
-        "basic",
-        "authorization",
-        "refresh_token",
-        "x_api_key",
-        "a" * 24,
-        "0123456789abcdef01234567",
-        "statusline.3f2a9c1e",
-        "sk.ant.api03",
-    ]
-    return shaped + ["".join(rng.choices(alphabet, k=rng.randint(1, 24))) for _ in range(1500)]
-
-
-def _numbers(rng: random.Random) -> list[float]:
-    fixed: list[float] = [
-        0,
-        100,
-        99.99999999999999,
-        1e-300,
-        5e-324,
-        999_999_999_999,
-        1e11 + 0.1,
-        1_800_000_000.123456,
-        33.333333333333336,
-        -999_999_999_999.9,
-    ]
-    return (
-        fixed
-        + [rng.uniform(0, 100) for _ in range(300)]
-        + [rng.uniform(0, 1e12) for _ in range(300)]
-    )
-
-
-def test_a_reading_serialised_by_hand_is_json_redaction_leaves_alone() -> None:
-    """The tee's `re`-free path: every reading it writes by hand is what json and redaction
-    would accept unchanged."""
-    rng = random.Random(17)
-    texts = _plain_values(rng)
-    numbers = _numbers(rng)
-    checked = 0
-    for text in texts:
-        used = rng.choice(numbers[:310]) if rng.random() < 0.5 else rng.uniform(0, 100)
-        used = min(max(used, 0), 100)
-        doc: dict[str, Any] = {
-            "session_id": text,
-            "written_at": rng.choice(numbers),
-            "rate_limits": {
-                "five_hour": {"used_percentage": used, "resets_at": rng.choice(numbers)},
-                "seven_day": {"used_percentage": used},
-            },
-            "source": "statusline",
-            "account": rng.choice(texts),
-        }
-        text_json = _plain_json(doc)  # type: ignore[arg-type]
-        assert text_json is not None, doc
-        assert json.loads(text_json) == doc
-        assert redact_secrets(text_json) == text_json, text_json
-        checked += 1
-    assert checked == len(texts)
 
 
 def test_a_new_session_removes_session_readings_a_week_stale(home: Path) -> None:

@@ -7,8 +7,8 @@ subscribers that payload carries `rate_limits` (`five_hour`, `seven_day`: `used_
 the same bytes to CMD (run by `/bin/sh -c`, as the agent client runs a status line) or prints the
 status line of `status --statusline` itself.
 
-It runs on every prompt, so it imports only `os`, `sys`, `time` and the dataclass-free readers
-and writer (no `json`, `re`, `subprocess`, `typing` or httpx). Bad input never stops the status
+It runs on every prompt, so it imports only `json`, `os`, `sys`, `time` and the dataclass-free
+readers and writer (no `subprocess`, `typing` or httpx). Bad input never stops the status
 line: one fixed line on stderr, and CMD still runs (or the status line still prints).
 """
 
@@ -108,10 +108,10 @@ def _session_field(session_id: str) -> str:
 
 def _record(data: bytes) -> str | None:
     """Store the payload's `rate_limits` as a session reading; return the problem, or None."""
-    from agent_accounts.io._readings import json_loads
+    import json
 
     try:
-        payload = json_loads(data)
+        payload = json.loads(data)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return _BAD_INPUT
     if not isinstance(payload, dict):

@@ -54,12 +54,12 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def _dispatch(args: list[str]) -> int:
-    from importlib import import_module
-
     from ._parse import COMMANDS, parse
 
     options = parse(args)
-    command = import_module(f"{__name__}.{COMMANDS[options.command]}")
+    # The builtin import, not importlib's (its package costs the status line milliseconds).
+    module = COMMANDS[options.command]
+    command = __import__(f"{__name__}.{module}", fromlist=[module])
     code: int = command.run(options)
     return code
 

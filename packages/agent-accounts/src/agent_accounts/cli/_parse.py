@@ -1,8 +1,10 @@
 """The one argparse parser of `account-cli`, and the checks argparse cannot express.
 
-`COMMANDS` names each command's module (one per command, each with `run(options) -> int`); a new
-command is a subparser in `_build`, a module, and a row in `COMMANDS`. Every refused line is one
-`UsageError` (exit 64): the spec makes a repeated flag one, so each flag is taken at most once.
+One table, `_SUBCOMMANDS`, names each command's module (one per command, each with
+`run(options) -> int`), its help line and the function declaring its arguments: a new command is
+its module, that function and one row. A line naming a command builds only that command's
+parser (the status line runs on every prompt). Every refused line is one `UsageError` (exit
+64): the spec makes a repeated flag one, so each flag is taken at most once.
 """
 
 from __future__ import annotations
@@ -20,15 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "parse"]
 
-COMMANDS: Final = {
-    "best": "_best",
-    "explain": "_explain",
-    "poll": "_poll",
-    "status": "_status",
-    "statusline-tee": "_tee",
-}
-"""Each command and the module of `agent_accounts.cli` that runs it."""
-_COMMAND_LIST: Final = ", ".join(sorted(COMMANDS)[:-1]) + f" or {sorted(COMMANDS)[-1]}"
 _DEFAULT_WINDOWS: Final = ("five_hour", "seven_day")
 
 
@@ -88,32 +81,7 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, width=max(columns, 20) - 2)
 
 
-def _build() -> tuple[_Parser, dict[str, _Parser]]:
-    """Build the parser and its subcommand parsers."""
-    top = _Parser(
-        prog=PROG,
-        formatter_class=_Formatter,
-        description="Local agent-account usage and login state (every profile discover_profiles "
-        "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
-        allow_abbrev=False,
-    )
-    top.add_argument("--version", action=_Version, help="print the version and exit")
-    # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
-    sub = top.add_subparsers(
-        dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}", prog=PROG
-    )
-    commands: dict[str, _Parser] = {}
-
-    def command(name: str, help: str) -> _Parser:
-        parser: _Parser = sub.add_parser(
-            name, help=help, formatter_class=_Formatter, allow_abbrev=False
-        )
-        commands[name] = parser
-        return parser
-
-    p = command(
-        "best", "print the label of the profile with the most headroom now (exit 2 if none)"
-    )
+def _best_arguments(p: _Parser) -> None:
     p.add_argument(
         "--window",
         action="append",
@@ -124,11 +92,13 @@ def _build() -> tuple[_Parser, dict[str, _Parser]]:
     shape.add_argument("--json", action=_Once, help="print JSON")
     shape.add_argument("--path", action=_Once, help="print its config dir")
 
-    p = command("explain", "tell from the refresh journal what happened to each login (or LABEL's)")
+
+def _explain_arguments(p: _Parser) -> None:
     p.add_argument("label", nargs="?", metavar="LABEL", help="one profile's label")
     p.add_argument("--json", action=_Once, help="print JSON")
 
-    p = command("poll", "poll the usage endpoint for every profile")
+
+def _poll_arguments(p: _Parser) -> None:
     p.add_argument("--write", action=_Once, help="store each reading as usage-poll.json")
     p.add_argument(
         "--refresh", action=_Once, help="refresh tokens due within 10 minutes first (needs --write)"
@@ -153,15 +123,14 @@ def _build() -> tuple[_Parser, dict[str, _Parser]]:
         help="run CMD (by /bin/sh -c) for each alert (default: $AGENT_ALERT_EXEC)",
     )
 
-    p = command("status", "report login state and the newest reading of every profile (no request)")
+
+def _status_arguments(p: _Parser) -> None:
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--json", action=_Once, help="print JSON")
     shape.add_argument("--statusline", action=_Once, help="print status-line rows (always exit 0)")
 
-    p = command(
-        "statusline-tee",
-        "store the status-line JSON's rate_limits as a session reading, then pass it on",
-    )
+
+def _tee_arguments(p: _Parser) -> None:
     p.add_argument(
         "--then",
         action=_OnceValue,
@@ -169,12 +138,65 @@ def _build() -> tuple[_Parser, dict[str, _Parser]]:
         help="run CMD (by /bin/sh -c) on the same stdin (default: print "
         "the status line of status --statusline)",
     )
+
+
+_SUBCOMMANDS: Final = {
+    "best": (
+        "_best",
+        "print the label of the profile with the most headroom now (exit 2 if none)",
+        _best_arguments,
+    ),
+    "explain": (
+        "_explain",
+        "tell from the refresh journal what happened to each login (or LABEL's)",
+        _explain_arguments,
+    ),
+    "poll": ("_poll", "poll the usage endpoint for every profile", _poll_arguments),
+    "status": (
+        "_status",
+        "report login state and the newest reading of every profile (no request)",
+        _status_arguments,
+    ),
+    "statusline-tee": (
+        "_tee",
+        "store the status-line JSON's rate_limits as a session reading, then pass it on",
+        _tee_arguments,
+    ),
+}
+"""Each command: its module in `agent_accounts.cli`, help line and function adding its arguments."""
+COMMANDS: Final = {name: row[0] for name, row in _SUBCOMMANDS.items()}
+"""Each command and the module of `agent_accounts.cli` that runs it."""
+_COMMAND_LIST: Final = ", ".join(sorted(COMMANDS)[:-1]) + f" or {sorted(COMMANDS)[-1]}"
+
+
+def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
+    """Build the parser; with `only`, just that command's subparser (the status line's is hot)."""
+    top = _Parser(
+        prog=PROG,
+        formatter_class=_Formatter,
+        description="Local agent-account usage and login state (every profile discover_profiles "
+        "finds: ~/.agent, ~/.agent-profiles/*, or AGENT_PROFILE_ROOT / AGENT_CONFIG_DIRS).",
+        allow_abbrev=False,
+    )
+    top.add_argument("--version", action=_Version, help="print the version and exit")
+    # `prog` given: without it argparse formats one now, importing shutil (and bz2, lzma).
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}", prog=PROG
+    )
+    commands: dict[str, _Parser] = {}
+    for name, (_, help, arguments) in _SUBCOMMANDS.items():
+        if only is None or name == only:
+            parser: _Parser = sub.add_parser(
+                name, help=help, formatter_class=_Formatter, allow_abbrev=False
+            )
+            arguments(parser)
+            commands[name] = parser
     return top, commands
 
 
 def parse(args: Sequence[str]) -> argparse.Namespace:
     """Return the parsed command line; raise `UsageError` naming the problem (`-h` exits 0)."""
-    top, commands = _build()
+    top, commands = _build(args[0] if args and args[0] in COMMANDS else None)
     if not args:
         raise UsageError(f"missing command ({_COMMAND_LIST})", top.format_usage())
     if not args[0].startswith("-") and args[0] not in COMMANDS:

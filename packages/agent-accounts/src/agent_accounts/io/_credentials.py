@@ -7,12 +7,12 @@ login through `read_login_facts` directly, so this module imports neither `typin
 
 from __future__ import annotations
 
+import json
 import os
 
 from agent_accounts._login_rules import LoginFacts, login_facts
 
 from ._gate import GateRefused, read_gated, zero
-from ._readings import json_loads
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def read_credentials(config_dir: str, *, uid: int | None) -> Any:
         return None
     malformed = False
     try:
-        parsed = json_loads(raw)
+        parsed = json.loads(raw)
     except (ValueError, RecursionError):
         malformed = True
     finally:

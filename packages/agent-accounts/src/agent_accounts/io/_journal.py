@@ -11,6 +11,7 @@ never a temp file. Nothing here ever raises into a refresh: a journal that canno
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import time
@@ -33,7 +34,6 @@ from agent_accounts._oauth import TokenAnswer
 from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
 from ._gate import GateRefused, read_gated, zero
 from ._locks import pid_is_gone
-from ._readings import json_loads
 from ._refresh_results import (
     RefreshFailed,
     RefreshRefreshed,
@@ -406,6 +406,6 @@ def alive_pids(entries: Iterable[JournalEntry]) -> list[int]:
 def parse_credentials_marks(raw: bytes | bytearray) -> LoginMarks | None:
     """Return the marks of raw credentials bytes (None when they are no JSON object)."""
     try:
-        return marks_of(json_loads(raw))
+        return marks_of(json.loads(raw))
     except (ValueError, RecursionError):
         return None

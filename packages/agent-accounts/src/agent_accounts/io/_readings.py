@@ -6,8 +6,8 @@ module imports neither `typing` nor `dataclasses` (nor the login-state code of `
 
 from __future__ import annotations
 
-import _json
 import errno
+import json
 import math
 import os
 import time
@@ -31,7 +31,6 @@ __all__ = [
     "counted_time",
     "dated_readings",
     "fresh_reading",
-    "json_loads",
     "newest_reading",
     "newest_windows",
     "poll_windows",
@@ -56,47 +55,6 @@ def status_cache_dir(config_dir: str) -> str:
 def sessions_dir(config_dir: str) -> str:
     """Return the dir that holds every session's reading, the poller's included."""
     return os.path.join(status_cache_dir(config_dir), "sessions")
-
-
-class _JsonContext:
-    """What `_json.make_scanner` reads from a decoder: `json.loads`'s defaults."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.__getitem__
-    memo: dict[str, str] = {}  # noqa: RUF012 - the C scanner keeps its own
-
-
-# The C scanner behind `json.loads`, without `json` itself: importing `json` pulls in `re`,
-# `enum` and `functools`, most of the status line's start-up. Same parser, same values.
-# typeshed types the context as a scanner; any object with these attributes is what C reads.
-_scan = _json.make_scanner(_JsonContext())  # type: ignore[arg-type]
-_BLANK = " \t\n\r"
-
-
-def json_loads(raw: bytes | bytearray) -> object:
-    """Parse a JSON document as `json.loads` does; ValueError when it is not one.
-
-    No copy of `raw` is made beyond the decoded text (a credentials buffer is zeroed after).
-    """
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\0" in raw[:4]:
-        import json  # UTF-16 or UTF-32, which json.loads detects: rare enough to pay for json
-
-        return json.loads(raw)
-    text = raw.decode("utf-8", "surrogatepass")
-    if raw.startswith(b"\xef\xbb\xbf"):  # json.loads takes a UTF-8 BOM on bytes
-        text = text[1:]
-    index = len(text) - len(text.lstrip(_BLANK))
-    try:
-        value, end = _scan(text, index)
-    except StopIteration:
-        value, end = None, -1
-    if end < 0 or text[end:].strip(_BLANK):
-        raise ValueError("not a JSON document")
-    return value
 
 
 def _redact(text: str) -> str:
@@ -124,7 +82,7 @@ def _load_reading(path: str, *, redact: bool = True) -> UsageReading | None:
     if raw is None:
         return None
     try:
-        reading = parse_usage_reading(json_loads(raw))
+        reading = parse_usage_reading(json.loads(raw))
     except (ValueError, RecursionError):
         return None
     if reading is None or not reading["rate_limits"]:

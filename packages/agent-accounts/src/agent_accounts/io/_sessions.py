@@ -3,14 +3,14 @@
 `write_session_reading` keeps `write_reading`'s rules (a valid reading, token-free JSON, only the
 kept fields, one atomic write) for the readings the agent client hands to every status-line
 command. `account-cli statusline-tee` calls it on every prompt, so this module imports neither
-`json`, `re`, `typing` nor `dataclasses`: a reading made only of known window names, plain short
-text and numbers of bounded size is serialised by hand and cannot hold anything `redact_secrets`
-would change (a property test holds it to that); any other reading goes through `json` and
-`redact_secrets` as `write_reading` does.
+`typing` nor `dataclasses`; the JSON is `json.dumps`'s, and a reading made only of known window
+names, plain short text and numbers of bounded size skips `redact_secrets` (it cannot hold
+anything the redactor would change: `plainly_token_free`); any other goes through it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from agent_accounts._usage import KNOWN_WINDOWS, parse_usage_reading
@@ -28,6 +28,7 @@ __all__ = [
     "SESSION_ID_MAX",
     "STALE_SESSION_S",
     "is_plain_text",
+    "plainly_token_free",
     "prune_stale_sessions",
     "session_file_name",
     "write_session_reading",
@@ -87,52 +88,34 @@ def is_plain_text(text: str) -> bool:
     return 0 < len(text) <= 24 and _PLAIN_CHARS.issuperset(text)
 
 
-def _number(value: float) -> str | None:
-    """JSON text of a number below the bound (finite: parse_usage_reading checked); else None."""
-    if not -_NUMBER_BOUND < value < _NUMBER_BOUND:
-        return None
-    return str(value) if isinstance(value, int) else repr(value)
+def plainly_token_free(reading: UsageReading) -> bool:
+    """Tell whether a reading's JSON plainly holds nothing `redact_secrets` would change.
 
-
-def _plain_json(reading: UsageReading) -> str | None:
-    """Serialise a reading that plainly holds no secret by hand; None when it might."""
+    Known window names, plain short text (`is_plain_text`) and numbers below 1e12 (at most 17
+    digits in a row) cannot form a key prefix, a field or a 32-character opaque run; a property
+    test holds this to `redact_secrets`. Such a reading skips the redactor (and its `re`
+    patterns) on every prompt; any other is checked by it.
+    """
     texts = [reading["session_id"], reading.get("source", "x"), reading.get("account", "x")]
     if not all(is_plain_text(t) for t in texts):
-        return None
-    written = _number(reading["written_at"])
-    if written is None:
-        return None
-    windows = []
+        return False
+    numbers: list[object] = [reading["written_at"]]
     for name, window in reading["rate_limits"].items():
         if name not in KNOWN_WINDOWS:
-            return None
-        used = _number(window["used_percentage"])
-        if used is None:
-            return None
-        item = f'"{name}":{{"used_percentage":{used}'
-        if "resets_at" in window:
-            resets = _number(window["resets_at"])
-            if resets is None:
-                return None
-            item += f',"resets_at":{resets}'
-        windows.append(item + "}")
-    text = f'{{"session_id":"{reading["session_id"]}","written_at":{written}'
-    text += f',"rate_limits":{{{",".join(windows)}}}'
-    for key in ("source", "account"):
-        if key in reading:
-            text += f',"{key}":"{reading[key]}"'
-    return text + "}"
+            return False
+        numbers.append(window["used_percentage"])
+        numbers.append(window.get("resets_at", 0))
+    return all(isinstance(n, int | float) and -_NUMBER_BOUND < n < _NUMBER_BOUND for n in numbers)
 
 
-def _checked_json(reading: UsageReading) -> str:
-    """Serialise any valid reading as `write_reading` does; TypeError when redaction changes it."""
-    import json
-
-    from agent_accounts._redact import redact_secrets
-
+def _reading_json(reading: UsageReading) -> str:
+    """Serialise a valid reading as `write_reading` does; TypeError when redaction changes it."""
     text = json.dumps(reading, separators=(",", ":"), allow_nan=False)
-    if redact_secrets(text) != text:
-        raise TypeError(_SECRET_READING)
+    if not plainly_token_free(reading):
+        from agent_accounts._redact import redact_secrets
+
+        if redact_secrets(text) != text:
+            raise TypeError(_SECRET_READING)
     return text
 
 
@@ -149,9 +132,7 @@ def write_session_reading(
     parsed = parse_usage_reading(reading)
     if parsed is None:
         raise TypeError(_INVALID_READING)
-    text = _plain_json(parsed)
-    if text is None:
-        text = _checked_json(parsed)
+    text = _reading_json(parsed)
     directory = sessions_dir(os.fspath(config_dir))
     try:
         ensure_private_dir(directory)
