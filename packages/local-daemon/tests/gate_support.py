@@ -27,8 +27,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from local_daemon import ensure_token_file, mint_login_code, rotate_token_file
-from local_daemon._remote import RemoteOptions, TlsFiles, open_remote_listener
+from local_daemon import (
+    RemoteOptions,
+    TlsFiles,
+    ensure_token_file,
+    mint_login_code,
+    rotate_token_file,
+)
+from local_daemon._remote import open_remote_listener
 from local_daemon._types import AUTH_RECORD_KEY, Gate
 
 __all__ = [

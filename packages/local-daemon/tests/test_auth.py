@@ -11,14 +11,18 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from local_daemon import TokenFileError, ensure_token_file, rotate_token_file
+from local_daemon import (
+    TokenFileError,
+    create_daemon_auth,
+    ensure_token_file,
+    mint_login_code,
+    rotate_token_file,
+)
 from local_daemon._auth import (
     CODE_LIFETIME_SECONDS,
     DEFAULT_SIGN_IN_HINT,
     SESSION_LIFETIME_SECONDS,
     DaemonAuth,
-    create_daemon_auth,
-    mint_login_code,
 )
 
 T0 = 1_800_000_000.0

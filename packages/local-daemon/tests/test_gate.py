@@ -15,11 +15,17 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from gate_support import build_test_app
-from local_daemon import ensure_token_file, rotate_token_file
-from local_daemon._auth import DaemonAuth, create_daemon_auth, mint_login_code
+from local_daemon import (
+    AuthRecord,
+    create_daemon_auth,
+    ensure_token_file,
+    mint_login_code,
+    rotate_token_file,
+)
+from local_daemon._auth import DaemonAuth
 from local_daemon._gate import gate_middleware
 from local_daemon._peer import IPAddress, is_local_peer, local_interface_addresses
-from local_daemon._types import AUTH_RECORD_KEY, AuthRecord
+from local_daemon._types import AUTH_RECORD_KEY
 
 HINT = "Ask Ana <ana@example.test> & run `box link` </script><script>alert(1)</script>\u2028end"
 JSON_POST = {"Content-Type": "application/json", "x-local-client": "tests"}

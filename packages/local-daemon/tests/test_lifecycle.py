@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from daemon_support import TESTS_DIR, DaemonProcess, demo_registry, http, running
-from local_daemon import start_daemon
+from local_daemon import daemon_paths, read_pid_file, start_daemon
 from local_daemon._errors import DaemonStateError
-from local_daemon._pidfile import daemon_paths, lock_state_dir, read_pid_file
+from local_daemon._pidfile import lock_state_dir
 
 
 def _snapshot(state: Path) -> dict[str, tuple[bytes, int]]:

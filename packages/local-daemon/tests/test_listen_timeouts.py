@@ -7,6 +7,7 @@ to close a connection it never closed itself, while `/health` keeps answering.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -22,7 +23,7 @@ from aiohttp import web
 
 from daemon_support import TESTS_DIR, http, running
 from gate_support import build_test_app, trustme_pair
-from local_daemon import ensure_token_file
+from local_daemon import RemoteOptions, ensure_token_file
 from local_daemon._auth import DaemonAuth
 from local_daemon._listen import (
     IDLE_TIMEOUT,
@@ -30,7 +31,7 @@ from local_daemon._listen import (
     TLS_HANDSHAKE_TIMEOUT,
     AcceptErrorLog,
 )
-from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
+from local_daemon._remote import RemoteListener, open_remote_listener
 
 # Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
 BOUND = 60.0
@@ -333,7 +334,7 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
         )  # fmt: skip
     held: list[socket.socket] = []
     try:
-        from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+        from local_daemon import daemon_paths, read_pid_file
 
         paths = daemon_paths(state)
         for _ in range(3000):
@@ -341,9 +342,7 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
                 break
             assert proc.poll() is None
             await asyncio.sleep(0.02)
-        meta = read_meta_file(paths)
-        assert meta is not None
-        port = int(meta["port"])
+        port = int(json.loads(paths.meta_file.read_text())["port"])
         # More connections than the daemon has fds: the kernel completes them all (backlog),
         # the daemon's accept fails with EMFILE for the rest, again and again, each second.
         for _ in range(_FD_LIMIT + 40):

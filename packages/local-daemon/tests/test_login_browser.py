@@ -14,8 +14,14 @@ import trustme
 from playwright.async_api import Browser, async_playwright
 
 from gate_support import build_test_app, trustme_pair
-from local_daemon import ensure_token_file, list_sessions, mint_login_code, revoke_session
-from local_daemon._remote import RemoteListener, RemoteOptions, open_remote_listener
+from local_daemon import (
+    RemoteOptions,
+    ensure_token_file,
+    list_sessions,
+    mint_login_code,
+    revoke_session,
+)
+from local_daemon._remote import RemoteListener, open_remote_listener
 
 pytestmark = pytest.mark.slow
 
