@@ -7,6 +7,10 @@ re-read everything. One slow client can therefore neither wedge the others nor g
 A `change` event lists at most `MAX_CHANGE_PATHS` paths: a checkout of a big tree would
 otherwise send one huge frame to every client. Past the cap it lists the first ones and says
 `"truncated": true` with the whole `count`, which tells a client to re-read everything.
+
+Behind the gate a stream lives only as long as its credential: every `AUTH_RECHECK_INTERVAL`
+seconds it asks the gate again, and a revoked session (`sessions revoke`, a sign-out elsewhere)
+or a rotated token file ends it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from typing import Any
 
 from aiohttp import web
 
+from ._types import STILL_AUTHORISED_KEY
+
 __all__ = [
+    "AUTH_RECHECK_INTERVAL",
     "MAX_CHANGE_PATHS",
     "MAX_PENDING_EVENTS",
     "PING_INTERVAL",
@@ -34,6 +41,7 @@ __all__ = [
 _log = logging.getLogger("local_daemon")
 
 PING_INTERVAL = 25.0
+AUTH_RECHECK_INTERVAL = 1.0
 MAX_PENDING_EVENTS = 256
 MAX_CHANGE_PATHS = 1000
 
@@ -134,6 +142,7 @@ def events_handler(
     ready_data: Callable[[], Any],
     ping_interval: float = PING_INTERVAL,
     max_pending: int = MAX_PENDING_EVENTS,
+    recheck_interval: float = AUTH_RECHECK_INTERVAL,
 ) -> Callable[[web.Request], Any]:
     """Return the `/events` handler: `ready` on connect, then hub events and a `ping` timer."""
     # One broadcast reaches every stream with the same objects: encode the frame once for all.
@@ -186,12 +195,30 @@ def events_handler(
                 queue.put_nowait(_PING)
             ping_timer = loop.call_later(ping_interval, tick)
 
+        still_authorised = request.get(STILL_AUTHORISED_KEY)
+        recheck_timer: asyncio.TimerHandle | None = None
+
+        def recheck() -> None:
+            nonlocal recheck_timer
+            assert still_authorised is not None
+            try:
+                authorised = still_authorised()
+            except Exception as exc:  # a failed check never becomes a yes
+                _log.error("events: the credential check failed: %s", type(exc).__name__)
+                authorised = False
+            if authorised:
+                recheck_timer = loop.call_later(recheck_interval, recheck)
+            else:
+                end()
+
         unsubscribe = hub.subscribe(deliver)
         cancel_end = hub.on_close(end)
         try:
             await response.prepare(request)
             await response.write(format_sse("ready", ready_data()))
             ping_timer = loop.call_later(ping_interval, tick)
+            if still_authorised is not None:
+                recheck_timer = loop.call_later(recheck_interval, recheck)
             ended = False
             while not ended:
                 item = await queue.get()
@@ -216,6 +243,8 @@ def events_handler(
         finally:
             if ping_timer is not None:
                 ping_timer.cancel()
+            if recheck_timer is not None:
+                recheck_timer.cancel()
             unsubscribe()
             cancel_end()
         with contextlib.suppress(ConnectionError):

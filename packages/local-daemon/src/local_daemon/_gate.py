@@ -7,6 +7,7 @@ route, so no route answers without a credential. Only `/auth/login` is open, ans
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import json
 import logging
@@ -26,7 +27,7 @@ from local_daemon._auth import (
 )
 from local_daemon._errors import SessionFileError, TokenFileError
 from local_daemon._peer import is_local_peer
-from local_daemon._types import AUTH_RECORD_KEY, AuthRecord, Middleware
+from local_daemon._types import AUTH_RECORD_KEY, STILL_AUTHORISED_KEY, AuthRecord, Middleware
 
 __all__ = [
     "LOGIN_PATH",
@@ -267,6 +268,12 @@ class _Gate:
         self._auth.check()
         return None
 
+    def _still_authorised(self, request: web.Request) -> bool:
+        try:
+            return self._authenticate(request) is not None
+        except TokenFileError:
+            return False
+
     async def _login(self, request: web.Request) -> web.StreamResponse:
         if request.method in ("GET", "HEAD"):
             # Inert: the code stays in the address for the page's script; nothing here reads it.
@@ -347,6 +354,8 @@ class _Gate:
             issued_at=verified.issued_at,
             peer_local=is_local_peer(request.remote),
         )
+        still_authorised: Callable[[], bool] = functools.partial(self._still_authorised, request)
+        request[STILL_AUTHORISED_KEY] = still_authorised
         return await handler(request)
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTH_RECORD_KEY",
+    "STILL_AUTHORISED_KEY",
     "AuthRecord",
     "CommandInfo",
     "CommandRegistry",
@@ -82,6 +83,12 @@ class FormattedError:
 
 # Set by the gate on every request it lets through; read by /rpc to build the context.
 AUTH_RECORD_KEY: web.RequestKey[AuthRecord] = web.RequestKey("local_daemon.auth", AuthRecord)
+
+# Set by the gate beside the record: true while the request's credential would still be let
+# through (the session not revoked, the token not rotated); long-lived streams ask it again.
+STILL_AUTHORISED_KEY: web.RequestKey[Callable[[], bool]] = web.RequestKey(
+    "local_daemon.still_authorised"
+)
 
 ContextFactory: TypeAlias = Callable[[Surface, AuthRecord | None], Any]
 ErrorFormatter: TypeAlias = Callable[[BaseException], FormattedError]
