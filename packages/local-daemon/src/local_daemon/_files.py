@@ -55,23 +55,38 @@ class OpenFile:
     mtime_ns: int
 
 
+# A symlink where none may be (ELOOP from O_NOFOLLOW or RESOLVE_NO_SYMLINKS), one leading out of
+# a root (EXDEV from RESOLVE_BENEATH), a refused permission or a socket (ENXIO) is a 403; any
+# other failure (ENOENT, or ENOTDIR for a file used as a directory) is a 404.
+_FORBIDDEN_ERRNO = frozenset({errno.ELOOP, errno.EXDEV, errno.EACCES, errno.EPERM, errno.ENXIO})
+
+
+def refused_open(exc: OSError) -> OpenRefused:
+    """Return the refusal a failed open of a file to serve gets: 403 or 404."""
+    return OpenRefused(403 if exc.errno in _FORBIDDEN_ERRNO else 404)
+
+
+def regular_file(fd: int, *, not_regular: int) -> OpenFile:
+    """Return `fd` as an `OpenFile` when it is a regular file; else close it and raise
+    `OpenRefused(not_regular)` (403 for `file_response`, as its spec says; 404 for a static
+    name that is a directory, which is simply not a file there)."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OpenRefused(not_regular)
+    except BaseException:
+        os.close(fd)
+        raise
+    return OpenFile(fd=fd, size=st.st_size, mtime_ns=st.st_mtime_ns)
+
+
 def open_regular_file(path: str | os.PathLike[str]) -> OpenFile:
     """Open `path` read-only without following a final symlink and insist on a regular file."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
-        # ELOOP is what O_NOFOLLOW gives for a symlink at the last component.
-        if exc.errno in (errno.ELOOP, errno.EACCES, errno.EPERM, errno.ENXIO):
-            raise OpenRefused(403) from None
-        raise OpenRefused(404) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OpenRefused(403)
-    except BaseException:
-        os.close(fd)
-        raise
-    return OpenFile(fd=fd, size=st.st_size, mtime_ns=st.st_mtime_ns)
+        raise refused_open(exc) from None
+    return regular_file(fd, not_regular=403)
 
 
 def plain_response(

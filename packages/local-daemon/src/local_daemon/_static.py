@@ -10,7 +10,6 @@ a dotfile either: the opened file's own path (`/proc/self/fd`) is judged as a re
 
 from __future__ import annotations
 
-import errno
 import mimetypes
 import os
 import re
@@ -22,7 +21,14 @@ from urllib.parse import unquote_to_bytes
 from aiohttp import hdrs, web
 
 from ._beneath import open_beneath
-from ._files import OpenFile, plain_response, send_file_body
+from ._files import (
+    OpenFile,
+    OpenRefused,
+    plain_response,
+    refused_open,
+    regular_file,
+    send_file_body,
+)
 
 __all__ = ["mount_static_app"]
 
@@ -80,14 +86,6 @@ def content_type_for(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-class _Refused(Exception):
-    """The path is refused with this status (403 traversal, 404 missing)."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
 def decode_segments(raw_tail: str) -> list[str]:
     """Split a raw path tail on `/` and decode each segment once, refusing every traversal form."""
     segments = raw_tail.split("/")
@@ -97,13 +95,13 @@ def decode_segments(raw_tail: str) -> list[str]:
             # Only a trailing slash may leave an empty segment (a client route like `/docs/`).
             if index == len(segments) - 1:
                 continue
-            raise _Refused(403)
+            raise OpenRefused(403)
         if _BAD_ESCAPE.search(raw):
-            raise _Refused(403)
+            raise OpenRefused(403)
         try:
             segment = unquote_to_bytes(raw).decode("utf-8")
         except UnicodeDecodeError:
-            raise _Refused(403) from None
+            raise OpenRefused(403) from None
         if (
             segment in (".", "..")
             or "/" in segment
@@ -113,7 +111,7 @@ def decode_segments(raw_tail: str) -> list[str]:
             # Dotfiles (.env, .git, .htpasswd) are never served: refused like traversal.
             or segment.startswith(".")
         ):
-            raise _Refused(403)
+            raise OpenRefused(403)
         decoded.append(segment)
     return decoded
 
@@ -128,18 +126,6 @@ class _Target:
 # O_NONBLOCK keeps open() of a FIFO from waiting for a writer; the fstat check then refuses it.
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-
-
-def _regular(fd: int) -> OpenFile:
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            # A directory or special file named with an extension is simply not a servable file.
-            raise _Refused(404)
-    except BaseException:
-        os.close(fd)
-        raise
-    return OpenFile(fd=fd, size=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
 def open_target(root: str, segments: list[str], immutable_dir: str) -> _Target | None:
@@ -168,15 +154,15 @@ def open_target(root: str, segments: list[str], immutable_dir: str) -> _Target |
         try:
             fd = open_beneath(root_fd, segments, _FILE_FLAGS, follow_symlinks=True)
         except OSError as exc:
-            raise _Refused(_REFUSED_ERRNO.get(exc.errno or 0, 404)) from None
+            raise refused_open(exc) from None
         if _under_a_dot_name(root_fd, fd):
             os.close(fd)
-            raise _Refused(403)
+            raise OpenRefused(403)
     finally:
         os.close(root_fd)
     immutable = bool(immutable_dir) and segments[0] == immutable_dir and len(segments) > 1
     return _Target(
-        opened=_regular(fd),
+        opened=regular_file(fd, not_regular=404),
         name=segments[-1],
         cache_control=IMMUTABLE_CACHE if immutable else REVALIDATE_CACHE,
     )
@@ -196,27 +182,18 @@ def _under_a_dot_name(root_fd: int, fd: int) -> bool:
     return any(part.startswith(".") for part in inside.split("/"))
 
 
-# A symlink leading out (EXDEV), too many symlinks (ELOOP) or a refused permission is a 403, as a
-# traversal is; a missing name (ENOENT, or ENOTDIR for a file used as a directory) is a 404.
-_REFUSED_ERRNO = {
-    errno.ELOOP: 403,
-    errno.EXDEV: 403,
-    errno.EACCES: 403,
-    errno.EPERM: 403,
-    errno.ENXIO: 403,
-}
-
-
 def _single_file(root: str, segments: list[str]) -> _Target | None:
     last = segments[-1] if segments else ""
     if os.path.splitext(last)[1]:
-        raise _Refused(404)
+        raise OpenRefused(404)
     # The root itself is the operator's configuration, so a symlink naming it is followed.
     try:
         fd = os.open(root, _FILE_FLAGS)
     except OSError:
         return None
-    return _Target(opened=_regular(fd), name=root, cache_control=REVALIDATE_CACHE)
+    return _Target(
+        opened=regular_file(fd, not_regular=404), name=root, cache_control=REVALIDATE_CACHE
+    )
 
 
 def _owned_elsewhere(
@@ -263,7 +240,7 @@ def mount_static_app(
         try:
             segments = decode_segments(raw_path[len(raw_prefix) :])
             target = open_target(root_path, segments, immutable_dir)
-        except _Refused as refused:
+        except OpenRefused as refused:
             text = _FORBIDDEN if refused.status == 403 else _NOT_FOUND
             return plain_response(refused.status, text)
         if target is None:
