@@ -239,6 +239,66 @@ async def test_request_is_one_json_post_with_the_spec_fields(
         }
     ]
     assert endpoint.headers[0]["content-type"] == "application/json"
+    # The one sender asks for an uncompressed answer, as the usage poll does.
+    assert endpoint.headers[0]["accept-encoding"] == "identity"
+
+
+async def test_a_compressed_answer_is_undone_within_the_cap_and_a_bomb_is_malformed(
+    profile: Profile, endpoint: Endpoint
+) -> None:
+    import gzip
+
+    seed(profile, credentials(expires_at_ms=NOW - 1, refresh=canary_token("ort")))
+    good = ok_body()
+    endpoint.replies.append(
+        Reply(body=gzip.compress(good.body), headers={"content-encoding": "gzip"})
+    )
+    result, _ = await run(profile, endpoint)
+    assert result.status == "refreshed"
+    before = seed(profile, credentials(expires_at_ms=NOW - 1, refresh=canary_token("ort")))
+    bomb = gzip.compress(b" " * (2 * 1024 * 1024) + good.body)  # 2 MiB of JSON whitespace
+    endpoint.replies.append(Reply(body=bomb, headers={"content-encoding": "gzip"}))
+    result, _ = await run(profile, endpoint)
+    assert isinstance(result, RefreshFailed)
+    assert result.failure == "malformed"
+    assert cred_path(profile).read_bytes() == before
+    assert_clean(profile)
+
+
+async def test_a_redirect_a_following_client_would_take_is_a_network_failure(
+    profile: Profile,
+) -> None:
+    hits: list[str] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        hits.append(request.path)
+        if request.path == "/v1/oauth/token":
+            return web.Response(status=307, headers={"location": "/elsewhere"})
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        before = seed(profile, credentials(expires_at_ms=NOW - 1, refresh=canary_token("ort")))
+        async with httpx.AsyncClient(follow_redirects=True) as client:
+            result = await refresh_if_needed(
+                profile,
+                client=client,
+                auth_url=f"http://127.0.0.1:{port}",
+                margin_ms=MARGIN,
+                now_ms=NOW,
+            )
+    finally:
+        await runner.cleanup()
+    assert isinstance(result, RefreshFailed)
+    assert result.failure == "network"
+    assert hits == ["/v1/oauth/token"]  # the refresh token never went to the redirect's target
+    assert cred_path(profile).read_bytes() == before
 
 
 @pytest.mark.parametrize(

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import importlib.util
 import json
 import math
 import re
-import ssl
-import sys
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -38,6 +32,7 @@ from ._backoff import (
 )
 from ._files import read_credentials, write_reading
 from ._gate import GateRefused
+from ._http import SendFailed, client_for, send_once
 from ._profiles import Profile, discover_profiles
 from ._urls import DEFAULT_API_BASE, check_base_url
 
@@ -93,10 +88,6 @@ class PollEntry:
     file: str | None = None
     write_error: BaseException | None = None
     backoff_until: float | None = None
-
-
-class _Malformed(Exception):
-    """A 2xx body over the cap or in an encoding that cannot be undone within it."""
 
 
 def _finite(value: object) -> float | None:
@@ -165,78 +156,29 @@ def _windows_of(body: object) -> dict[str, Any] | None:
     return kept
 
 
-def _decode(raw: bytes, encoding: str) -> bytes:
-    """Undo a content-encoding without ever holding more than the cap of decoded bytes."""
-    if encoding in ("", "identity"):
-        return raw
-    attempts: tuple[int, ...]
-    if encoding in ("gzip", "x-gzip"):
-        attempts = (16 + zlib.MAX_WBITS,)
-    elif encoding == "deflate":
-        attempts = (zlib.MAX_WBITS, -zlib.MAX_WBITS)  # zlib-wrapped, else raw (as httpx does)
-    else:
-        raise _Malformed  # br, zstd or a chain: not asked for (accept-encoding: identity)
-    for wbits in attempts:
-        decoder = zlib.decompressobj(wbits)
-        try:
-            out = decoder.decompress(raw, BODY_MAX_BYTES + 1)
-        except zlib.error:
-            continue
-        if len(out) > BODY_MAX_BYTES or decoder.unconsumed_tail:
-            raise _Malformed  # a body that decodes past the cap, a compression bomb included
-        return out
-    raise _Malformed
-
-
-async def _read_capped(response: httpx.Response) -> bytes:
-    if response.is_stream_consumed:
-        # A transport that answered with a response it had already read (httpx.MockTransport
-        # with `httpx.Response(200, json=...)`): its stream is spent, its decoded content is all
-        # there is, and the body is already in memory, so only the cap is left to apply.
-        content = response.content
-        if len(content) > BODY_MAX_BYTES:
-            raise _Malformed
-        return content
-    # Raw bytes, capped as they arrive: httpx's decoders would inflate a whole chunk at once.
-    raw = bytearray()
-    async for chunk in response.aiter_raw():
-        raw += chunk
-        if len(raw) > BODY_MAX_BYTES:
-            raise _Malformed
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    return _decode(bytes(raw), encoding)
-
-
 def _reject_constant(name: str) -> object:
     raise ValueError("not JSON")  # NaN and Infinity are not JSON
 
 
 async def _request(
     client: httpx.AsyncClient, url: str, token: str, timeout: float
-) -> tuple[int, bytes | None, str | None]:
+) -> tuple[int, bytearray | None, str | None]:
     """Send the usage request; return the status, a 2xx body, and a 429's `Retry-After`."""
     headers = {
         "authorization": f"Bearer {token}",
         "vendor-beta": USAGE_BETA,
         "accept": "application/json",
-        # A compressed body could inflate far past the 64 KiB cap before it could be checked.
-        "accept-encoding": "identity",
     }
-    # One deadline bounds connect, headers and the whole body read.
-    async with (
-        asyncio.timeout(timeout),
-        client.stream("GET", url, headers=headers, follow_redirects=False) as response,
-    ):
-        # Never followed (the token would go along). To a caller whose client follows
-        # redirects, a redirect counts as a followed one: network, as the spec says.
-        if response.history or (response.is_redirect and client.follow_redirects):
-            return -1, None, None
-        if not 200 <= response.status_code < 300:
-            retry_after = None
-            if response.status_code == 429:
-                retry_after = response.headers.get("retry-after")
-            return response.status_code, None, retry_after  # closed unread on exit
-        return response.status_code, await _read_capped(response), None
+    answer = await send_once(
+        client,
+        "GET",
+        url,
+        headers=headers,
+        timeout_s=timeout,
+        max_bytes=BODY_MAX_BYTES,
+        body_wanted=lambda status: 200 <= status < 300,
+    )
+    return answer.status, answer.body, answer.retry_after
 
 
 async def _poll(
@@ -269,20 +211,16 @@ async def _poll_detailed(
         return token, None
     try:
         status, body, retry_after = await _request(client, url, token, timeout)
-    except _Malformed:
-        return PollFailed(failure="malformed"), None
-    except Exception:  # timeouts, resets, TLS and redirect errors: the message is dropped
-        return PollFailed(failure="network"), None
+    except SendFailed as failed:  # timeouts, resets, TLS and redirect errors; no message kept
+        return PollFailed(failure="malformed" if failed.kind == "too-large" else "network"), None
     finally:
         del token
-    if status == -1:
-        return PollFailed(failure="network"), None
     if body is None:
         return PollFailed(failure=f"http-{status}"), retry_after
     return _reading_result(profile, body, now), None
 
 
-def _reading_result(profile: Profile, body: bytes, now: float) -> PollResult:
+def _reading_result(profile: Profile, body: bytearray, now: float) -> PollResult:
     """Turn a 2xx body into the reading, or `malformed`."""
     try:
         windows = _windows_of(json.loads(body, parse_constant=_reject_constant))
@@ -295,42 +233,6 @@ def _reading_result(profile: Profile, body: bytes, now: float) -> PollResult:
     if reading is None:
         return PollFailed(failure="malformed")
     return PollOk(reading=reading)
-
-
-def _cache_missing_sniffio() -> None:
-    """Make httpcore's per-request `import sniffio` a dict lookup when sniffio is not installed.
-
-    httpcore imports sniffio on every request to learn the async library; without it each failed
-    import rescans sys.path (about a millisecond). Recording the miss in sys.modules is what a
-    failed import means anyway, so nothing that could import sniffio is turned away.
-    """
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """Build httpx's default verifying TLS context once per process (loading CAs costs ~80 ms)."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
-@contextlib.asynccontextmanager
-async def _client_for(client: httpx.AsyncClient | None) -> Any:
-    _cache_missing_sniffio()
-    if client is not None:
-        yield client
-        return
-    import httpx  # only polling pays for httpx
-
-    # No per-phase timeout: one asyncio deadline per request bounds connect, headers and body.
-    async with httpx.AsyncClient(
-        follow_redirects=False,
-        timeout=None,  # noqa: S113
-        verify=_ssl_context(),
-    ) as own:
-        yield own
 
 
 async def poll_usage(
@@ -349,7 +251,7 @@ async def poll_usage(
     current = _check_now(now)
     limit = _check_timeout(timeout)
     url = check_base_url(api_base) + "/api/oauth/usage"
-    async with _client_for(client) as active:
+    async with client_for(client) as active:
         return await _poll(profile, client=active, now=current, uid=uid, timeout=limit, url=url)
 
 
@@ -403,7 +305,7 @@ async def poll_all(
     limit = _check_timeout(timeout)
     url = check_base_url(api_base) + "/api/oauth/usage"
     targets = list(profiles) if profiles is not None else discover_profiles(**(discover or {}))
-    async with _client_for(client) as active:
+    async with client_for(client) as active:
 
         async def isolated(profile: Profile) -> PollEntry:
             try:

@@ -89,7 +89,7 @@ from ._urls import check_base_url
 if TYPE_CHECKING:
     import httpx
 
-    from agent_accounts.io import Profile
+    from ._profiles import Profile
 
 __all__ = [
     "DEFAULT_AUTH_URL",

@@ -1,20 +1,20 @@
-"""The one token request: POST `{auth_url}/v1/oauth/token`, never retried, redirects refused.
+"""The one token request: POST `{auth_url}/v1/oauth/token` through the one sender (`_http`).
 
-Returns the 200 answer's raw bytes (at most 64 KiB) in a buffer the caller zeroes after parsing;
-any other outcome raises `RefreshStop` with `http` (status in its own field) or `network`. An
-error body is closed unread (it may echo the token) and a transport error's message (which may
-quote the request) is dropped.
+Returns the 200 answer's bytes (at most 64 KiB) in a buffer the caller zeroes after parsing;
+any other outcome raises `RefreshStop` with `http` (status in its own field), `network` (a
+redirect the caller's client would follow included) or `malformed` (over the cap). An error body
+is closed unread (it may echo the token) and a transport error's message (which may quote the
+request) is dropped: `_http.send_once` does both for every request of this package.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agent_accounts._oauth import TOKEN_ANSWER_MAX_BYTES
 
-from ._gate import zero
+from ._http import SendFailed, cache_missing_sniffio, client_for, send_once
 from ._refresh_results import RefreshStop
 
 if TYPE_CHECKING:
@@ -33,13 +33,12 @@ def warm_up() -> None:
     import importlib
 
     from ._atomic import RenameUnsupported, _libc_renameat2
-    from ._poll import _cache_missing_sniffio
 
     for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
     # httpcore imports sniffio on every request; a miss rescanned sys.path inside the window.
-    _cache_missing_sniffio()
+    cache_missing_sniffio()
     with contextlib.suppress(RenameUnsupported):
         _libc_renameat2()
 
@@ -48,45 +47,29 @@ async def send_token_request(
     client: httpx.AsyncClient | None, url: str, body: dict[str, str], timeout_s: float
 ) -> bytearray:
     """Send the token request once; return the 200 body or raise `RefreshStop`."""
-    import httpx
-
-    owned = client is None
-    http = httpx.AsyncClient(follow_redirects=False, timeout=timeout_s) if owned else client
-    assert http is not None
-    buffer = bytearray()
     status: int | None = None
-    failure: RefreshStop | None = None
+    kind: Literal["network", "too-large"] | None
     try:
-        async with asyncio.timeout(timeout_s):
-            request = http.build_request(
+        async with client_for(client) as http:
+            answer = await send_once(
+                http,
                 "POST",
                 url,
-                json=body,
                 headers={"content-type": "application/json", "accept": "application/json"},
-                timeout=timeout_s,
+                json_body=body,
+                timeout_s=timeout_s,
+                max_bytes=TOKEN_ANSWER_MAX_BYTES,
+                body_wanted=lambda status: status == 200,
             )
-            response = await http.send(request, stream=True, follow_redirects=False)
-            try:
-                status = response.status_code
-                if status == 200:
-                    async for chunk in response.aiter_bytes():
-                        buffer += chunk
-                        if len(buffer) > TOKEN_ANSWER_MAX_BYTES:
-                            failure = RefreshStop(failure="malformed")
-                            break
-            finally:
-                await response.aclose()
-    except Exception:
-        status = None
-        failure = RefreshStop(failure="network")
-    finally:
-        if owned:
-            with contextlib.suppress(Exception):
-                await http.aclose()
+    except SendFailed as failed:
+        kind = failed.kind
+    else:
+        if answer.body is not None:
+            return answer.body
+        kind, status = None, answer.status
     # Raised outside any handler, so no __context__ links an error that quotes the request.
-    if failure is None and status != 200:
-        failure = RefreshStop(failure="http", http_status=status)
-    if failure is not None:
-        zero(buffer)
-        raise failure
-    return buffer
+    if kind == "too-large":
+        raise RefreshStop(failure="malformed")
+    if kind == "network":
+        raise RefreshStop(failure="network")
+    raise RefreshStop(failure="http", http_status=status)
