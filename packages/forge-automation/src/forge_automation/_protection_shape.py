@@ -32,10 +32,9 @@ PROTECTION_HIDDEN = "cannot read branch protection"
 def protection_hidden(repo: str, branch: str) -> ProtectionHidden:
     """Return the failure of a protection read GitHub answered 404 `Not Found`."""
     return ProtectionHidden(
-        f"{PROTECTION_HIDDEN} of {repo}:{branch}: GitHub answered 404 Not Found, its answer to "
-        "a caller without admin rights (a token needs admin on the repository, an app or "
-        "fine-grained token the Administration: read permission); without it, only the "
-        "forge's reviewDecision can stand in for the review rules",
+        f"{PROTECTION_HIDDEN} of {repo}:{branch}: 404 Not Found, GitHub's answer to callers "
+        "without admin rights; give the token admin (apps, fine-grained tokens: Administration: "
+        "read), else only GitHub's reviewDecision judges reviews",
         repo=repo,
         branch=branch,
     )
