@@ -10,59 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
-from daemon_raw_http import serve_app
 from daemon_support import running
 from local_daemon import EventHub, _daemon
 from local_daemon import watch_tree as real_watch_tree
-from local_daemon._events import events_handler
+from sse_client import SseClient
 
 # The spec's cap on the paths of one `change` event.
 MAX_CHANGE_PATHS = 1000
 
 _TIMEOUT = 10.0
-
-
-class SseClient:
-    """A raw `GET /events` reader that parses frames as they arrive."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    @classmethod
-    async def open(cls, port: int) -> SseClient:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-        await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _TIMEOUT)
-        assert head.startswith(b"HTTP/1.1 200"), head
-        assert b"text/event-stream" in head
-        return cls(reader, writer)
-
-    async def next_event(self) -> tuple[str, str]:
-        """Return the next (event, data) pair, skipping chunk-size lines."""
-        event, data = "", ""
-        for _ in range(1000):
-            line = (
-                (await asyncio.wait_for(self.reader.readline(), _TIMEOUT)).decode().rstrip("\r\n")
-            )
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                data = line[6:]
-            elif line == "" and event:
-                return event, data
-            elif line == "0":
-                raise EOFError  # the chunked stream's last chunk: the server ended it
-            elif not line and self.reader.at_eof():
-                raise EOFError
-        raise AssertionError("no event")
-
-    async def close(self) -> None:
-        self.writer.close()
-        await self.writer.wait_closed()
 
 
 async def test_ready_then_change_from_a_real_write(tmp_path: Path) -> None:
@@ -122,52 +79,6 @@ async def test_close_ends_open_streams(tmp_path: Path) -> None:
         await asyncio.wait_for(closing, _TIMEOUT)
         await client.close()
     assert b"event:" not in rest
-
-
-async def test_ping_on_the_interval() -> None:
-    hub = EventHub()
-    app = web.Application()
-    app.router.add_get("/events", events_handler(hub, ready_data=dict, ping_interval=0.05))
-    async with serve_app(app) as port:
-        client = await SseClient.open(port)
-        try:
-            assert (await client.next_event())[0] == "ready"
-            assert await client.next_event() == ("ping", "{}")
-            hub.broadcast("change", {"paths": ["x"]})
-            for _ in range(100):
-                event = await client.next_event()
-                if event[0] == "change":
-                    break
-            assert event == ("change", '{"paths":["x"]}')
-        finally:
-            hub.close()
-            await client.close()
-
-
-async def test_slow_client_is_dropped_not_buffered() -> None:
-    hub = EventHub()
-    app = web.Application()
-    app.router.add_get("/events", events_handler(hub, ready_data=dict, max_pending=8))
-    async with serve_app(app) as port:
-        slow = await SseClient.open(port)
-        fast_events: list[str] = []
-        try:
-            assert (await slow.next_event())[0] == "ready"
-            assert len(hub) == 1
-            # Nothing runs between these broadcasts, so the client's queue must absorb them all.
-            delivered = [hub.broadcast("change", {"n": n}) for n in range(1000)]
-            assert len(hub) == 0, "the client that fell behind was dropped"
-            assert delivered[:8] == [1] * 8
-            assert sum(delivered) <= 9
-            for _ in range(20):
-                try:
-                    fast_events.append((await slow.next_event())[0])
-                except (EOFError, asyncio.IncompleteReadError):
-                    break
-        finally:
-            hub.close()
-            await slow.close()
-    assert len(fast_events) <= 8
 
 
 def test_hub_drops_a_raising_subscriber() -> None:

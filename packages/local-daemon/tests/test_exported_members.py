@@ -17,6 +17,7 @@ EXPECTED = {
     "CommandError",
     "DaemonError",
     "DaemonPortInUseError",
+    "DaemonStateError",
     "RemoteBindError",
     "SessionFileError",
     "TlsFileError",

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from daemon_support import TESTS_DIR, DaemonProcess, demo_registry, http, running
-from local_daemon import daemon_paths, read_pid_file, start_daemon
-from local_daemon._errors import DaemonStateError
-from local_daemon._pidfile import lock_state_dir
+from local_daemon import DaemonStateError, daemon_paths, read_pid_file, start_daemon
 
 
 def _snapshot(state: Path) -> dict[str, tuple[bytes, int]]:
@@ -96,24 +94,12 @@ def test_second_serve_exits_69_with_one_line(tmp_path: Path) -> None:
         first.stop()
 
 
-def test_lock_file_removed_by_its_holder_is_not_shared(tmp_path: Path) -> None:
-    paths = daemon_paths(tmp_path / "state")
-    lock = lock_state_dir(paths)
-    with pytest.raises(DaemonStateError):
-        lock_state_dir(paths)
-    lock.release()
-    lock.release()  # idempotent
-    again = lock_state_dir(paths)
-    again.release()
-    assert list(paths.state_dir.iterdir()) == []
-
-
-def test_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
+async def test_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
     (state / "daemon.lock").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(DaemonStateError) as info:
-        lock_state_dir(daemon_paths(state))
+        await start_daemon(registry=demo_registry(), version="1", state_dir=state)
     assert info.value.problem == "symlink"
     assert not (tmp_path / "elsewhere").exists()
 
