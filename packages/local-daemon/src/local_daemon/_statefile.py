@@ -26,7 +26,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import stat
 import time
 from collections.abc import Callable
@@ -180,7 +179,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, replace: bool = T
     target = Path(path)
     dir_fd = os.open(target.parent, _DIR_FLAGS)
     try:
-        temp = f".{target.name}.{secrets.token_hex(8)}.tmp"
+        # os.urandom, not `secrets`: `import local_daemon` loads this module, and `secrets`
+        # would pull in `random` for nothing.
+        temp = f".{target.name}.{os.urandom(8).hex()}.tmp"
         fd = os.open(temp, _TEMP_FLAGS, 0o600, dir_fd=dir_fd)
         placed = False
         try:
