@@ -1,11 +1,12 @@
-"""Hostile inputs at the I/O edges: compressed and bomb bodies, nested JSON, odd usage dirs,
-and the backoff file's pure transitions and parsing."""
+"""Hostile inputs at the I/O edges: compressed and bomb bodies, nested JSON, odd usage dirs.
+
+The backoff file's pure transitions and parsing are white-box: tests/internal/test_backoff_file.py.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import time
 import zlib
@@ -32,15 +33,6 @@ from accounts_support import (
 )
 from agent_accounts import LoginRefused
 from agent_accounts.io import PollFailed, PollOk, Profile, poll_usage, read_login_state, read_usage
-from agent_accounts.io._backoff import (
-    BACKOFF_FIRST_S,
-    BACKOFF_MAX_S,
-    Backoff,
-    backoff_after_429,
-    backoff_from_bytes,
-    read_backoff,
-    write_backoff,
-)
 
 CAP = 64 * 1024
 
@@ -265,78 +257,6 @@ def test_an_unexpected_listing_error_raises_redacted_without_a_chain(tmp_path: P
     assert caught.value.__cause__ is None
     assert caught.value.__context__ is None
     assert CANARY not in exception_text(caught.value)
-
-
-# --- backoff: pure transitions and the file -----------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("previous", "wait"),
-    [
-        (None, 300.0),
-        (Backoff(until=NOW - 1, wait=300.0), 600.0),
-        (Backoff(until=NOW - 1, wait=600.0), 1200.0),
-        (Backoff(until=NOW - 1, wait=1200.0), 2400.0),
-        (Backoff(until=NOW - 1, wait=2400.0), 3600.0),
-        (Backoff(until=NOW - 1, wait=3600.0), 3600.0),
-    ],
-)
-def test_each_429_doubles_the_wait_up_to_an_hour(previous: Backoff | None, wait: float) -> None:
-    after = backoff_after_429(previous, now=NOW)
-    assert after == Backoff(until=NOW + wait, wait=wait)
-    assert after.waiting(NOW)
-    assert after.waiting(NOW + wait - 0.001)
-    assert not after.waiting(NOW + wait)
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (b'{"until": 1760000300, "wait": 300}', Backoff(until=NOW + 300, wait=300.0)),
-        (b'{"until": 1760003600, "wait": 3600}', Backoff(until=NOW + 3600, wait=3600.0)),
-        (b'{"until": 1759990000, "wait": 600}', Backoff(until=NOW - 10_000, wait=600.0)),
-        # a wait outside 300..3600 is brought back within it
-        (b'{"until": 1760000010, "wait": 5}', Backoff(until=NOW + 10, wait=BACKOFF_FIRST_S)),
-        (b'{"until": 1760000010, "wait": 1e9}', Backoff(until=NOW + 10, wait=BACKOFF_MAX_S)),
-        # waiting more than an hour from now counts as none
-        (b'{"until": 1760003601, "wait": 3600}', None),
-        (b'{"until": 1e300, "wait": 300}', None),
-        (b'{"until": NaN, "wait": 300}', None),
-        (b'{"until": "soon", "wait": 300}', None),
-        (b'{"until": true, "wait": 300}', None),
-        (b'{"until": 1760000300}', None),
-        (b"[1760000300, 300]", None),
-        (b"[" * 5000, None),
-        (b"", None),
-        (b"\xff", None),
-    ],
-)
-def test_backoff_file_parsing(raw: bytes, expected: Backoff | None) -> None:
-    assert backoff_from_bytes(raw, now=NOW) == expected
-
-
-def test_backoff_file_round_trips_owner_only(tmp_path: Path) -> None:
-    state = backoff_after_429(None, now=NOW)
-    assert write_backoff(str(tmp_path), state) is True
-    path = tmp_path / "status-cache" / "usage-poll.backoff"
-    assert path.stat().st_mode & 0o777 == 0o600
-    assert read_backoff(str(tmp_path), uid=None, now=NOW) == state
-    assert [p.name for p in (tmp_path / "status-cache").iterdir()] == ["usage-poll.backoff"]
-
-
-def test_a_backoff_file_the_gate_refuses_counts_as_none(tmp_path: Path) -> None:
-    state = backoff_after_429(None, now=NOW)
-    write_backoff(str(tmp_path), state)
-    path = tmp_path / "status-cache" / "usage-poll.backoff"
-    os.chmod(path, 0o644)
-    assert read_backoff(str(tmp_path), uid=None, now=NOW) is None
-    os.chmod(path, 0o600)
-    assert read_backoff(str(tmp_path), uid=os.getuid() + 1, now=NOW) is None
-
-
-def test_an_unwritable_backoff_file_is_skipped(tmp_path: Path) -> None:
-    (tmp_path / "status-cache").write_text("a file where the dir should be")
-    assert write_backoff(str(tmp_path), backoff_after_429(None, now=NOW)) is False
 
 
 @pytest.mark.parametrize(

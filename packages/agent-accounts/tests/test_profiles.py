@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from agent_accounts.io import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
-from agent_accounts.io._profiles import default_config_dir
 
 
 @pytest.fixture
@@ -144,8 +143,10 @@ def test_defaults_are_the_os_home_and_the_process_environment(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv(CONFIG_DIRS_ENV, raising=False)
     monkeypatch.delenv(PROFILE_ROOT_ENV, raising=False)
+    assert [(p.label, p.config_dir) for p in discover_profiles()][:1] == [
+        ("default", str(home / ".agent"))
+    ]
     assert [p.label for p in discover_profiles()] == ["default", "p"]
-    assert default_config_dir() == str(home / ".agent")
     monkeypatch.setenv(CONFIG_DIRS_ENV, str(tmp_path / "from-env"))
     assert [p.label for p in discover_profiles()] == ["from-env"]
 

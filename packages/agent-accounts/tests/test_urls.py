@@ -1,4 +1,9 @@
-"""One base-URL checker for every URL a token goes to: the usage API base and `auth_url`."""
+"""One base-URL checker for every URL a token goes to: the usage API base and `auth_url`.
+
+Through the public functions that take them: `poll_usage(api_base=)` and
+`refresh_if_needed(auth_url=)`; an accepted URL is where the one request goes, a refused one
+raises before any request with a fixed message naming the argument.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ import pytest
 
 from accounts_refresh_support import CANARY, credentials, dump, write_file
 from agent_accounts.io import Profile, poll_usage, refresh_if_needed
-from agent_accounts.io._urls import check_base_url
 
 NOW_MS = 1_760_000_000_000
 
@@ -55,29 +59,6 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("url", "expected"), ACCEPTED)
-def test_accepted(url: str, expected: str) -> None:
-    assert check_base_url(url) == expected
-    assert check_base_url(url, name="auth_url") == expected
-
-
-@pytest.mark.parametrize("url", REFUSED)
-def test_refused_with_a_fixed_message_naming_the_argument(url: str) -> None:
-    with pytest.raises(ValueError) as caught:
-        check_base_url(url)
-    assert str(caught.value) == "base URL must be https://, or http:// to a loopback address"
-    with pytest.raises(ValueError) as caught:
-        check_base_url(url, name="auth_url")
-    assert str(caught.value) == "auth_url must be https://, or http:// to a loopback address"
-    assert caught.value.__context__ is None
-
-
-@pytest.mark.parametrize("url", [None, 5, b"https://a.test", ["https://a.test"]])
-def test_a_non_string_is_refused(url: object) -> None:
-    with pytest.raises(ValueError, match="base URL"):
-        check_base_url(url)
-
-
 @pytest.fixture
 def due_profile(tmp_path: Path) -> Profile:
     config = tmp_path / "work"
@@ -94,6 +75,37 @@ def counting_client(seen: list[httpx.Request]) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.MockTransport(handler))
 
 
+@pytest.fixture
+def live_profile(tmp_path: Path) -> Profile:
+    config = tmp_path / "live"
+    config.mkdir(mode=0o700)
+    login = credentials(expires_at_ms=NOW_MS + 24 * 3_600_000)
+    write_file(config / ".credentials.json", dump(login))
+    return Profile(label="live", config_dir=str(config))
+
+
+@pytest.mark.parametrize(("url", "expected"), ACCEPTED)
+async def test_an_accepted_url_is_where_the_one_request_goes(
+    live_profile: Profile, due_profile: Profile, url: str, expected: str
+) -> None:
+    seen: list[httpx.Request] = []
+    async with counting_client(seen) as client:
+        await poll_usage(live_profile, client=client, now=NOW_MS / 1000, api_base=url)
+        await refresh_if_needed(
+            due_profile, client=client, margin_ms=600_000, now_ms=NOW_MS, auth_url=url
+        )
+    assert [str(r.url) for r in seen] == [
+        f"{expected}/api/oauth/usage",
+        f"{expected}/v1/oauth/token",
+    ]
+
+
+@pytest.mark.parametrize("url", [None, 5, b"https://a.test", ["https://a.test"]])
+async def test_a_non_string_is_refused(live_profile: Profile, url: object) -> None:
+    with pytest.raises(ValueError, match="base URL"):
+        await poll_usage(live_profile, now=NOW_MS / 1000, api_base=url)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("url", REFUSED)
 async def test_refresh_refuses_auth_url_before_any_request(due_profile: Profile, url: str) -> None:
     seen: list[httpx.Request] = []
@@ -105,13 +117,16 @@ async def test_refresh_refuses_auth_url_before_any_request(due_profile: Profile,
             )
     assert seen == []
     assert sorted(os.listdir(due_profile.config_dir)) == before  # no lock, no record, no temp
-    assert CANARY not in str(caught.value)
+    assert str(caught.value) == "auth_url must be https://, or http:// to a loopback address"
+    assert caught.value.__context__ is None
 
 
 @pytest.mark.parametrize("url", REFUSED)
 async def test_poll_refuses_api_base_before_any_request(due_profile: Profile, url: str) -> None:
     seen: list[httpx.Request] = []
     async with counting_client(seen) as client:
-        with pytest.raises(ValueError, match="base URL"):
+        with pytest.raises(ValueError) as caught:
             await poll_usage(due_profile, client=client, now=NOW_MS / 1000, api_base=url)
     assert seen == []
+    assert str(caught.value) == "base URL must be https://, or http:// to a loopback address"
+    assert caught.value.__context__ is None
