@@ -281,17 +281,9 @@ def build_app(
         app.router.add_get(OPENAPI_PATH, openapi_route)
     if tool_prefix is not None:
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
-        from ._mcp_http import mcp_http_handler
+        from ._mcp_http import McpHttpHandler
 
-        mcp = mcp_http_handler(
-            registry=registry,
-            tool_prefix=tool_prefix,
-            version=version,
-            create_context=options.create_context,
-            format_error=options.format_error,
-            logger=log,
-            max_body_bytes=options.rpc_body_limit.max_bytes,
-        )
+        mcp = McpHttpHandler(options)
         mcp_route.append(mcp.handle)  # one bound method: the exemption compares by identity
         app.router.add_route("*", "/mcp", mcp_route[0])
         app.cleanup_ctx.append(mcp.lifespan)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -40,18 +39,13 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ._config import AppOptions
 from ._mcp import REQUEST_AUTH, create_mcp_server
 from ._types import (
     AUTH_RECORD_KEY,
-    CommandRegistry,
-    ContextFactory,
-    ErrorFormatter,
 )
 
-__all__ = ["DEFAULT_MCP_BODY_LIMIT", "REQUEST_CANCELLED", "McpHttpHandler", "mcp_http_handler"]
-
-# A tools/call body carries one command's arguments, so it gets the RPC default cap.
-DEFAULT_MCP_BODY_LIMIT = 1024 * 1024
+__all__ = ["REQUEST_CANCELLED", "McpHttpHandler"]
 
 # The daemon's own guards (Host allowlist, Origin allowlist, JSON content type) run before /mcp
 # with the listener's allowlist; a second, differently
@@ -270,7 +264,8 @@ def _asks_progress(raw: Any) -> bool:
 
 
 class McpHttpHandler:
-    """The aiohttp handler for `/mcp`: stateless, one transport per request.
+    """The aiohttp handler for `/mcp` of an app built from `options`: stateless, one transport
+    per request; route `.handle` and add `.lifespan` to `app.cleanup_ctx`.
 
     The `Server` (a table of handlers) and the SDK's session manager are built once. While
     `lifespan` (an aiohttp cleanup context) runs, the manager's task group is held open in one
@@ -279,26 +274,16 @@ class McpHttpHandler:
     is correct but slower.
     """
 
-    def __init__(
-        self,
-        *,
-        registry: CommandRegistry,
-        tool_prefix: str | None,
-        version: str,
-        create_context: ContextFactory | None,
-        format_error: ErrorFormatter | None,
-        logger: logging.Logger,
-        max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
-    ) -> None:
-        self._logger = logger
-        self._max_body_bytes = max_body_bytes
+    def __init__(self, options: AppOptions) -> None:
+        self._logger = options.logger
+        self._max_body_bytes = options.rpc_body_limit.max_bytes
         self._server = create_mcp_server(
-            registry,
-            tool_prefix=tool_prefix,
-            version=version,
-            create_context=create_context,
-            format_error=format_error,
-            logger=logger,
+            options.registry,
+            tool_prefix=options.tool_prefix,
+            version=options.version,
+            create_context=options.create_context,
+            format_error=options.format_error,
+            logger=options.logger,
         )
         # The SDK's one default middleware opens an OpenTelemetry span per message even with no
         # exporter installed (a quarter of a tool call's cost); the SDK documents dropping it.
@@ -462,25 +447,3 @@ class McpHttpHandler:
             bridge.finished = True
             await bridge.response.write_eof()
         return bridge.response
-
-
-def mcp_http_handler(
-    *,
-    registry: CommandRegistry,
-    tool_prefix: str | None,
-    version: str,
-    create_context: ContextFactory | None,
-    format_error: ErrorFormatter | None,
-    logger: logging.Logger,
-    max_body_bytes: int = DEFAULT_MCP_BODY_LIMIT,
-) -> McpHttpHandler:
-    """Return the `/mcp` handler: route `.handle`, and add `.lifespan` to `app.cleanup_ctx`."""
-    return McpHttpHandler(
-        registry=registry,
-        tool_prefix=tool_prefix,
-        version=version,
-        create_context=create_context,
-        format_error=format_error,
-        logger=logger,
-        max_body_bytes=max_body_bytes,
-    )

@@ -21,7 +21,9 @@ from multidict import CIMultiDict
 
 from daemon_mcp_fixture import CANARY, TOOL_PREFIX, VERSION, FixtureRegistry, context_factory
 from daemon_raw_http import RawResponse, raw_request, serve_app
-from local_daemon._mcp_http import McpHttpHandler, mcp_http_handler
+from local_daemon import RpcBodyLimit
+from local_daemon._config import AppOptions
+from local_daemon._mcp_http import McpHttpHandler
 
 ACCEPT = "application/json, text/event-stream"
 INIT_PARAMS = {
@@ -96,14 +98,14 @@ HANDED_OVER: list[tuple[str, bytes, dict[str, str]]] = [
 @asynccontextmanager
 async def served(held: bool) -> AsyncIterator[tuple[int, McpHttpHandler]]:
     app = web.Application()
-    handler = mcp_http_handler(
-        registry=FixtureRegistry(),
-        tool_prefix=TOOL_PREFIX,
-        version=VERSION,
-        create_context=context_factory,
-        format_error=None,
-        logger=logging.getLogger("local_daemon"),
-        max_body_bytes=4096,
+    handler = McpHttpHandler(
+        AppOptions(
+            registry=FixtureRegistry(),
+            tool_prefix=TOOL_PREFIX,
+            version=VERSION,
+            create_context=context_factory,
+            rpc_body_limit=RpcBodyLimit(max_bytes=4096),
+        )
     )
     app.router.add_route("*", "/mcp", handler.handle)
     if held:
@@ -222,13 +224,8 @@ async def test_a_failing_listing_is_a_fixed_internal_error(
     held: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = web.Application()
-    handler = mcp_http_handler(
-        registry=BrokenListing(),
-        tool_prefix=TOOL_PREFIX,
-        version=VERSION,
-        create_context=None,
-        format_error=None,
-        logger=logging.getLogger("local_daemon"),
+    handler = McpHttpHandler(
+        AppOptions(registry=BrokenListing(), tool_prefix=TOOL_PREFIX, version=VERSION)
     )
     app.router.add_route("*", "/mcp", handler.handle)
     if held:
