@@ -20,6 +20,7 @@ class Seen:
         self.started = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.thread_started = threading.Event()
+        self.polling = threading.Semaphore(0)  # released once per `poll_flag` call in its thread
         self.flag_seen = threading.Event()
 
 
@@ -59,6 +60,7 @@ def progress_registry(seen: Seen) -> Registry:
         """Block in a worker thread until the call is cancelled."""
         progress.report(0)
         seen.thread_started.set()
+        seen.polling.release()
         if flag.wait(WAIT):
             seen.flag_seen.set()
             return "stopped"

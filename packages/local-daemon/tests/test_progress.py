@@ -258,7 +258,8 @@ async def test_mcp_cancel_naming_two_calls_touches_neither(tmp_path: Path) -> No
         ]
         assert await asyncio.to_thread(seen.thread_started.wait, _WAIT)
         # Both calls in flight under id 3 (two clients numbering alike): the cancel is ambiguous.
-        await _until_two_threads_wait()
+        for _ in range(2):  # both calls reach their worker threads
+            assert await asyncio.to_thread(seen.polling.acquire, True, _WAIT)
         status, _, _ = await http(port, "POST", "/mcp", headers=MCP_HEADERS, body=_cancel(3))
         assert status == 202
         # The control: the cancel was processed (its POST answered) and no flag was set.
@@ -268,13 +269,3 @@ async def test_mcp_cancel_naming_two_calls_touches_neither(tmp_path: Path) -> No
         await asyncio.gather(*calls, return_exceptions=True)
         # Both callers hung up: their disconnects set the flags.
         assert await asyncio.to_thread(seen.flag_seen.wait, _WAIT)
-
-
-async def _until_two_threads_wait() -> None:
-    from local_daemon._threads import busy_command_threads
-
-    for _ in range(1000):  # bounded: both calls reach their worker threads
-        if busy_command_threads() >= 2:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the two calls never both ran")
