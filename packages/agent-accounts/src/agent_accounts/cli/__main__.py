@@ -2,4 +2,5 @@
 
 from agent_accounts.cli import main
 
-main()
+if __name__ == "__main__":  # importing the module (docs tools, walkers) runs nothing
+    main()
