@@ -240,3 +240,25 @@ async def test_max_age_polls_when_the_fresh_reading_lacks_a_watched_window(
     assert again.err == ""  # fired once for its period, not again
     assert len(server.requests) == 1  # the poll's reading is fresh and has every window
     assert again.lines[0].endswith("s old, not polled)")
+
+
+async def test_the_tee_shows_its_own_reading_over_one_dated_hours_ahead(home: Home) -> None:
+    default = home.add(".agent")
+    date_ahead(default, "stepped-session", HOURS_2)
+    payload = {
+        "session_id": "now-session",
+        "rate_limits": {
+            "five_hour": {"used_percentage": 55, "resets_at": 4102444800},
+            "seven_day": {"used_percentage": 66, "resets_at": 4102444800},
+        },
+    }
+    proc = await asyncio.create_subprocess_exec(
+        *_cli("statusline-tee"),
+        env=home.env(AGENT_CONFIG_DIR=str(default)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 60)
+    assert (proc.returncode, err) == (0, b"")
+    assert out.decode().splitlines()[0].startswith("55|66|")

@@ -92,8 +92,11 @@ def read_usage(
 ) -> UsageFile | None:
     """Return the newest reading in the sessions dir (with every one of `windows`, if given).
 
-    Raises ValueError for a non-finite `now`, and an unexpected filesystem error redacted,
-    without a cause. A missing sessions dir gives None.
+    A reading dated more than a minute ahead of `now` counts as written when its file was, or
+    `now`, whichever is earlier (its `written_at` is returned so); one whose file is dated ahead
+    too ranks behind every reading whose time is known. Raises ValueError for a non-finite
+    `now`, and an unexpected filesystem error redacted, without a cause. A missing sessions dir
+    gives None.
     """
     newest = newest_reading(config_dir, now=now, windows=windows)
     if newest is None:

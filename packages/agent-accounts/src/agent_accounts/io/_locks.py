@@ -71,9 +71,7 @@ HEARTBEAT_INTERVAL_S: Final = 5.0
 CLOCK_AHEAD_S: Final = 60.0
 """A lock dir whose mtime is more than this ahead of now was touched by a clock that was ahead."""
 AHEAD_RECHECK_S: Final = 12.0
-"""How long a lock dir dated ahead must stay so to be stale: a live holder rewrites its mtime
-with the clock as it is now every 5 s (proper-lockfile's beat as the agent client runs it; ours
-is `HEARTBEAT_INTERVAL_S`), so an mtime still ahead after more than twice that is no live one's."""
+"""A lock dir still dated ahead this long after is stale: a live holder beats every 5 s."""
 
 # The legacy lock beside the config dir may sit on a path the unit's sandbox makes read-only.
 _UNUSABLE_ERRNOS: Final = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
@@ -153,8 +151,7 @@ def held_lock_age(config_dir: str, now: float | None = None) -> float | None:
 
 
 def lock_ahead(config_dir: str, now: float | None = None) -> float | None:
-    """Return how far ahead of now the most future-dated lock dir's mtime is, past
-    `CLOCK_AHEAD_S`; None when no lock dir is dated that far ahead."""
+    """Return how far ahead of now a lock dir dated over `CLOCK_AHEAD_S` ahead is, or None."""
     current = time.time() if now is None else now
     ahead = []
     for path in lock_paths(config_dir):
@@ -241,13 +238,10 @@ class RefreshLocks:
         return f"{self.record_path}.{self.pid}.{self._tag}.intent"
 
     async def judge_ahead(self, wait: float = AHEAD_RECHECK_S) -> None:
-        """Find the lock dirs whose mtime stays ahead of now for `wait` seconds: stale.
-
-        A lock dir dated more than `CLOCK_AHEAD_S` ahead is read again `wait` seconds later;
-        still the same dir with the same mtime, still ahead, it is no live holder's (a live one
-        rewrites its mtime with the clock as it now is), and `acquire` may take it over as it
-        takes over a stale one. Without this a lock dated hours ahead blocks every refresh until
-        the clock catches up. Costs one lstat per lock path when nothing is ahead.
+        """Mark stale each lock dir dated more than `CLOCK_AHEAD_S` ahead that is the same dir
+        with the same mtime, still ahead, `wait` s later: a live holder (proper-lockfile every
+        5 s, ours every `HEARTBEAT_INTERVAL_S`) rewrites it with the clock as it now is, so it
+        is no live one's. Else a lock dated hours ahead blocks refresh until the clock catches up.
         """
         first: dict[str, tuple[int, int, int]] = {}
         for path in lock_paths(self.config_dir):
