@@ -24,6 +24,7 @@ from forge_automation import (
     ForgeWire,
     PullRequest,
     RequiredChecks,
+    RequiredContext,
     forge_port,
     run_train,
 )
@@ -354,3 +355,44 @@ def test_a_base_that_requires_no_check_stops_the_train_and_drops_nobody() -> Non
     ]
     assert all(LABEL in forge.labels(REPO, n) for n in range(1, 6))
     assert forge.effects["create_issue_comment"] == 0
+
+
+def test_a_base_merge_landing_between_premerge_and_merge_is_the_prs_own() -> None:
+    # Someone clicks "Update branch" while #5 waits for its merge: the merge's sha precondition
+    # fails (409), the new head walks back to the approved one, and the train merges it.
+    forge = _forge()
+    for number in (1, 2, 3, 4):
+        forge.set_labels(REPO, number, [])
+    wire = _Wire(forge, lands_after=0)
+    old = forge.pr(REPO, 5).head_sha
+    tip = forge.branch_sha(REPO, "main")
+    assert tip is not None
+    forge.set_branch(REPO, "main", forge.add_commit(sha_of("elsewhere"), parents=[tip]))
+    # Not strict: #5 is behind the moved base yet mergeable, so the train goes straight to merge.
+    ci = (RequiredContext(context="ci"),)
+    forge.set_rulesets(REPO, "main", RequiredChecks(contexts=ci, strict=False))
+    clicked: list[str] = []
+
+    def click_update(number: int) -> None:
+        if not clicked:
+            wire.forge.wire.update_branch(REPO, number, expected_head_sha=old)
+            clicked.append(forge.pr(REPO, number).head_sha)
+            forge.set_runs(clicked[0], [replace(r, head_sha=clicked[0]) for r in _runs(forge, old)])
+
+    wire.on_merge = click_update
+    (lines,) = _until_done(wire, runs=1)
+    new = clicked[0]
+    assert _words(lines) == [
+        f"TRAIN {REPO}",
+        f"UPDATED {REPO}#5",
+        f"MERGED {REPO}#5",
+        f"DONE {REPO}",
+    ], lines
+    assert lines[1] == f"UPDATED {REPO}#5 {old} -> {new}"
+    assert forge.pr(REPO, 5).merged
+    assert forge.comments(REPO, 5) == []
+    assert wire.merged_wrongly == []
+
+
+def _runs(forge: FakeForge, sha: str) -> Any:
+    return forge.wire.list_check_runs(REPO, sha, 1, latest=False).items
