@@ -441,8 +441,9 @@ def test_cli_train_with_a_clone_fetches_the_base_and_drops_a_git_conflict(tmp_pa
 
 
 def _merges_checked(repo: RepoState) -> list[str]:
-    """Record every merge that was red or behind the base tip it merged onto."""
+    """Record every merge that was red, behind the base tip it merged onto, or at a moved head."""
     wrong: list[str] = []
+    approved = {n: pr["head"]["sha"] for n, pr in repo.prs.items()}
 
     def check(number: int) -> None:
         pr = repo.prs[number]
@@ -454,6 +455,13 @@ def _merges_checked(repo: RepoState) -> list[str]:
         runs = [r for r in repo.check_runs if r["head_sha"] == head and r["name"] == "ci"]
         if not runs or runs[-1]["conclusion"] != "success":
             wrong.append(f"#{number} merged at {head} without green ci")
+        current = head
+        while current != approved[number]:  # the labelled head with nothing but merges on top
+            parents = repo.commits[current][0]
+            if len(parents) != 2:
+                wrong.append(f"#{number} merged at a moved head {head}")
+                break
+            current = parents[0]
 
     repo.after_merge = check
     return wrong

@@ -141,6 +141,14 @@ class _Wire:
         base = self.forge.branch_sha(REPO, "main")
         if self.forge.wire.compare_ancestry(REPO, "main", pr.head_sha).behind_by:  # type: ignore[union-attr]
             self.merged_wrongly.append(f"#{pr.number} merged behind {base}")
+        # At a head the label approved: the PR's own head with nothing but merges on top.
+        current, approved = pr.head_sha, sha_of(f"h{pr.number}")
+        while current != approved:
+            parents = self.forge.commits[current].parents
+            if len(parents) != 2:
+                self.merged_wrongly.append(f"#{pr.number} merged at a moved head {pr.head_sha}")
+                break
+            current = parents[0]
 
 
 def _train(wire: _Wire) -> list[str] | None:
