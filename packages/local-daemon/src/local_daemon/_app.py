@@ -1,9 +1,9 @@
 """`build_http_app`: the daemon's aiohttp app, testable alone by issuing requests to it.
 
-Middleware order is the spec's: the guards, then the gate (when given), then the routes
-(`/health`, `/version`, `/events`, `/rpc/{name}`, `/openapi.json` when asked for, `/mcp` when a
-tool prefix is set), then the
-product's own routes from `mount_routes`.
+Middleware order is the spec's, after the body deadline (`_bodies`): the guards, then the gate
+(when given), then the routes (`/health`, `/version`, `/events`, `/rpc/{name}`, `/openapi.json`
+when asked for, `/mcp` when a tool prefix is set), then the product's own routes from
+`mount_routes`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler, Middleware
 
+from ._bodies import LINGERING_TIME, body_deadline_middleware
 from ._config import AppOptions
 from ._events import EventHub, events_handler
 from ._guards import Guards, guard_middlewares, loopback_allowlist
 from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
 from ._listen import IDLE_TIMEOUT
-from ._rpc import LINGERING_TIME, RpcBodyLimit, rpc_handler
+from ._rpc import RpcBodyLimit, rpc_handler
 from ._types import (
     CommandRegistry,
     ContextFactory,
@@ -193,6 +194,8 @@ def build_app(
         if allowed_origins is not None:
             origins = frozenset(allowed_origins)
         middlewares = list(guard_middlewares(hosts, origins, client_header_exempt=exempt))  # type: ignore[arg-type]
+    # Outermost: a request's body is on the clock from its head, whatever answers it.
+    middlewares.insert(0, body_deadline_middleware)
     on_prepare: list[Any] = []
     if guards is not None and guards.cors_origins and allowed_origins is None:
         # Loopback only, like `allowed_origins`: the remote app is built with its own allowlist.

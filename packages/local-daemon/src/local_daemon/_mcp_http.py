@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import pydantic_core
 from aiohttp import hdrs, web
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -39,6 +38,13 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ._bodies import (
+    BodyIncompleteError,
+    BodyTooLargeError,
+    NonFiniteNumberError,
+    parse_json,
+    read_body,
+)
 from ._config import AppOptions
 from ._mcp import REQUEST_AUTH, create_mcp_server
 from ._types import (
@@ -59,7 +65,7 @@ class _AsgiBridge:
     """One aiohttp request seen as an ASGI HTTP connection: body in through `receive`, answer out
     through `send` into a `web.StreamResponse` that streams as the ASGI app writes."""
 
-    def __init__(self, request: web.Request, body: bytes | None = None) -> None:
+    def __init__(self, request: web.Request, body: bytes | bytearray | None = None) -> None:
         self.request = request
         self._buffered = body  # the body, when it was already read off the connection
         self.response: web.StreamResponse | None = None
@@ -134,6 +140,25 @@ async def _forever() -> None:
 def _jsonrpc_error(status: int, message: str, **headers: str) -> web.Response:
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
     return web.json_response(body, status=status, headers=headers or None)
+
+
+def _not_finite(body: bytes | bytearray) -> web.Response:
+    """Refuse a message holding a non-finite number before anything runs: the error the SDK gives
+    invalid request parameters, to the request's id (HTTP 200) or, without one, with HTTP 400."""
+    try:
+        message = json.loads(body)  # lenient this once: only to find the id
+    except (ValueError, RecursionError):
+        message = None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    error = {
+        "code": types.INVALID_PARAMS,
+        "message": "Invalid request parameters",
+        "data": "a number is not finite (NaN, Infinity or beyond a float)",
+    }
+    answer = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return web.json_response(answer, status=400 if request_id is None else 200)
 
 
 _SINGLE_EXCHANGE = TransportContext(kind="streamable-http", can_send_request=False)
@@ -336,12 +361,6 @@ class McpHttpHandler:
             stop.set()
             await holder
 
-    def _read_first(self, request: web.Request) -> bool:
-        """True when the body is read here first: sized and under the cap (else the SDK's
-        transport reads it and answers 413 and the like)."""
-        length = request.content_length
-        return length is not None and length <= self._max_body_bytes
-
     @staticmethod
     def _handshake_era(request: web.Request) -> bool:
         """True for a handshake-era protocol version header (or none); the 2026-07-28 era and
@@ -409,25 +428,32 @@ class McpHttpHandler:
             # Stateless: no standalone GET stream to open and no session to DELETE.
             return _jsonrpc_error(405, "Method Not Allowed", Allow="POST")
         manager = self._manager
-        body: bytes | None = None
-        if manager is not None and self._read_first(request):
-            length = request.content_length or 0
+        body: bytes | bytearray | None = None
+        length = request.content_length
+        # A declared body over the cap is left to the SDK's transport, which answers 413 without
+        # reading it; any other body is read here, on the clock and within the body budget.
+        if length is None or length <= self._max_body_bytes:
             try:
-                body = await request.content.readexactly(length) if length else b""
-            except asyncio.IncompleteReadError:
-                return _jsonrpc_error(400, "Bad Request")  # the body ended early
+                body = await read_body(request, self._max_body_bytes)
+            except BodyTooLargeError:
+                return _jsonrpc_error(413, "Request body too large")  # chunked, past the cap
+            except BodyIncompleteError:
+                return _jsonrpc_error(400, "Bad Request")
             try:
-                raw: Any = pydantic_core.from_json(body)
-            except ValueError:
-                raw = None
-            has_json, has_sse = check_accept_headers(_Headers(request))  # type: ignore[arg-type]
-            if has_sse and _asks_progress(raw):
-                # Progress needs a stream for the notifications: the SDK's SSE transport.
-                manager = self._stream_manager
-            elif has_json and self._handshake_era(request):
-                answer = await self._single_exchange(request, raw)
-                if answer is not None:
-                    return answer
+                raw: Any = parse_json(body)
+            except NonFiniteNumberError:
+                return _not_finite(body)
+            except (ValueError, RecursionError):
+                raw = None  # the SDK's transport answers it as it would
+            if manager is not None and length is not None:
+                has_json, has_sse = check_accept_headers(_Headers(request))  # type: ignore[arg-type]
+                if has_sse and _asks_progress(raw):
+                    # Progress needs a stream for the notifications: the SDK's SSE transport.
+                    manager = self._stream_manager
+                elif has_json and self._handshake_era(request):
+                    answer = await self._single_exchange(request, raw)
+                    if answer is not None:
+                        return answer
         bridge = _AsgiBridge(request, body)
         try:
             if manager is not None:

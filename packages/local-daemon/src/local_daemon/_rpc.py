@@ -1,11 +1,13 @@
 """`POST /rpc/{name}`: the body cap, JSON parsing and the command call.
 
 Checks apply in the spec's order (the guards ran before): 413 body over the cap, 404 unknown
-command, 400 bad JSON (strict: no `NaN`, no lone surrogate, no nesting too deep to parse) or
-arguments, then the command's own refusals (403, 429) and 500.
+command, 400 bad JSON (strict: no `NaN`, no number beyond a float, no lone surrogate, no nesting
+too deep to parse) or arguments, then the command's own refusals (403, 429) and 500. A body that
+is late (408) or finds the body budget spent (503) is answered by `_bodies`.
 
-The body is never held beyond the cap: a `Content-Length` over it is refused (413) before a byte
-is read, and a chunked body is counted as it arrives and refused the moment it passes the cap. A
+The body is never held beyond the cap (`_bodies.read_body`): a `Content-Length` over it is
+refused (413) before a byte is read, a sized body is read into one buffer of its size, and a
+chunked body is counted as it arrives and refused the moment it passes the cap. A
 `Content-Length` that is not a number never reaches this code: aiohttp's HTTP parser answers it
 400 and closes the connection, before anything is read (the spec asks for 413 there).
 The 413 closes the connection; the server's lingering window (0.5 s under `start_daemon`)
@@ -30,6 +32,14 @@ from typing import Any
 
 from aiohttp import hdrs, web
 
+from ._bodies import (
+    LINGERING_TIME,
+    BodyIncompleteError,
+    BodyTooLargeError,
+    NonFiniteNumberError,
+    parse_json,
+    read_body,
+)
 from ._invoke import Outcome, error_envelope, failure_outcome, invoke
 from ._types import AUTH_RECORD_KEY, CommandRegistry, ContextFactory, ErrorFormatter
 
@@ -42,8 +52,6 @@ __all__ = [
 ]
 
 DEFAULT_RPC_BODY_LIMIT = 1024 * 1024
-# How long a refused body is discarded before the socket closes (the spec's 500 ms).
-LINGERING_TIME = 0.5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,36 +92,6 @@ def _too_large() -> web.Response:
     # Ends keep-alive: after the lingering window the socket closes.
     response.force_close()
     return response
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _read_capped(request: web.Request, cap: int) -> bytes:
-    declared = request.headers.get(hdrs.CONTENT_LENGTH)
-    first = b""
-    if declared is not None:
-        text = declared.strip()
-        if not text.isdigit() or not text.isascii():
-            raise _TooLarge()
-        length = int(text)
-        if length > cap:
-            raise _TooLarge()
-        # The usual case: the whole declared body arrives in one piece, kept without a copy.
-        first = await request.content.readany()
-        if len(first) == length:
-            return first
-        if len(first) > cap:
-            raise _TooLarge()
-    body = bytearray(first)
-    while True:
-        chunk = await request.content.readany()
-        if not chunk:
-            return bytes(body)
-        if len(body) + len(chunk) > cap:
-            raise _TooLarge()
-        body += chunk
 
 
 _EVENT_STREAM = "text/event-stream"
@@ -159,31 +137,16 @@ class _ProgressStream:
         return response
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+_NOT_JSON = "request body is not valid JSON"
+_NOT_A_FLOAT = "request body holds a number beyond the range of a float"
 
 
-def _check_text(value: Any) -> None:
-    # Walked only when the body holds a `\u` escape: a lone surrogate (`"\ud800"`) parses into a
-    # str that cannot be encoded again, so no answer could carry it back.
-    if isinstance(value, str):
-        value.encode("utf-8")
-    elif isinstance(value, list):
-        for item in value:
-            _check_text(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            key.encode("utf-8")
-            _check_text(item)
-
-
-def _loads(raw: bytes) -> Any:
-    """Parse a body as strict JSON: no `NaN`/`Infinity`, no lone surrogates (ValueError or
-    UnicodeError otherwise); nesting too deep to parse raises RecursionError."""
-    value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    if b"\\u" in raw:
-        _check_text(value)
-    return value
+def _bad_json(registry: CommandRegistry, name: str, message: str) -> web.Response:
+    if not _known(registry, name):
+        return envelope_response(
+            Outcome(status=404, envelope=error_envelope(64, f"unknown command: {name}"))
+        )
+    return envelope_response(Outcome(status=400, envelope=error_envelope(65, message)))
 
 
 def _known(registry: CommandRegistry, name: str) -> bool:
@@ -207,20 +170,19 @@ def rpc_handler(
     async def handle(request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
         try:
-            raw = await _read_capped(request, body_limit.cap_for(name))
-        except _TooLarge:
+            raw = await read_body(request, body_limit.cap_for(name))
+        except BodyTooLargeError:
             return _too_large()
+        except BodyIncompleteError:
+            return _bad_json(registry, name, _NOT_JSON)
         args: Any
         try:
-            args = {} if not raw or raw.isspace() else _loads(raw)
-        except (UnicodeError, ValueError, RecursionError):
-            if not _known(registry, name):
-                return envelope_response(
-                    Outcome(status=404, envelope=error_envelope(64, f"unknown command: {name}"))
-                )
-            return envelope_response(
-                Outcome(status=400, envelope=error_envelope(65, "request body is not valid JSON"))
-            )
+            args = {} if not raw or raw.isspace() else parse_json(raw)
+        except NonFiniteNumberError as exc:
+            return _bad_json(registry, name, _NOT_JSON if exc.literal else _NOT_A_FLOAT)
+        except (ValueError, RecursionError):  # UnicodeError is a ValueError
+            return _bad_json(registry, name, _NOT_JSON)
+        del raw  # the command may run long: its arguments are all it keeps of the body
         auth = request.get(AUTH_RECORD_KEY)
         if gated and auth is None:
             # A gated app never builds a context without the gate's record.
