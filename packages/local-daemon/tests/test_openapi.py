@@ -17,7 +17,7 @@ from daemon_raw_http import serve_app
 from daemon_support import CLIENT, DaemonProcess, http, rpc, running
 from local_daemon import build_http_app, create_daemon_auth, ensure_token_file, list_tools
 
-RPC_STATUSES = {"200", "400", "403", "404", "413", "415", "429", "500"}
+RPC_STATUSES = {"200", "400", "403", "404", "408", "413", "415", "429", "500", "503"}
 
 
 async def served_document(tmp_path: Path, *, version: str, gated: bool = False) -> dict[str, Any]:
@@ -55,7 +55,44 @@ async def test_document_is_valid_openapi_with_every_status(tmp_path: Path) -> No
     gated = await served_document(tmp_path, version="1", gated=True)
     validate(gated)
     for item in gated["paths"].values():
-        assert set(item["post"]["responses"]) == RPC_STATUSES | {"401", "503"}
+        assert set(item["post"]["responses"]) == RPC_STATUSES | {"401"}
+        assert "token file" in item["post"]["responses"]["503"]["description"]
+        assert "request bodies" in item["post"]["responses"]["503"]["description"]
+
+
+async def test_the_streamed_answer_is_described_and_matches(tmp_path: Path) -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    from progress_support import Seen, progress_registry
+
+    async with running(tmp_path, registry=progress_registry(Seen()), openapi=True) as handle:
+        status, _, body = await http(handle.port, "GET", "/openapi.json")
+        assert status == 200
+        document = json.loads(body)
+        validate(document)
+        headers = {**CLIENT, "Accept": "text/event-stream"}
+        status, answer_headers, stream = await http(
+            handle.port, "POST", "/rpc/steps", headers=headers, body=b'{"n": 3}'
+        )
+    assert status == 200
+    ok = document["paths"]["/rpc/steps"]["post"]["responses"]["200"]
+    assert answer_headers["content-type"] in ok["content"]
+    assert ok["content"]["text/event-stream"]["schema"]["type"] == "string"
+    components = document["components"]
+
+    def check(instance: Any, schema: dict[str, Any]) -> None:
+        Draft202012Validator({**schema, "components": components}).validate(instance)
+
+    events = [block.split("\n") for block in stream.decode().strip().split("\n\n")]
+    names = [lines[0].removeprefix("event: ") for lines in events]
+    assert names == ["progress", "progress", "progress", "result"]
+    for name, lines in zip(names, events, strict=True):
+        data = json.loads(lines[1].removeprefix("data: "))
+        if name == "progress":
+            check(data, {"$ref": "#/components/schemas/ProgressEvent"})
+        else:
+            check(data, ok["content"]["application/json"]["schema"])
+            assert data == {"ok": True, "data": 3}
 
 
 async def test_schemas_are_the_mcp_tools_own(tmp_path: Path) -> None:

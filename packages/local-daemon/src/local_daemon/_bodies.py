@@ -176,11 +176,18 @@ async def body_deadline_middleware(request: web.Request, handler: Handler) -> we
     except BodyTimeoutError:
         return _refusal(408, "request body did not arrive in time")
     except BodiesBusyError:
-        return _refusal(
+        response = _refusal(
             503,
             "too many request bodies at once; retry later",
             **{hdrs.RETRY_AFTER: str(BUSY_RETRY_AFTER)},
         )
+        # Sent now and the connection closed: the body is never read, not even to discard it.
+        await response.prepare(request)
+        await response.write_eof()
+        transport = request.transport
+        if transport is not None:
+            transport.close()
+        return response
     finally:
         clock.cancel()
 

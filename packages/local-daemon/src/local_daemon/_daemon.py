@@ -35,6 +35,7 @@ from ._listen import (
     AcceptErrorLog,
     check_loopback_listener,
     is_loopback_host,
+    limit_receive_buffer,
 )
 from ._pidfile import (
     DaemonPaths,
@@ -194,6 +195,7 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
         else:
             sock = _bind(host, config.port)
             made.callback(sock.close)
+        limit_receive_buffer(sock)
         sockname = sock.getsockname()
         bound_port = int(sockname[1])
         bound_host = host if listen_fd is None else str(sockname[0])

@@ -3,7 +3,10 @@
 - The loopback listener has no credential, so it listens on loopback only unless the product opts
   in by name (`insecure_unauthenticated_host=True`); the remote listener serves other devices.
 - Time bounds: a request head must arrive within `IDLE_TIMEOUT` (aiohttp's `keepalive_timeout`,
-  set through the app's `handler_args`), a TLS handshake within `TLS_HANDSHAKE_TIMEOUT`.
+  set through the app's `handler_args`), a TLS handshake within `TLS_HANDSHAKE_TIMEOUT` (bodies:
+  `_bodies`).
+- Memory: each connection gets a small fixed kernel receive buffer (`limit_receive_buffer`), so
+  what one connection pushes at the daemon before it is paused stays small.
 - The remote listener accepts connections itself (`TlsAcceptor`): each handshake has a deadline,
   and at most `max_unauthenticated_connections()` connections that have not yet shown a credential
   are open at once; past that, a new connection is closed the moment it is accepted, so nobody
@@ -30,12 +33,14 @@ from ._errors import RemoteBindError
 __all__ = [
     "IDLE_TIMEOUT",
     "MAX_UNAUTHENTICATED",
+    "RECEIVE_BUFFER",
     "SHUTDOWN_TIMEOUT",
     "TLS_HANDSHAKE_TIMEOUT",
     "AcceptErrorLog",
     "TlsAcceptor",
     "check_loopback_listener",
     "is_loopback_host",
+    "limit_receive_buffer",
     "max_unauthenticated_connections",
 ]
 
@@ -44,6 +49,11 @@ __all__ = [
 # `keepalive_timeout` is both: its timer starts at `connection_made` and again after each
 # response, and it fires whenever the connection is still waiting for a complete request.
 IDLE_TIMEOUT = 5.0
+# The kernel receive buffer of each accepted connection, in bytes (Linux doubles it for its own
+# bookkeeping). asyncio reads up to 256 KiB at a time, so this bounds what one connection can
+# hand the daemon before aiohttp pauses it: the autotuned default lets a few MiB wait in the
+# kernel and a quarter of one into the process per connection, for anyone on the machine.
+RECEIVE_BUFFER = 16 * 1024
 # In-flight requests get this long to finish when the daemon closes (both listeners); then they
 # are cancelled.
 SHUTDOWN_TIMEOUT = 2.0
@@ -105,6 +115,12 @@ def check_loopback_listener(
     bound = str(sock.getsockname()[0])
     if not is_loopback_host(bound):
         raise _refusal(f"the inherited socket's address {bound!r}")
+
+
+def limit_receive_buffer(sock: socket.socket) -> None:
+    """Give the connections `sock` accepts a small fixed receive buffer (`RECEIVE_BUFFER`)."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
 
 
 def max_unauthenticated_connections() -> int:
