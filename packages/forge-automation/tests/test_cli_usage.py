@@ -22,7 +22,7 @@ FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 REPO = "acme/widgets"
 SHA = "a" * 40
 COMMANDS = ["ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "merge", "train"]
-TOP_USAGE = "usage: forge-cli [-h] [--debug] COMMAND ..."
+TOP_USAGE = "usage: forge-cli [-h] [--debug] [--version] COMMAND ..."
 USAGE = {
     "ci-wait": (
         "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] [--required] [--fail-fast] "
@@ -261,3 +261,26 @@ def test_a_token_given_as_an_argument_is_never_echoed(server: ForgeServer) -> No
     assert done.returncode == 64
     assert token not in done.stderr
     assert done.stderr.splitlines()[0] == "forge-cli: unrecognized arguments: [redacted]"
+
+
+def test_version_names_the_tool_the_package_and_the_installed_version(server: ForgeServer) -> None:
+    from importlib.metadata import version
+
+    done = run(server, "--version")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"forge-cli (forge-automation) {version('forge-automation')}\n"
+
+
+@pytest.mark.parametrize("module", ["forge_automation", "forge_automation.cli"])
+def test_python_m_runs_forge_cli(server: ForgeServer, module: str) -> None:
+    for args, code in ((["--version"], 0), (["bogus"], 64)):
+        done = subprocess.run(
+            [sys.executable, "-m", module, *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **server.env()},
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == code, done.stderr
+        assert ("forge-cli" in done.stdout) if code == 0 else done.stderr.startswith("forge-cli: ")

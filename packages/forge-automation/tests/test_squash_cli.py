@@ -164,3 +164,12 @@ def test_the_lazy_front_door_serves_every_exported_name() -> None:
     assert forge_automation.format_squash_message.__module__ == "forge_automation._squash"
     with pytest.raises(AttributeError):
         _ = forge_automation.no_such_name
+
+
+def test_version_names_the_tool_the_package_and_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    done = squash(b"", "--version")
+    assert (done.returncode, done.stderr) == (0, b"")
+    expected = f"squash-message (forge-automation) {version('forge-automation')}\n"
+    assert done.stdout.decode() == expected

@@ -63,7 +63,7 @@ def test_serve_accepts_a_factory(tmp_path: Path) -> None:
 
 SERVE_USAGE = "usage: local-daemon serve MODULE:ATTR --state-dir DIR [--port N] [options]"
 HEALTH_USAGE = "usage: local-daemon health (--port N | --state-dir DIR) [--host HOST] [--timeout S]"
-TOP_USAGE = "usage: local-daemon [-h] COMMAND ..."
+TOP_USAGE = "usage: local-daemon [-h] [--version] COMMAND ..."
 DEBUG_HINT = " (LOCAL_DAEMON_DEBUG=1 shows the traceback)"
 OK = ["daemon_support:demo_registry", "--state-dir", "{tmp}/s"]
 
@@ -245,6 +245,22 @@ def test_h_and_help_print_the_help_and_exit_0(args: list[str], tmp_path: Path) -
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith("usage: local-daemon")
     assert "-h, --help" in result.stdout
+
+
+@pytest.mark.parametrize("module", ["local_daemon", "local_daemon.cli"])
+def test_version_and_python_m(module: str, tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"local-daemon {version('local-daemon')}\n"
+    assert cli("bogus", cwd=tmp_path).stderr.startswith("local-daemon: unknown command")
 
 
 def test_serve_logs_where_it_listens(tmp_path: Path) -> None:

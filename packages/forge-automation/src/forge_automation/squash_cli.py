@@ -23,7 +23,7 @@ __all__ = ["EXIT_DATAERR", "EXIT_USAGE", "main", "parse_request"]
 EXIT_USAGE = 64
 EXIT_DATAERR = 65
 USAGE = (
-    "usage: squash-message < request.json\n"
+    "usage: squash-message [--version] < request.json\n"
     'reads {"title", "body", "prNumber", "taskIds", "commits": [{"subject", "body"}]} on stdin\n'
     'and prints {"subject", "body"} on stdout\n'
 )
@@ -93,6 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
+        return 0
+    if args == ["--version"]:
+        from ._dist import version_line
+
+        sys.stdout.write(version_line("squash-message") + "\n")
         return 0
     if args:
         sys.stderr.write(f"squash-message: takes no arguments\n{USAGE}")

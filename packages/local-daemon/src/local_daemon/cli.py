@@ -72,6 +72,25 @@ class _Flag(_Once):
         super().__call__(parser, ns, True, opt)
 
 
+class _Version(argparse.Action):
+    """`--version`: print `local-daemon X.Y.Z` and exit 0 (the metadata is read only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version(PROG)
+        except PackageNotFoundError:  # imported from a source tree nobody installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"{PROG} {found}\n")
+        parser.exit(0)
+
+
 def _command(
     sub: Any, name: str, help_text: str, usage: str | None = None
 ) -> argparse.ArgumentParser:
@@ -91,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a command registry over loopback HTTP, SSE and MCP.",
         allow_abbrev=False,
     )
+    top.add_argument("--version", action=_Version, help="print the version and exit")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     target_help = "MODULE:ATTR naming a registry or a factory returning one"
 

@@ -65,6 +65,25 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
+class _Version(argparse.Action):
+    """`--version`: print `forge-cli (forge-automation) X.Y.Z` and exit 0 (metadata read lazily)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from .._dist import version_line
+
+        sys.stdout.write(version_line(PROG) + "\n")
+        parser.exit(0)
+
+
 def _flag(parser: argparse.ArgumentParser, name: str, dest: str, help: str) -> None:
     parser.add_argument(name, dest=dest, action=_Once, nargs=0, default=False, help=help)
 
@@ -119,6 +138,7 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         prog=PROG, description=DESCRIPTION, allow_abbrev=False, formatter_class=_formatter
     )
     top.add_argument("--debug", action="store_true", help="show a redacted traceback for a bug")
+    top.add_argument("--version", action=_Version, help="print the version and exit")
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands: dict[str, _Parser] = {}
 
