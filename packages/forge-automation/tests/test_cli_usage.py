@@ -263,12 +263,12 @@ def test_a_token_given_as_an_argument_is_never_echoed(server: ForgeServer) -> No
     assert done.stderr.splitlines()[0] == "forge-cli: unrecognized arguments: [redacted]"
 
 
-def test_version_names_the_tool_the_package_and_the_installed_version(server: ForgeServer) -> None:
+def test_version_names_the_tool_and_the_installed_version(server: ForgeServer) -> None:
     from importlib.metadata import version
 
     done = run(server, "--version")
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"forge-cli (forge-automation) {version('forge-automation')}\n"
+    assert done.stdout == f"forge-cli {version('forge-automation')}\n"
 
 
 @pytest.mark.parametrize("module", ["forge_automation", "forge_automation.cli"])

@@ -166,10 +166,10 @@ def test_the_lazy_front_door_serves_every_exported_name() -> None:
         _ = forge_automation.no_such_name
 
 
-def test_version_names_the_tool_the_package_and_the_installed_version() -> None:
+def test_version_names_the_tool_and_the_installed_version() -> None:
     from importlib.metadata import version
 
     done = squash(b"", "--version")
     assert (done.returncode, done.stderr) == (0, b"")
-    expected = f"squash-message (forge-automation) {version('forge-automation')}\n"
+    expected = f"squash-message {version('forge-automation')}\n"
     assert done.stdout.decode() == expected

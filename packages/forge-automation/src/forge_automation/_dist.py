@@ -8,11 +8,11 @@ DIST = "forge-automation"
 
 
 def version_line(prog: str) -> str:
-    """Return `PROG (forge-automation) VERSION` from the installed metadata."""
+    """Return `PROG VERSION`, forge-automation's version from the installed metadata."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         found = version(DIST)
     except PackageNotFoundError:  # imported from a source tree nobody installed
-        found = "unknown (not installed)"
-    return f"{prog} ({DIST}) {found}"
+        found = "(version unknown: not installed)"
+    return f"{prog} {found}"

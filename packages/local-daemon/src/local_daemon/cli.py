@@ -86,7 +86,7 @@ class _Version(argparse.Action):
         try:
             found = version(PROG)
         except PackageNotFoundError:  # imported from a source tree nobody installed
-            found = "unknown (not installed)"
+            found = "(version unknown: not installed)"
         sys.stdout.write(f"{PROG} {found}\n")
         parser.exit(0)
 
