@@ -66,7 +66,7 @@ class _Once(argparse.Action):
 
 
 class _Version(argparse.Action):
-    """`--version`: print `forge-cli X.Y.Z` (forge-automation's version) and exit 0 (metadata read lazily)."""
+    """`--version`: print `forge-cli X.Y.Z` and exit 0 (the metadata is read only then)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
