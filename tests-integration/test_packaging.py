@@ -16,8 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import tomllib
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +58,9 @@ class Dist:
     def sdist(self) -> str:
         return f"{self.module}-{self.version}.tar.gz"
 
+
+# Reserved or documentation-only names (RFC 2606, RFC 6761): never a project's real home.
+PLACEHOLDER_HOSTS = (".invalid", ".example", ".test", ".localhost", "example.com", "example.org")
 
 WORKSPACE = frozenset({"agent-accounts", "local-daemon", "forge-automation"})
 DISTS = {
@@ -200,10 +205,12 @@ def test_wheel_carries_what_a_publisher_needs(packaging_dist: Path, name: str) -
     assert f"{info}/licenses/LICENSE" in files
     assert metadata["Description-Content-Type"] == "text/markdown"
     assert str(metadata.get_payload()).startswith(f"# {name}\n")
-    urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL", []))
-    assert set(urls) >= {"Homepage", "Source", "Changelog"}
-    assert urls["Source"].endswith(f"/packages/{name}")
-    assert urls["Changelog"].endswith(f"/packages/{name}/CHANGELOG.md")
+    # Real project URLs or none: the project has no public home yet, so none; a placeholder
+    # (example.invalid and the like) would send PyPI readers nowhere.
+    for url in metadata.get_all("Project-URL", []):
+        host = urllib.parse.urlsplit(url.split(", ", 1)[1]).hostname or ""
+        assert url.split(", ", 1)[1].startswith("https://"), url
+        assert not host.endswith(PLACEHOLDER_HOSTS), url
     classifiers = set(metadata.get_all("Classifier", []))
     assert {
         "Typing :: Typed",
@@ -222,6 +229,17 @@ def test_wheel_carries_what_a_publisher_needs(packaging_dist: Path, name: str) -
         if "=" in line
     }
     assert scripts == dist.scripts
+
+
+@pytest.mark.parametrize("name", sorted(DISTS))
+def test_sdist_carries_readme_license_and_changelog(packaging_dist: Path, name: str) -> None:
+    dist = DISTS[name]
+    top = dist.sdist.removesuffix(".tar.gz")
+    with tarfile.open(packaging_dist / dist.sdist) as sdist:
+        for member in ("README.md", "LICENSE", "CHANGELOG.md"):
+            shipped = sdist.extractfile(f"{top}/{member}")
+            assert shipped is not None, member
+            assert shipped.read() == (ROOT / "packages" / name / member).read_bytes(), member
 
 
 def test_twine_check_passes_on_all_six(packaging_dist: Path) -> None:
