@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from daemon_mcp_fixture import CANARY, ERROR_COMMANDS, TOOL_PREFIX, VERSION, FixtureRegistry
 
@@ -99,3 +101,36 @@ async def test_cli_mcp_stdio_names_tools(prefix_args: list[str], prefix: str) ->
     assert envelope_of(echoed) == {"ok": True, "data": {"text": "bare"}}
     assert other.is_error
     assert envelope_of(other)["error"]["code"] == 64
+
+
+_RESPELT = {"123.25": "NaN", "124.25": "1e400", "125.25": "-Infinity", "126.25": "1E+99999"}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_cli_mcp_stdio_refuses_non_finite_numbers_with_invalid_params(mode: str) -> None:
+    # The SDK client cannot write NaN or 1e400 itself: `sed` respells four finite numbers on the
+    # way to `local-daemon mcp-stdio`, as a client that writes them would send them.
+    respell = " ".join(f"-e s/{finite}/{spelt}/" for finite, spelt in _RESPELT.items())
+    serve = shlex.join(
+        [sys.executable, "-m", "local_daemon.cli", "mcp-stdio", "numbers_registry:registry"]
+    )
+    params = StdioServerParameters(
+        command="sh",
+        args=["-c", f"sed -u {respell} | exec {serve}"],
+        env={"PYTHONPATH": str(TESTS_DIR)},
+        cwd=TESTS_DIR,
+    )
+    codes: list[int] = []
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+            for finite in _RESPELT:
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("same", {"value": [1, {"deep": float(finite)}]})
+                codes.append(raised.value.error.code)
+            kept = await client.call_tool("same", {"value": 1.5e308})
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert codes == [types.INVALID_PARAMS] * len(_RESPELT)
+    # The session goes on: a finite number is answered as it came.
+    assert envelope_of(kept) == {"ok": True, "data": 1.5e308}
+    assert "Traceback" not in stderr, stderr

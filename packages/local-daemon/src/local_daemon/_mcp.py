@@ -14,14 +14,18 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import math
 from collections.abc import Mapping
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp.shared.message import SessionMessage
 
 from ._errors import UnknownCommandError
 from ._invoke import failure_outcome, invoke
@@ -35,6 +39,7 @@ from ._types import (
 )
 
 __all__ = [
+    "NOT_FINITE",
     "REQUEST_AUTH",
     "create_mcp_server",
     "envelope_result",
@@ -51,6 +56,15 @@ _log = logging.getLogger("local_daemon")
 # (they copy the request task's context).
 REQUEST_AUTH: contextvars.ContextVar[AuthRecord | None] = contextvars.ContextVar(
     "local_daemon.mcp_auth", default=None
+)
+
+
+# What a message holding a non-finite number is answered, on `/mcp` and over stdio alike: the
+# error the SDK gives invalid request parameters, before anything runs.
+NOT_FINITE = types.ErrorData(
+    code=types.INVALID_PARAMS,
+    message="Invalid request parameters",
+    data="a number is not finite (NaN, Infinity or beyond a float)",
 )
 
 
@@ -235,4 +249,79 @@ async def run_mcp_stdio(
         logger=logger,
     )
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        finite = _FiniteOnly(read_stream, write_stream, logger or _log)
+        await server.run(finite, write_stream, server.create_initialization_options())
+
+
+def _holds_non_finite(value: Any) -> bool:
+    # Iterative: a message may nest as deep as the SDK's parser allows.
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+class _FiniteOnly:
+    """The stdio read stream, less every message holding a non-finite number.
+
+    The SDK's stdio transport parses each line itself, and its parser takes `NaN`, `Infinity` and
+    `1e400` (as infinity); any number that is not finite after that parse was one of them. A
+    request is answered `NOT_FINITE` to its id on the write stream; a notification is dropped.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any, logger: logging.Logger) -> None:
+        self._inner = inner
+        self._write = write_stream
+        self._log = logger
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        context: contextvars.Context | None = getattr(self._inner, "last_context", None)
+        return context
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self._inner.receive()
+            if not isinstance(item, SessionMessage):
+                return item
+            message = item.message
+            if not _holds_non_finite(
+                [getattr(message, "params", None), getattr(message, "result", None)]
+            ):
+                return item
+            request_id = getattr(message, "id", None)
+            if isinstance(message, types.JSONRPCRequest) and request_id is not None:
+                refusal = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=NOT_FINITE)
+                await self._write.send(SessionMessage(refusal))
+            else:
+                self._log.warning("dropped an MCP message holding a non-finite number")
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -46,7 +46,7 @@ from ._bodies import (
     read_body,
 )
 from ._config import AppOptions
-from ._mcp import REQUEST_AUTH, create_mcp_server
+from ._mcp import NOT_FINITE, REQUEST_AUTH, create_mcp_server
 from ._types import (
     AUTH_RECORD_KEY,
 )
@@ -152,11 +152,7 @@ def _not_finite(body: bytes | bytearray) -> web.Response:
     request_id = message.get("id") if isinstance(message, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
-    error = {
-        "code": types.INVALID_PARAMS,
-        "message": "Invalid request parameters",
-        "data": "a number is not finite (NaN, Infinity or beyond a float)",
-    }
+    error = NOT_FINITE.model_dump(exclude_none=True)
     answer = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return web.json_response(answer, status=400 if request_id is None else 200)
 
