@@ -75,6 +75,8 @@ USER_MODULES = {
     "boom.py": (
         "from daemon_support import CANARY\n\n\ndef make():\n    raise RuntimeError(CANARY)\n"
     ),
+    "greet.py": "def greet(name):\n    return name\n\n\ndef hello():\n    return 'hi'\n",
+    "plain.txt": "not a directory\n",
 }
 
 # (args, exact first stderr line after "local-daemon: ", exit code, exact second line or None).
@@ -190,6 +192,47 @@ BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
         64,
         None,
     ),
+    (
+        ["serve", "greet:greet", "--state-dir", "s"],
+        "greet:greet is a function that takes arguments, not a command registry or a factory"
+        " returning one (give the registry, e.g. mymodule:registry)",
+        64,
+        None,
+    ),
+    (
+        ["mcp-stdio", "greet:hello"],
+        "greet:hello returned str, which is not a command registry"
+        " (needs invoke_command and commands)",
+        64,
+        None,
+    ),
+    (
+        ["serve", "greet.py:registry", "--state-dir", "s"],
+        "give the module's name without .py: greet:registry, not greet.py:registry",
+        64,
+        None,
+    ),
+    (
+        ["serve", "./app/greet.py:registry", "--state-dir", "s"],
+        "give the module's name without .py: app.greet:registry, not ./app/greet.py:registry",
+        64,
+        None,
+    ),
+    # a state dir that cannot be one: the path and what to do, not "File exists"
+    (
+        ["serve", "daemon_support:demo_registry", "--state-dir", "{tmp}/plain.txt"],
+        "cannot use {tmp}/plain.txt as the state dir: not a directory;"
+        " give --state-dir a directory, or a path to create",
+        78,
+        None,
+    ),
+    (
+        ["serve", "daemon_support:demo_registry", "--state-dir", "{tmp}/plain.txt/s"],
+        "cannot use {tmp}/plain.txt/s as the state dir: not a directory"
+        " ({tmp}/plain.txt is not one); give --state-dir a directory, or a path to create",
+        78,
+        None,
+    ),
 ]
 
 
@@ -225,6 +268,31 @@ def test_debug_env_adds_the_traceback_of_a_users_failure(tmp_path: Path) -> None
     assert result.stderr.endswith(
         "local-daemon: the factory boom:make raised RuntimeError at boom.py:5\n"
     )
+
+
+def test_token_ensure_makes_missing_parents_private(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "deeper" / "token"
+    result = cli("token", "ensure", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{path}\n", "")
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (path.parent.parent, path.parent, path)}
+    # Every directory the command made is 0700, like the state dir; `mkdir -p` would give 0755.
+    assert modes == {"new": 0o700, "deeper": 0o700, "token": 0o600}
+
+
+@pytest.mark.parametrize(("level", "shown"), [(None, False), ("info", True)])
+def test_the_sdk_logs_info_only_when_asked(tmp_path: Path, level: str | None, shown: bool) -> None:
+    # `loud_registry` sets up root logging at INFO on import, as applications often do; the MCP
+    # SDK's session manager logs an INFO line as the daemon starts.
+    extra = ["--log-level", level] if level else []
+    daemon = DaemonProcess(
+        tmp_path / "s", "--tool-prefix", "t", *extra, target="loud_registry:registry"
+    )
+    try:
+        daemon.wait_ready()
+    finally:
+        err = daemon.stop()
+    assert ("StreamableHTTP session manager" in err) is shown, err
+    assert "local-daemon: INFO serving http://127.0.0.1:" in err
 
 
 @pytest.mark.parametrize(

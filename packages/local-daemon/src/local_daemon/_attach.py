@@ -34,7 +34,7 @@ from typing import Final, Literal
 from ._errors import DaemonStateError
 from ._health import probe_health
 from ._pidfile import LOCK_FILE_NAME, DaemonPaths, read_daemon_address, read_meta_file
-from ._statefile import flock_within, open_lock_file
+from ._statefile import flock_within, make_private_dir, open_lock_file
 
 __all__ = [
     "ATTACH_LOCK_NAME",
@@ -220,7 +220,7 @@ def start_detached(
     deadline = time.monotonic() + timeout
     state_dir = paths.state_dir.absolute()
     try:
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(state_dir)
     except OSError as exc:
         raise AttachProblem(
             f"cannot create {state_dir} ({exc.strerror or type(exc).__name__})", kind="refused"

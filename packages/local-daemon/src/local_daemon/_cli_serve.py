@@ -27,6 +27,10 @@ __all__ = ["LOG_LEVELS", "ServeArgs", "load_registry", "serve", "setup_logging"]
 _log = logging.getLogger("local_daemon")
 _PORT_MAX = 65535
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+_STATE_DIR_WAY_OUT: Final = {
+    "not_a_directory": "; give --state-dir a directory, or a path to create",
+    "uncreatable": "; give --state-dir a directory you can write",
+}
 
 
 def _shown_path(filename: str) -> str:
@@ -76,6 +80,12 @@ def load_registry(target: str) -> Any:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise UsageProblem(f"expected MODULE:ATTR (e.g. mypackage.app:registry), got {target!r}")
+    if module_name.endswith(".py"):
+        # A file name where a module name goes: say which name to give instead.
+        dotted = module_name[: -len(".py")].removeprefix("./").replace("/", ".")
+        raise UsageProblem(
+            f"give the module's name without .py: {dotted}:{attr}, not {target}", usage=False
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -88,7 +98,14 @@ def load_registry(target: str) -> Any:
         if not hasattr(value, part):
             raise UsageProblem(f"{module_name!r} has no attribute {attr!r}", usage=False)
         value = getattr(value, part)
-    if not (hasattr(value, "invoke_command") and hasattr(value, "commands")) and callable(value):
+    factory = not _is_registry(value) and callable(value)
+    if factory and not _callable_without_arguments(value):
+        raise UsageProblem(
+            f"{target} is a function that takes arguments, not a command registry or a factory"
+            " returning one (give the registry, e.g. mymodule:registry)",
+            usage=False,
+        )
+    if factory:
         try:
             value = value()
         except Exception as exc:
@@ -98,20 +115,46 @@ def load_registry(target: str) -> Any:
                 + ("" if os.environ.get(DEBUG_ENV) else f" ({DEBUG_ENV}=1 shows the traceback)"),
                 usage=False,
             ) from None
-    if not (hasattr(value, "invoke_command") and hasattr(value, "commands")):
+    if not _is_registry(value):
+        what = f"{target} returned {type(value).__name__}, which" if factory else target
         raise UsageProblem(
-            f"{target} is not a command registry (needs invoke_command and commands)",
+            f"{what} is not a command registry (needs invoke_command and commands)",
             usage=False,
         )
     return value
 
 
-def setup_logging(level: str) -> None:
-    """Send the `local_daemon` logger to stderr at `level`."""
+def _is_registry(value: object) -> bool:
+    return hasattr(value, "invoke_command") and hasattr(value, "commands")
+
+
+def _callable_without_arguments(value: Any) -> bool:
+    import inspect
+
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): let the call decide
+        return True
+    return True
+
+
+def setup_logging(level: str | None) -> None:
+    """Send the `local_daemon` logger to stderr at `level` (`None`: info).
+
+    The `mcp` SDK's loggers log warnings and worse only (its INFO lines, one per start and per
+    stateless session, say nothing a user acts on), unless `level` was asked for: then they log
+    at that level too, through the same handler, whatever the user's module set up for the root.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("local-daemon: %(levelname)s %(message)s"))
     _log.addHandler(handler)
-    _log.setLevel(level.upper())
+    _log.setLevel((level or "info").upper())
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(handler)
+    sdk.propagate = False
+    sdk.setLevel(level.upper() if level is not None else logging.WARNING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,7 +179,7 @@ class ServeArgs:
     sign_in_hint: str | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
-    log_level: str = "info"
+    log_level: str | None = None
     insecure_unauthenticated_host: bool = False
     openapi: bool = False
 
@@ -212,8 +255,11 @@ def serve(args: ServeArgs) -> None:
     except DaemonPortInUseError as exc:
         way_out = "pick another with --port N (0 binds a free one)"
         raise fail(EX_UNAVAILABLE, f"{exc}: {way_out}") from None
-    except DaemonStateError as exc:  # another daemon holds the state dir, or its lock file is bad
-        raise fail(EX_UNAVAILABLE if exc.problem == "running" else EX_CONFIG, str(exc)) from None
+    except DaemonStateError as exc:  # another daemon holds the state dir, or it is unusable
+        if exc.problem == "running":
+            raise fail(EX_UNAVAILABLE, str(exc)) from None
+        way_out = _STATE_DIR_WAY_OUT.get(exc.problem, "")
+        raise fail(EX_CONFIG, f"{exc}{way_out}") from None
     except TokenFileError as exc:
         raise fail(EX_CONFIG, f"{exc} (problem: {exc.problem})") from None
     except TlsFileError as exc:
@@ -221,4 +267,7 @@ def serve(args: ServeArgs) -> None:
     except RemoteBindError as exc:
         raise fail(EX_CONFIG, str(exc)) from None
     except OSError as exc:
-        raise fail(EX_UNAVAILABLE, f"cannot serve: {exc.strerror or type(exc).__name__}") from None
+        where = f" {exc.filename}:" if exc.filename else ""
+        raise fail(
+            EX_UNAVAILABLE, f"cannot serve:{where} {exc.strerror or type(exc).__name__}"
+        ) from None

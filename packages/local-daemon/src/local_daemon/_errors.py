@@ -61,7 +61,8 @@ class DaemonPortInUseError(DaemonError):
 
 
 class DaemonStateError(DaemonError):
-    """The state dir's pid or metadata file names no daemon to reach; `problem` says why."""
+    """The state dir cannot be used, or its pid or metadata file names no daemon to reach;
+    `problem` says why."""
 
     def __init__(self, message: str, *, problem: str) -> None:
         super().__init__(message)

@@ -30,6 +30,7 @@ from ._statefile import (
     SafeFileProblem,
     UnsafeFileError,
     flock_within,
+    make_private_dir,
     open_lock_file,
     parse_json_document,
     read_safe_file,
@@ -85,7 +86,7 @@ def write_pid_file(
     """Write the metadata file (when given) and then the pid file, each atomically (`write_atomic`:
     temp file, rename, directory synced)."""
     pid = os.getpid() if pid is None else pid
-    paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(paths.state_dir)
     if meta is not None:
         write_atomic(paths.meta_file, (json.dumps({**meta, "pid": pid}, indent=2) + "\n").encode())
     write_atomic(paths.pid_file, f"{pid}\n".encode())
@@ -269,13 +270,33 @@ def _running_message(paths: DaemonPaths) -> DaemonStateError:
     )
 
 
+def _make_state_dir(state_dir: Path) -> None:
+    failed: OSError | None = None
+    try:
+        make_private_dir(state_dir)
+    except OSError as exc:
+        failed = exc
+    if isinstance(failed, NotADirectoryError):
+        where = "" if failed.filename == str(state_dir) else f" ({failed.filename} is not one)"
+        raise DaemonStateError(
+            f"cannot use {state_dir} as the state dir: not a directory{where}",
+            problem="not_a_directory",
+        )
+    if failed is not None:
+        raise DaemonStateError(
+            f"cannot create the state dir {state_dir} ({failed.strerror})", problem="uncreatable"
+        )
+
+
 def lock_state_dir(paths: DaemonPaths) -> StateDirLock:
     """Take the state dir's lock without waiting; `DaemonStateError` (`running`) when held.
 
-    Creates the state dir (0700) if missing. A second starter gets the error and writes nothing.
+    Creates the state dir and its missing parents (0700); `DaemonStateError` (`not_a_directory`,
+    `uncreatable`) naming the path when it cannot. A second starter gets the error and writes
+    nothing.
     """
     path = paths.state_dir / LOCK_FILE_NAME
-    paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_state_dir(paths.state_dir)
     for _ in range(_LOCK_ATTEMPTS):
         try:
             fd = open_lock_file(path)

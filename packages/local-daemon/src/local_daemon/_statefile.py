@@ -15,6 +15,8 @@ through here; nothing else in the package opens them.
   `replace=False`, hard-linked, which never replaces a file made meanwhile) into place, and the
   directory synced; every step relative to the directory's fd. A crash or a full disk leaves the
   old file or the new one, never a part.
+- `make_private_dir`: the directory a state file lives in, created with every missing parent
+  0700 (never the 0755 `mkdir -p` gives the parents); an existing one is left as the user made it.
 - `open_lock_file` and `flock_within`: the `flock` on a lock file beside the state it guards.
 - `path_signature`: what changes when a file is replaced, rewritten, re-owned or re-permitted, and
   `ReReadOnChange`, the cache that reads a file again only when its signature changes.
@@ -40,6 +42,7 @@ __all__ = [
     "Signature",
     "UnsafeFileError",
     "flock_within",
+    "make_private_dir",
     "open_lock_file",
     "parse_json_document",
     "path_signature",
@@ -207,6 +210,33 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, replace: bool = T
     finally:
         os.close(dir_fd)
     return placed
+
+
+def _not_a_directory(path: Path) -> NotADirectoryError:
+    return NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+
+
+def make_private_dir(path: str | os.PathLike[str]) -> None:
+    """Create the directory `path` and each missing parent, mode 0700; keep an existing one.
+
+    Raise `NotADirectoryError` whose `filename` is the first component that exists but is not a
+    directory, other `OSError`s as `mkdir` raises them.
+    """
+    missing: list[Path] = []
+    probe = Path(path)
+    while not probe.is_dir():
+        if os.path.lexists(probe):
+            raise _not_a_directory(probe)
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            if not directory.is_dir():  # made meanwhile by someone else, as something else
+                raise _not_a_directory(directory) from None
 
 
 def open_lock_file(path: str | os.PathLike[str]) -> int:

@@ -22,6 +22,7 @@ from local_daemon._statefile import (
     SafeFileProblem,
     Signature,
     UnsafeFileError,
+    make_private_dir,
     path_signature,
     read_safe_file,
     write_atomic,
@@ -126,8 +127,9 @@ def _new_secret_text() -> str:
 
 
 def _ensure_parent(path: Path) -> None:
-    # A fresh directory for the secret is private; an existing one is left as the user made it.
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # A fresh directory for the secret is private, its fresh parents too; an existing one is left
+    # as the user made it.
+    make_private_dir(path.parent)
 
 
 def _write_or_refuse(path: Path, write: Callable[[Path], None]) -> None:

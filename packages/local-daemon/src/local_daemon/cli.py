@@ -205,11 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level",
         **once,
-        default="info",
         type=str.lower,
         choices=LOG_LEVELS,
         metavar="LEVEL",
-        help="debug, info (default), warning or error",
+        help="debug, info (default), warning or error; the MCP SDK logs below warning only"
+        " when this is given",
     )
 
     serve.add_argument(
