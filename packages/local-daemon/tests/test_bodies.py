@@ -46,39 +46,43 @@ def _post_head(port: int, path: str, length: int | None, extra: str = "") -> str
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["/rpc/echo", "/mcp"])
-async def test_a_body_that_stops_short_is_answered_408_and_closed(
-    tmp_path: Path, path: str
-) -> None:
+async def test_bodies_that_stop_short_are_answered_408_and_closed(tmp_path: Path) -> None:
+    # Every stall at once, so the test waits for one deadline, not one per case.
     async with running(tmp_path, tool_prefix="t") as handle:
         port = handle.port
-        answer, writer = await _until_closed(port, _post_head(port, path, 100), b'{"text": ')
+        events = f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 100\r\n\r\n"
+        stalls = [
+            *(
+                _until_closed(port, _post_head(port, path, 100), b'{"text": ')
+                for path in ("/rpc/echo", "/mcp")
+            ),
+            # A chunked body that stops coming.
+            *(
+                _until_closed(port, _post_head(port, path, None), b'5\r\n{"a":\r\n')
+                for path in ("/rpc/echo", "/mcp")
+            ),
+            # A route that never reads its body is closed at the deadline too.
+            _until_closed(port, events, b"x"),
+        ]
+        *answers, (streamed, writer) = await asyncio.gather(*stalls)
         writer.close()
-        # A chunked body that stops coming.
-        chunked, writer = await _until_closed(port, _post_head(port, path, None), b'5\r\n{"a":\r\n')
-        writer.close()
+        for _, writer in answers:
+            writer.close()
         status, _, _ = await http(port, "GET", "/health")
-    assert answer.startswith(b"HTTP/1.1 408 "), answer
-    assert b"Connection: close" in answer
-    assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {
-        "ok": False,
-        "error": {"code": 75, "message": "request body did not arrive in time"},
-    }
-    assert chunked.startswith(b"HTTP/1.1 408 "), chunked
-    assert status == 200
-
-
-@pytest.mark.slow
-async def test_a_route_that_never_reads_its_body_is_closed_at_the_deadline(
-    tmp_path: Path,
-) -> None:
-    async with running(tmp_path) as handle:
-        port = handle.port
-        head = f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 100\r\n\r\n"
-        answer, writer = await _until_closed(port, head, b"x")
-        writer.close()
+    sized = [answer for answer, _ in answers[:2]]
+    chunked = [answer for answer, _ in answers[2:]]
+    for answer in sized:
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert b"Connection: close" in answer
+        assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {
+            "ok": False,
+            "error": {"code": 75, "message": "request body did not arrive in time"},
+        }
+    for answer in chunked:
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
     # The event stream began, then the connection closed under it.
-    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    assert streamed.startswith(b"HTTP/1.1 200 "), streamed
+    assert status == 200
 
 
 async def test_past_the_budget_a_body_is_refused_503_unread(tmp_path: Path) -> None:
