@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from accounts_crash_support import new_scene
+from accounts_crash_support import Scene, new_scene
 from accounts_support import UsageServer, check_files
 from agent_accounts.io import read_usage
 from test_cli import Home, plant_reading
@@ -141,68 +141,125 @@ async def test_a_clock_stepped_forward_ages_readings_without_hiding_any(
 # ---- lock dirs dated ahead ------------------------------------------------------------------
 
 
-@pytest.mark.slow
-async def test_a_lock_dir_dated_hours_ahead_does_not_block_refresh(tmp_path: Path) -> None:
-    scene = await new_scene(tmp_path)
-    try:
-        lock = scene.config / ".oauth_refresh.lock"
-        lock.mkdir(mode=0o700)
-        ahead = time.time() + HOURS_2
-        os.utime(lock, (ahead, ahead))  # left by a holder whose clock was two hours ahead
-        status = await asyncio.create_subprocess_exec(
-            *_cli("status"), env=scene.env, stdout=asyncio.subprocess.PIPE
-        )
-        out, _ = await status.communicate()
-        text = out.decode()
-        assert "refresh lock held" not in text  # not "held 0s"
-        assert text.count("clock ahead: refresh lock dated 2h00m ahead") == 1
-        refresh = await asyncio.create_subprocess_exec(
-            *_cli("poll", "--write", "--refresh"),
-            env=scene.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(refresh.communicate(), 120)
-        assert "token refresh locked" not in err.decode()
-        assert "default: token refreshed" in out.decode()
-        assert not lock.exists()  # taken over, then released
-        assert len(scene.server.received) == 1
-    finally:
-        await scene.server.stop()
+NODE_DIR = Path(__file__).resolve().parent / "node"
+# The agent client's lock as it takes it (`stale: 60000`, so proper-lockfile beats every 30 s),
+# run by a node whose clock is two hours ahead of ours: every mtime it sets is dated ahead, as a
+# live holder's last beat is right after our clock stepped back.
+NODE_HOLDER_AHEAD = """
+const realNow = Date.now;
+Date.now = () => realNow() + 2 * 3600 * 1000;
+const lockfile = require('proper-lockfile');
+const [dir, lockPath] = process.argv.slice(1);
+lockfile.lock(dir, { lockfilePath: lockPath, stale: 60000, realpath: false,
+                     onCompromised: () => { console.log('compromised'); process.exit(3); } })
+  .then((release) => {
+    console.log('locked');
+    process.stdin.once('data', async () => { await release(); console.log('released');
+                                            process.exit(0); });
+  }, (err) => { console.log('error ' + err.code); process.exit(1); });
+"""
 
 
-@pytest.mark.slow
-async def test_a_live_holder_whose_clock_stepped_back_keeps_its_lock(tmp_path: Path) -> None:
-    scene = await new_scene(tmp_path)
-    try:
-        lock = scene.config / ".oauth_refresh.lock"
-        lock.mkdir(mode=0o700)
-        ahead = time.time() + HOURS_2
-        os.utime(lock, (ahead, ahead))
-        stop = asyncio.Event()
+async def _refresh_run(scene: Scene) -> tuple[str, str]:
+    refresh = await asyncio.create_subprocess_exec(
+        *_cli("poll", "--write", "--refresh"),
+        env=scene.env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(refresh.communicate(), 300)
+    return out.decode(), err.decode()
 
-        async def holder() -> None:
-            # A live holder beats every few seconds with the clock as it now is.
+
+async def _dead_lock_ahead_is_taken_over(scene: Scene) -> None:
+    lock = scene.config / ".oauth_refresh.lock"
+    lock.mkdir(mode=0o700)
+    ahead = time.time() + HOURS_2
+    os.utime(lock, (ahead, ahead))  # left by a holder whose clock was two hours ahead
+    status = await asyncio.create_subprocess_exec(
+        *_cli("status"), env=scene.env, stdout=asyncio.subprocess.PIPE
+    )
+    text = (await status.communicate())[0].decode()
+    assert "refresh lock held" not in text  # not "held 0s"
+    assert text.count("clock ahead: refresh lock dated 2h00m ahead") == 1
+    out, err = await _refresh_run(scene)
+    assert "token refresh locked" not in err
+    assert "default: token refreshed" in out
+    assert not lock.exists()  # taken over, then released
+    assert len(scene.server.received) == 1
+
+
+async def _live_holder_after_a_step_back_keeps_its_lock(scene: Scene) -> None:
+    lock = scene.config / ".oauth_refresh.lock"
+    lock.mkdir(mode=0o700)
+    ahead = time.time() + HOURS_2
+    os.utime(lock, (ahead, ahead))
+    stop = asyncio.Event()
+
+    async def holder() -> None:
+        # A live holder beats every few seconds with the clock as it now is.
+        await asyncio.sleep(2)
+        while not stop.is_set():
+            os.utime(lock)
             await asyncio.sleep(2)
-            while not stop.is_set():
-                os.utime(lock)
-                await asyncio.sleep(2)
 
-        beat = asyncio.create_task(holder())
-        refresh = await asyncio.create_subprocess_exec(
-            *_cli("poll", "--write", "--refresh"),
-            env=scene.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _, err = await asyncio.wait_for(refresh.communicate(), 120)
-        stop.set()
-        await beat
-        assert "token refresh locked" in err.decode()
-        assert lock.exists()
+    beat = asyncio.create_task(holder())
+    _, err = await _refresh_run(scene)
+    stop.set()
+    await beat
+    assert "token refresh locked" in err
+    assert lock.exists()
+    assert scene.server.received == []
+
+
+async def _proper_lockfile_holder_ahead_keeps_its_lock(scene: Scene) -> None:
+    lock = scene.config / ".oauth_refresh.lock"
+    holder = await asyncio.create_subprocess_exec(
+        "node",
+        "-e",
+        NODE_HOLDER_AHEAD,
+        str(scene.config),
+        str(lock),
+        cwd=NODE_DIR,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert holder.stdin is not None
+    assert holder.stdout is not None
+    try:
+        assert (await holder.stdout.readline()).strip() == b"locked"
+        assert lock.stat().st_mtime > time.time() + HOURS_2 - 60  # dated ahead from the start
+        _, err = await _refresh_run(scene)
+        assert "token refresh locked" in err
         assert scene.server.received == []
+        holder.stdin.write(b"\n")
+        await holder.stdin.drain()
+        # Never judged stale: the holder was not compromised and releases its own lock.
+        assert (await holder.stdout.readline()).strip() == b"released"
     finally:
-        await scene.server.stop()
+        if holder.returncode is None:
+            holder.kill()
+        await holder.wait()
+    assert not lock.exists()
+
+
+@pytest.mark.slow
+async def test_a_lock_dir_dated_ahead_is_stale_only_when_no_live_holder_beats(
+    tmp_path: Path,
+) -> None:
+    """A dead lock dated hours ahead is taken over; a live holder's never is, whether ours beats
+    after a clock step back or the real proper-lockfile (agent client's options, 30 s beats) runs
+    on a clock two hours ahead. One run each, side by side: each waits the 60 s recheck."""
+    scenes = [await new_scene(tmp_path / name) for name in ("dead", "beating", "lockfile")]
+    try:
+        await asyncio.gather(
+            _dead_lock_ahead_is_taken_over(scenes[0]),
+            _live_holder_after_a_step_back_keeps_its_lock(scenes[1]),
+            _proper_lockfile_holder_ahead_keeps_its_lock(scenes[2]),
+        )
+    finally:
+        for scene in scenes:
+            await scene.server.stop()
 
 
 def _cli(*args: str) -> list[str]:

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_accounts.io import read_usage
-from agent_accounts.io._locks import CLOCK_AHEAD_S, LockHeldError, RefreshLocks, lock_paths
+from agent_accounts.io._lock_dirs import CLOCK_AHEAD_S, lock_paths
+from agent_accounts.io._locks import LockHeldError, RefreshLocks
 from agent_accounts.io._readings import counted_time
 
 NOW = 1_800_000_000.0

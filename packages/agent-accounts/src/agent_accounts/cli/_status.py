@@ -57,7 +57,7 @@ def _status(*, as_json: bool) -> int:
     from agent_accounts._pace import reading_pace
     from agent_accounts.io import discover_profiles, read_login_state, read_usage
     from agent_accounts.io._freshness import clock_ahead_notes, older_windows
-    from agent_accounts.io._locks import held_lock_age
+    from agent_accounts.io._lock_dirs import held_lock_age
 
     now = time.time()
     code = EXIT_OK

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from agent_accounts._types import UsageReading
 
 from ._alerts import read_alert_marks
-from ._locks import lock_ahead
+from ._lock_dirs import lock_ahead
 from ._readings import (
     USAGE_FILE,
     clock_ahead,

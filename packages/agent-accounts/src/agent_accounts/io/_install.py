@@ -36,7 +36,7 @@ from ._atomic import RenameUnsupported, create_exclusive, rename_exchange, sync_
 from ._files import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
 from ._gate import GateRefused, read_gated, zero
 from ._layout import Layout, LayoutError, detect_layout, parse_json_object, serialize
-from ._locks import pid_is_gone
+from ._lock_dirs import pid_is_gone
 from ._pause import pause
 from ._refresh_results import (
     RefreshFailure,

@@ -33,7 +33,7 @@ from agent_accounts._oauth import TokenAnswer
 
 from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
 from ._gate import GateRefused, read_gated, zero
-from ._locks import pid_is_gone
+from ._lock_dirs import pid_is_gone
 from ._refresh_results import (
     RefreshFailed,
     RefreshRefreshed,

@@ -62,13 +62,8 @@ from ._journal import (
     record_spend,
 )
 from ._layout import Layout, LayoutError, detect_layout, parse_json_object
-from ._locks import (
-    HEARTBEAT_INTERVAL_S,
-    HOLDER_RECORD_MAX_BYTES,
-    LockHeldError,
-    RefreshLocks,
-    keep_fresh,
-)
+from ._lock_dirs import HEARTBEAT_INTERVAL_S, HOLDER_RECORD_MAX_BYTES
+from ._locks import LockHeldError, RefreshLocks, keep_fresh
 from ._pause import PAUSE_ENV, PAUSE_STEPS, pause, pause_sync
 from ._refresh_results import (
     RefreshFailed,
