@@ -21,8 +21,9 @@ import pytest
 
 from forge_automation._errors import ForgeCliError
 from forge_automation._exec import ExecOptions
+from forge_automation._github.graphql import PR_SNAPSHOT_QUERY
 from forge_automation._port import forge_port
-from forge_automation._pr_snapshot import PR_SNAPSHOT_QUERY, parse_pr_snapshot
+from forge_automation._pr_snapshot import parse_pr_snapshot
 from forge_automation._wire import gh_cli_wire
 from forge_automation.cli import _pr_status
 from forge_support import ForgeServer, RepoState, gh_exec

@@ -15,7 +15,8 @@ def test_the_collector_finds_the_package_documents() -> None:
     # The backstop's three documents and the wire's review-thread and force-push reads at least:
     # a collector that silently found nothing would make the test below prove nothing.
     names = {name.rsplit(".", 1)[1] for name in DOCUMENTS}
-    assert {"SNAPSHOT_QUERY", "CONTEXTS_QUERY", "REVIEWS_QUERY", "PR_SNAPSHOT_QUERY"} <= names
+    assert {"BACKSTOP_QUERY", "BACKSTOP_CONTEXTS_QUERY", "BACKSTOP_REVIEWS_QUERY"} <= names
+    assert {"PR_SNAPSHOT_QUERY", "REVIEW_STATE_QUERY", "REVIEW_THREADS_QUERY"} <= names
     assert len(DOCUMENTS) >= 5
 
 

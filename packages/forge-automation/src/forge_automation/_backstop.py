@@ -24,6 +24,12 @@ from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
 from ._errors import BackstopTruncated, ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, gh_call, graphql_args, run_gh
+from ._github.graphql import (
+    BACKSTOP_CONTEXTS_QUERY,
+    BACKSTOP_QUERY,
+    BACKSTOP_REVIEWS_QUERY,
+    OPEN_PAGE,
+)
 from ._redact import redact_forge_secrets
 from ._validate import validate_branch, validate_repo, validate_sha, validate_since
 
@@ -46,114 +52,6 @@ __all__ = [
 # A transport: send one GraphQL document with its variables, return the whole JSON answer
 # (`data` and `errors` both), so errors beside data are never lost on the way.
 GraphqlApi: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
-
-OPEN_PAGE = 100
-DONE_PAGE = 20
-MAIN_PAGE = 50
-CONTEXTS_PAGE = 100
-REVIEWS_PAGE = 100
-
-# The documents are written out whole (no brace-counting f-strings); the page sizes are spliced in
-# by name. tests/test_graphql_documents.py validates every document of the package against
-# GitHub's published schema.
-_PAGE_INFO = "pageInfo { hasNextPage endCursor }"
-_CONTEXT_NODES = """nodes {
-        __typename
-        ... on CheckRun { databaseId name status conclusion completedAt }
-        ... on StatusContext { context state createdAt }
-      }"""
-_REVIEW_NODES = "nodes { fullDatabaseId author { login } state submittedAt commit { oid } }"
-
-
-def _document(text: str) -> str:
-    sizes = {
-        "OPEN_PAGE": OPEN_PAGE,
-        "DONE_PAGE": DONE_PAGE,
-        "MAIN_PAGE": MAIN_PAGE,
-        "CONTEXTS_PAGE": CONTEXTS_PAGE,
-        "REVIEWS_PAGE": REVIEWS_PAGE,
-    }
-    pieces = {
-        "PAGE_INFO": _PAGE_INFO,
-        "CONTEXT_NODES": _CONTEXT_NODES,
-        "REVIEW_NODES": _REVIEW_NODES,
-    }
-    for key, value in {**sizes, **pieces}.items():
-        text = text.replace(f"<{key}>", str(value))
-    return text
-
-
-SNAPSHOT_QUERY = _document(
-    """query Backstop($owner: String!, $name: String!, $branch: String!, $since: GitTimestamp!,
-  $withOpen: Boolean!, $openAfter: String, $withDone: Boolean!, $doneAfter: String,
-  $withMain: Boolean!, $mainAfter: String) {
-  rateLimit { cost remaining resetAt }
-  repository(owner: $owner, name: $name) {
-    open: pullRequests(states: [OPEN], first: <OPEN_PAGE>, after: $openAfter,
-        orderBy: {field: CREATED_AT, direction: ASC}) @include(if: $withOpen) {
-      <PAGE_INFO>
-      nodes {
-        number isDraft headRefName headRefOid baseRefName updatedAt
-        reviews(first: <REVIEWS_PAGE>) { <PAGE_INFO> <REVIEW_NODES> }
-        headRef {
-          target {
-            ... on Commit {
-              oid
-              statusCheckRollup { contexts(first: <CONTEXTS_PAGE>) { <PAGE_INFO> <CONTEXT_NODES> } }
-            }
-          }
-        }
-      }
-    }
-    done: pullRequests(states: [MERGED, CLOSED], first: <DONE_PAGE>, after: $doneAfter,
-        orderBy: {field: UPDATED_AT, direction: DESC}) @include(if: $withDone) {
-      <PAGE_INFO>
-      nodes {
-        number state merged mergedAt closedAt updatedAt headRefOid
-        mergeCommit { oid }
-        mergedBy { login }
-      }
-    }
-    main: ref(qualifiedName: $branch) @include(if: $withMain) {
-      target {
-        ... on Commit {
-          oid
-          history(first: <MAIN_PAGE>, after: $mainAfter, since: $since) {
-            <PAGE_INFO>
-            nodes { oid messageHeadline committedDate }
-          }
-        }
-      }
-    }
-  }
-}"""
-)
-
-CONTEXTS_QUERY = _document(
-    """query BackstopContexts($owner: String!, $name: String!, $oid: GitObjectID!, $after: String) {
-  rateLimit { cost remaining resetAt }
-  repository(owner: $owner, name: $name) {
-    object(oid: $oid) {
-      ... on Commit {
-        statusCheckRollup {
-          contexts(first: <CONTEXTS_PAGE>, after: $after) { <PAGE_INFO> <CONTEXT_NODES> }
-        }
-      }
-    }
-  }
-}"""
-)
-
-REVIEWS_QUERY = _document(
-    """query BackstopReviews($owner: String!, $name: String!, $number: Int!, $after: String) {
-  rateLimit { cost remaining resetAt }
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      reviews(first: <REVIEWS_PAGE>, after: $after) { <PAGE_INFO> <REVIEW_NODES> }
-    }
-  }
-}"""
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -424,9 +322,9 @@ def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
         "reviews",
         reader.caps.reviews,
         node.get("reviews") or {},
-        lambda after: reader.send(REVIEWS_QUERY, {"number": number, "after": after})["pullRequest"][
-            "reviews"
-        ],
+        lambda after: reader.send(BACKSTOP_REVIEWS_QUERY, {"number": number, "after": after})[
+            "pullRequest"
+        ]["reviews"],
     )
     target = (node.get("headRef") or {}).get("target") or {}
     rollup = target.get("statusCheckRollup") or {}
@@ -437,9 +335,9 @@ def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
             "contexts",
             reader.caps.contexts,
             rollup.get("contexts") or {},
-            lambda after: reader.send(CONTEXTS_QUERY, {"oid": oid, "after": after})["object"][
-                "statusCheckRollup"
-            ]["contexts"],
+            lambda after: reader.send(BACKSTOP_CONTEXTS_QUERY, {"oid": oid, "after": after})[
+                "object"
+            ]["statusCheckRollup"]["contexts"],
         )
     parsed = tuple(c for c in (_context(n) for n in contexts if n) if c is not None)
     return BackstopOpenPr(
@@ -508,7 +406,7 @@ def read_backstop_snapshot(
             "withMain": ranges["main"].paging,
             "mainAfter": ranges["main"].cursor,
         }
-        repository = reader.send(SNAPSHOT_QUERY, variables)
+        repository = reader.send(BACKSTOP_QUERY, variables)
         if ranges["open"].paging:
             connection = _connection(repository, "open")
             for node in connection.get("nodes") or ():

@@ -3,10 +3,10 @@ and its review state (reviews, pending review requests, review threads, the forg
 decision, the head commit's users; `pr_review_state`).
 
 `forge-cli pr-status` used to make four REST calls in two rounds (the PR first, then the base's
-rules and the behind count, which need the PR's base). `PR_SNAPSHOT_QUERY` asks for all of it in
-one document: the PR's fields, its head commit (the last of its commits) with every check run of
-every check suite, the base branch's ruleset rules, the base tip, and the head's first 100
-ancestors, which prove "not behind" when they hold the base tip.
+rules and the behind count, which need the PR's base). `_github.graphql.PR_SNAPSHOT_QUERY` asks
+for all of it in one document: the PR's fields, its head commit (the last of its commits) with
+every check run of every check suite, the base branch's ruleset rules, the base tip, and the
+head's first 100 ancestors, which prove "not behind" when they hold the base tip.
 
 The read never decides on less than the REST reads would: each part the document cannot answer
 whole is read again over REST, exactly as before (`pr_snapshot`):
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from ._rules import BranchRules
 
 __all__ = [
-    "PR_SNAPSHOT_QUERY",
     "PrSnapshot",
     "complete_pr_snapshot",
     "parse_pr_snapshot",
@@ -53,81 +52,12 @@ __all__ = [
 
 NO_SUCH_PR = "GraphQL: no such repository or pull request"
 
-PR_SNAPSHOT_QUERY = """query PullRequestSnapshot($owner: String!, $name: String!, $number: Int!) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      number state isDraft merged mergedAt mergeStateStatus title
-      headRefName headRefOid baseRefName baseRefOid
-      headRepository { nameWithOwner }
-      mergeCommit { oid }
-      reviewDecision
-      reviewRequests(first: 100) {
-        pageInfo { hasNextPage }
-        nodes {
-          asCodeOwner
-          requestedReviewer {
-            __typename
-            ... on User { login }
-            ... on Team { combinedSlug }
-            ... on Bot { login }
-            ... on Mannequin { login }
-          }
-        }
-      }
-      reviews(first: 100) {
-        pageInfo { hasNextPage endCursor }
-        nodes { author { login } state submittedAt authorCanPushToRepository commit { oid } }
-      }
-      reviewThreads(first: 100) { pageInfo { hasNextPage } nodes { id isResolved path line } }
-      baseRef {
-        target { oid }
-        rules(first: 100) {
-          pageInfo { hasNextPage }
-          nodes {
-            type
-            parameters {
-              ... on RequiredStatusChecksParameters {
-                strictRequiredStatusChecksPolicy
-                requiredStatusChecks { context integrationId }
-              }
-              ... on PullRequestParameters {
-                requiredApprovingReviewCount requireCodeOwnerReview requireLastPushApproval
-                dismissStaleReviewsOnPush requiredReviewThreadResolution
-              }
-            }
-          }
-        }
-      }
-      commits(last: 1) {
-        nodes {
-          commit {
-            oid
-            author { user { login } }
-            committer { user { login } }
-            history(first: 100) { nodes { oid } }
-            checkSuites(first: 100) {
-              pageInfo { hasNextPage }
-              nodes {
-                app { databaseId }
-                checkRuns(first: 100, filterBy: {checkType: ALL}) {
-                  pageInfo { hasNextPage }
-                  nodes {
-                    databaseId name status conclusion startedAt completedAt detailsUrl externalId
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}"""
-
 
 def pr_snapshot_request(repo: str, number: int) -> bytes:
     """Return the GraphQL request body (stdin of `gh api graphql --input -`) for one PR."""
     import json
+
+    from ._github.graphql import PR_SNAPSHOT_QUERY
 
     owner, _, name = repo.partition("/")
     variables = {"owner": owner, "name": name, "number": number}

@@ -18,6 +18,12 @@ from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, GhResponse, gh_call, graphql_args, parse_gh_response, run_gh
 from ._ghenv import gh_child_env, protection_path, rest_args
+from ._github.graphql import (
+    FORCE_PUSH_QUERY,
+    REVIEW_STATE_QUERY,
+    REVIEW_THREADS_QUERY,
+    THREAD_COMMENTS_QUERY,
+)
 from ._protection_shape import classic_protection_of
 from ._review_shape import reviews_from_pull
 from ._shape import (
@@ -386,79 +392,12 @@ def _rules_from_json(value: object) -> tuple[RequiredChecks, ...]:
     return tuple(items)
 
 
-_REVIEW_STATE_QUERY = """query PullRequestReviewState($owner: String!, $name: String!,
-  $number: Int!, $head: GitObjectID!, $after: String) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      headRefOid
-      reviewDecision
-      reviewRequests(first: 100) {
-        pageInfo { hasNextPage }
-        nodes {
-          asCodeOwner
-          requestedReviewer {
-            __typename
-            ... on User { login }
-            ... on Team { combinedSlug }
-            ... on Bot { login }
-            ... on Mannequin { login }
-          }
-        }
-      }
-      reviews(first: 100, after: $after) {
-        pageInfo { hasNextPage endCursor }
-        nodes { author { login } state submittedAt authorCanPushToRepository commit { oid } }
-      }
-    }
-    object(oid: $head) {
-      ... on Commit { author { user { login } } committer { user { login } } }
-    }
-  }
-}"""
-
-
 def _review_state_from_data(data: Any) -> tuple[ReviewState, str | None]:
     repository = _obj(data["repository"])
     return reviews_from_pull(_obj(repository["pullRequest"]), repository.get("object"))
 
 
-_COMMENT_NODES = "nodes { fullDatabaseId author { login } authorAssociation path line body }"
-_REVIEW_QUERY = f"""query PullRequestReviewThreads($owner: String!, $name: String!, $number: Int!,
-  $after: String) {{
-  repository(owner: $owner, name: $name) {{
-    pullRequest(number: $number) {{
-      reviewThreads(first: 100, after: $after) {{
-        pageInfo {{ hasNextPage endCursor }}
-        nodes {{
-          id isResolved
-          comments(first: 100) {{ pageInfo {{ hasNextPage endCursor }} {_COMMENT_NODES} }}
-        }}
-      }}
-    }}
-  }}
-}}"""
-# A thread with more than one page of comments is read on by its node id, never cut.
-_THREAD_COMMENTS_QUERY = f"""query PullRequestReviewThreadComments($id: ID!, $after: String) {{
-  node(id: $id) {{
-    ... on PullRequestReviewThread {{
-      comments(first: 100, after: $after) {{
-        pageInfo {{ hasNextPage endCursor }} {_COMMENT_NODES}
-      }}
-    }}
-  }}
-}}"""
 _THREAD_COMMENT_PAGES = 100
-_FORCE_PUSH_QUERY = """query PullRequestForcePushes($owner: String!, $name: String!,
-  $number: Int!) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      timelineItems(itemTypes: [HEAD_REF_FORCE_PUSHED_EVENT], first: 100) {
-        pageInfo { hasNextPage endCursor }
-        nodes { ... on HeadRefForcePushedEvent { beforeCommit { oid } afterCommit { oid } } }
-      }
-    }
-  }
-}"""
 
 
 class _GhCliWire:
@@ -733,7 +672,7 @@ class _GhCliWire:
     ) -> Page[ReviewComment]:
         owner, name = repo.split("/", 1)
         variables = {"owner": owner, "name": name, "number": number, "after": after}
-        data = self._graphql("review threads", _REVIEW_QUERY, variables)
+        data = self._graphql("review threads", REVIEW_THREADS_QUERY, variables)
 
         def comments(
             connection: Any, resolved: bool, thread_id: str | None = None
@@ -777,7 +716,7 @@ class _GhCliWire:
                     break
                 answer = self._graphql(
                     "review thread comments",
-                    _THREAD_COMMENTS_QUERY,
+                    THREAD_COMMENTS_QUERY,
                     {"id": str(thread_id), "after": cursor},
                 )
                 page, cursor = _mapped_data(
@@ -801,7 +740,7 @@ class _GhCliWire:
     def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
         owner, name = repo.split("/", 1)
         variables = {"owner": owner, "name": name, "number": number}
-        data = self._graphql("force pushes", _FORCE_PUSH_QUERY, variables)
+        data = self._graphql("force pushes", FORCE_PUSH_QUERY, variables)
 
         def parse(data: Any) -> Page[ForcePush]:
             timeline = data["repository"]["pullRequest"]["timelineItems"]
@@ -940,7 +879,7 @@ class _GhCliWire:
             "head": head_sha,
             "after": after,
         }
-        data = self._graphql("reviews", _REVIEW_STATE_QUERY, variables)
+        data = self._graphql("reviews", REVIEW_STATE_QUERY, variables)
         return _mapped_data("reviews", data, _review_state_from_data)
 
     def merge_pr(
