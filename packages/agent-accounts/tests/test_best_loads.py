@@ -1,4 +1,4 @@
-"""What `account-cli best` loads: it runs before an agent starts, over every profile."""
+"""What `account-cli best` and `run` load: they run before an agent starts, over every profile."""
 
 from __future__ import annotations
 
@@ -67,6 +67,19 @@ def _probe_best(tmp_path: Path) -> None:
         result = json.loads(done.stderr)
         assert (result["code"], done.stdout) == (0, out)
         assert set(result["modules"]) & HEAVY == set()
+    # `run` ranks by the same code; with every account past its line it returns (75) instead of
+    # exec'ing, so the probe sees what it loaded.
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "run", "--switch-at", "5", "--", "true"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    result = json.loads(done.stderr[done.stderr.index("{") :])
+    assert result["code"] == 75
+    assert set(result["modules"]) & HEAVY == set()
 
 
 def test_the_probe_sees_a_heavy_import(tmp_path: Path) -> None:

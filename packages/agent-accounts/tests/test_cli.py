@@ -524,14 +524,26 @@ STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
 TOP_USAGE = (
     "usage: account-cli [-h] [--version]\n"
-    "                   {best,explain,poll,status,statusline-tee} ..."
+    "                   {best,explain,poll,run,status,statusline-tee} ..."
 )
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (best, explain, poll, status or statusline-tee)", TOP_USAGE),
-    (["nope"], "unknown command 'nope' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
-    (["Poll"], "unknown command 'Poll' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
-    (["Best"], "unknown command 'Best' (best, explain, poll, status or statusline-tee)", TOP_USAGE),
+    ([], "missing command (best, explain, poll, run, status or statusline-tee)", TOP_USAGE),
+    (
+        ["nope"],
+        "unknown command 'nope' (best, explain, poll, run, status or statusline-tee)",
+        TOP_USAGE,
+    ),
+    (
+        ["Poll"],
+        "unknown command 'Poll' (best, explain, poll, run, status or statusline-tee)",
+        TOP_USAGE,
+    ),
+    (
+        ["Best"],
+        "unknown command 'Best' (best, explain, poll, run, status or statusline-tee)",
+        TOP_USAGE,
+    ),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),
     (["best", "extra"], "unrecognized arguments: extra", BEST_USAGE),
     (["best", "--win", "five_hour"], "unrecognized arguments: --win five_hour", BEST_USAGE),

@@ -225,6 +225,12 @@ async def test_every_command_answers_for_the_good_profile(
     assert (run.code, json.loads(run.out)["label"]) == (0, "good"), run
     run = await _run(venv, ["best", "--path"], home)
     assert (run.code, run.out) == (0, f"{home.path}/.agent-profiles/good\n"), run
+    # `run` ranks the same profiles (the `--` separator differs between Pythons' argparse).
+    for args in (["run", "--", "sh", "-c", "echo $AGENT_CONFIG_DIR"], ["run", "printenv"]):
+        run = await _run(venv, args, home)
+        assert run.code == 0, run
+        assert f"{home.path}/.agent-profiles/good\n" in run.out, run
+        assert run.err.startswith("account-cli: run: good: most room, "), run
 
     run = await _run(venv, ["status", "--statusline"], home)
     assert (run.code, run.err) == (0, ""), run

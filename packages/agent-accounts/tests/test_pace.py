@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_accounts import (
     BestCandidate,
@@ -290,3 +292,58 @@ def test_choose_best_refuses_no_window_and_a_bad_now() -> None:
         choose_best([], NOW, windows=())
     with pytest.raises(ValueError, match="finite"):
         choose_best([], math.nan)
+
+
+# ---- room: `full_at` (what `account-cli run --switch-at` passes) ------------------------------
+
+
+def test_a_full_account_is_never_best_and_free_at_says_when_one_has_room() -> None:
+    full = cand("full", PRESENT, reading(five_hour=(100, FIVE_RESET), seven_day=(20, WEEK_RESET)))
+    # Two windows past the line: room only once both have reset.
+    both = cand("both", PRESENT, reading(five_hour=(95, NOW + H), seven_day=(99, NOW + 2 * H)))
+    assert choose_best([full, both], NOW) == choose_best([both], NOW)
+    result = choose_best([full, both], NOW, full_at=90)
+    assert result == NoBest(
+        rejected=(("full", "no room"), ("both", "no room")), free_at=NOW + 2 * H
+    )
+    unknown = cand("unknown", PRESENT, reading(five_hour=100, seven_day=(1, WEEK_RESET)))
+    assert choose_best([unknown], NOW) == NoBest(rejected=(("unknown", "no room"),), free_at=None)
+    assert choose_best([cand("x", MISSING, FRESH)], NOW).free_at is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("full_at", [0, -1, 100.5, math.nan, math.inf])
+def test_full_at_must_be_a_percentage(full_at: float) -> None:
+    with pytest.raises(ValueError, match="full_at"):
+        choose_best([], NOW, full_at=full_at)
+
+
+@given(
+    five=st.tuples(st.floats(0, 100), st.floats(-H, 5 * H)),
+    week=st.tuples(st.floats(0, 100), st.floats(-H, WEEK)),
+    full_at=st.sampled_from([50.0, 90.0, 100.0]),
+    back=st.floats(1, 5 * H),
+)
+@settings(max_examples=300, deadline=None, database=None)
+def test_free_at_is_when_room_returns_with_the_clock_moved_both_ways(
+    five: tuple[float, float], week: tuple[float, float], full_at: float, back: float
+) -> None:
+    usage = reading(five_hour=(five[0], NOW + five[1]), seven_day=(week[0], NOW + week[1]))
+    usage["written_at"] = NOW - 30
+    account = [cand("a", PRESENT, usage)]
+    result = choose_best(account, NOW, full_at=full_at, max_age_s=math.inf)
+    if isinstance(result, BestChoice):
+        # Room now; and later, once windows reset, never less room.
+        later = choose_best(account, NOW + back, full_at=full_at, max_age_s=math.inf)
+        assert isinstance(later, BestChoice)
+        assert later.headroom_percentage >= result.headroom_percentage
+        return
+    assert result.rejected == (("a", "no room"),)
+    assert result.free_at is not None
+    assert result.free_at > NOW
+    # At free_at the account has room; a moment before it, moving the clock back, it has not.
+    assert isinstance(
+        choose_best(account, result.free_at, full_at=full_at, max_age_s=math.inf), BestChoice
+    )
+    before = max(NOW, result.free_at - back)
+    if before < result.free_at:
+        assert isinstance(choose_best(account, before, full_at=full_at, max_age_s=math.inf), NoBest)

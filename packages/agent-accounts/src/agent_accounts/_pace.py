@@ -123,6 +123,7 @@ RejectReason: TypeAlias = Literal[
     "no reading",
     "reading stale",
     "window missing",
+    "no room",
 ]
 _REASONS: Final = frozenset(get_args(RejectReason))
 
@@ -150,9 +151,15 @@ class BestChoice:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoBest:
-    """No profile qualifies; `rejected` names each profile and why, in the candidates' order."""
+    """No profile qualifies; `rejected` names each profile and why, in the candidates' order.
+
+    `free_at` (epoch seconds) is the earliest time a profile rejected for `no room` has room
+    again (every window of it at or past the limit has reset); None when no profile was rejected
+    for that, or when none of them tells its reset time.
+    """
 
     rejected: tuple[tuple[str, RejectReason], ...]
+    free_at: float | None = None
 
 
 def choose_best(
@@ -161,19 +168,24 @@ def choose_best(
     *,
     windows: Sequence[str] = DEFAULT_BEST_WINDOWS,
     max_age_s: float = FRESH_READING_S,
+    full_at: float = 100.0,
 ) -> BestChoice | NoBest:
     """Pick the profile with the most headroom over `windows` at `now` (epoch seconds).
 
-    A profile qualifies when its login is present, or expired with a usable refresh token, and its
-    newest reading is at most `max_age_s` old and holds every named window. Headroom is 100 minus
-    the highest use among the named windows (a window past its reset counts as unused). Ties go
-    to the earlier reset of the binding windows (unknown resets last), then to the label.
-    Raises ValueError for an empty `windows` or a bad `now`.
+    A profile qualifies when its login is present, or expired with a usable refresh token, its
+    newest reading is at most `max_age_s` old and holds every named window, and every named
+    window has room: its use is below `full_at` percent (a window past its reset counts as
+    unused). Headroom is 100 minus the highest use among the named windows. Ties go to the
+    earlier reset of the binding windows (unknown resets last), then to the label. Raises
+    ValueError for an empty `windows`, a bad `now` or a `full_at` outside (0, 100].
     """
     if finite(now) is None:
         raise ValueError("now must be a finite number of epoch seconds")
     if not windows:
         raise ValueError("windows must name at least one window")
+    limit = finite(full_at)
+    if limit is None or not 0 < limit <= 100:
+        raise ValueError("full_at must be a percentage above 0 and at most 100")
     listed = list(candidates)
     ranked = rank_rows(
         (
@@ -188,9 +200,14 @@ def choose_best(
         now,
         windows,
         max_age_s,
+        limit,
     )
     if isinstance(ranked, list):
-        return NoBest(rejected=tuple((label, _reason(reason)) for label, reason in ranked))
+        free = [at for _, _, at in ranked if at is not None and not math.isinf(at)]
+        return NoBest(
+            rejected=tuple((label, _reason(reason)) for label, reason, _ in ranked),
+            free_at=min(free, default=None),
+        )
     index, headroom, resets = ranked
     chosen = listed[index]
     return BestChoice(

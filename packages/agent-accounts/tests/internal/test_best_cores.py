@@ -9,6 +9,7 @@ every profile, so it ranks with `login_facts` and `rank_rows` and prints a plain
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,10 @@ candidate_st = st.builds(
 @given(
     st.lists(candidate_st, max_size=6),
     st.sampled_from([("five_hour", "seven_day"), ("five_hour",), ("seven_day",)]),
+    st.sampled_from([100.0, 99.5, 90.0, 10.0]),
 )
 def test_rank_rows_picks_what_choose_best_picks(
-    rows: list[tuple[str, Any, Any]], windows: tuple[str, ...]
+    rows: list[tuple[str, Any, Any]], windows: tuple[str, ...], full_at: float
 ) -> None:
     now_ms = NOW * 1000
     candidates = []
@@ -104,10 +106,13 @@ def test_rank_rows_picks_what_choose_best_picks(
                 reading,
             )
         )
-    full = choose_best(candidates, NOW, windows=windows)
-    ranked = rank_rows(plain, NOW, windows, 600)
+    full = choose_best(candidates, NOW, windows=windows, full_at=full_at)
+    ranked = rank_rows(plain, NOW, windows, 600, full_at)
     if isinstance(full, NoBest):
-        assert ranked == list(full.rejected)
+        assert isinstance(ranked, list)
+        assert [(label, reason) for label, reason, _ in ranked] == list(full.rejected)
+        free = [at for _, _, at in ranked if at is not None and at != math.inf]
+        assert full.free_at == min(free, default=None)
     else:
         assert isinstance(full, BestChoice)
         assert not isinstance(ranked, list)

@@ -1,7 +1,7 @@
 """`account-cli best [--window NAME]... [--json | --path]`: the account to use now.
 
-Runs before agents start, over every profile, so it uses the dataclass-free cores of
-`discover_profiles`, `read_login_state` and `choose_best`: the same files, gate and rules.
+Runs before agents start, over every profile: `io._choice.rank_profiles` reads and ranks them
+(the rule `account-cli run` uses too).
 """
 
 from __future__ import annotations
@@ -28,34 +28,11 @@ def run(options: Namespace) -> int:
 def _best(windows: Sequence[str], *, as_json: bool, as_path: bool) -> int:
     import time
 
-    from agent_accounts._best import FRESH_READING_S, rank_rows
-    from agent_accounts.io._credentials import read_login_facts
-    from agent_accounts.io._discovery import profile_dirs
-    from agent_accounts.io._readings import newest_reading
+    from agent_accounts.io._choice import rank_profiles
 
-    now = time.time()
-    profiles = profile_dirs()
-    rows = []
-    for label, config_dir in profiles:
-        try:
-            facts = read_login_facts(config_dir, now_ms=now * 1000)
-            status: str | None = facts.status
-            can_refresh = facts.can_refresh
-        except OSError:
-            status, can_refresh = None, False
-        try:
-            # The newest reading holding every named window (its text fields are never printed,
-            # so they need no redaction); failing that, the newest at all, so the reason given
-            # is the window it lacks rather than no reading.
-            usage = newest_reading(config_dir, windows=windows, redact_text=False)
-            if usage is None:
-                usage = newest_reading(config_dir, redact_text=False)
-        except OSError:
-            usage = None
-        rows.append((label, status, can_refresh, None if usage is None else usage[0]))
-    ranked = rank_rows(rows, now, windows, FRESH_READING_S)
+    profiles, ranked = rank_profiles(windows, now=time.time())
     if isinstance(ranked, list):
-        why = "; ".join(f"{shown(label)}: {reason}" for label, reason in ranked)
+        why = "; ".join(f"{shown(label)}: {reason}" for label, reason, _ in ranked)
         err(f"no account qualifies ({why or 'no profiles found'})")
         return EXIT_LOGIN
     index, headroom, resets = ranked

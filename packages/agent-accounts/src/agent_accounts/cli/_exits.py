@@ -9,6 +9,8 @@ returns or raises into an exit code.
 | 1 | a poll, a refresh, a usage-file write, a credentials read or an alert hook failed |
 | 2 | a login is expired or refused, or (for `status`) missing; no account qualifies (`best`) |
 | 64 | a usage error: an unknown command or flag, a repeated flag, a bad value |
+| 75 | `run`: every usable account is out of room for now (EX_TEMPFAIL: try again later) |
+| 126, 127 | `run`: the command cannot be run, or is not found (as a shell says) |
 | 130 | interrupted (Ctrl-C) |
 | 141 | the reader of stdout went away (as a program killed by SIGPIPE) |
 """
@@ -27,7 +29,10 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_LOGIN",
+    "EXIT_NOT_FOUND",
+    "EXIT_NOT_RUNNABLE",
     "EXIT_OK",
+    "EXIT_TEMPFAIL",
     "EXIT_USAGE",
     "PROG",
     "UsageError",
@@ -39,6 +44,9 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_LOGIN: Final = 2
 EXIT_USAGE: Final = 64
+EXIT_TEMPFAIL: Final = 75
+EXIT_NOT_RUNNABLE: Final = 126
+EXIT_NOT_FOUND: Final = 127
 EXIT_INTERRUPTED: Final = 130
 EXIT_BROKEN_PIPE: Final = 128 + 13
 DEBUG_ENV: Final = "ACCOUNT_CLI_DEBUG"

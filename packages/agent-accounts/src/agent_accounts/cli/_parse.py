@@ -124,6 +124,27 @@ def _poll_arguments(p: _Parser) -> None:
     )
 
 
+def _run_arguments(p: _Parser) -> None:
+    p.add_argument(
+        "--switch-at",
+        action=_OnceValue,
+        metavar="PERCENT",
+        help="count a window at PERCENT or more as full and switch before it (default: 100)",
+    )
+    p.add_argument(
+        "--label",
+        action=_OnceValue,
+        metavar="LABEL",
+        help="stay on this profile while it has room (default: the most room)",
+    )
+    p.add_argument(
+        "command_line",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND...",
+        help="the command to run with AGENT_CONFIG_DIR set to the chosen profile",
+    )
+
+
 def _status_arguments(p: _Parser) -> None:
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--json", action=_Once, help="print JSON")
@@ -152,6 +173,11 @@ _SUBCOMMANDS: Final = {
         _explain_arguments,
     ),
     "poll": ("_poll", "poll the usage endpoint for every profile", _poll_arguments),
+    "run": (
+        "_run",
+        "run COMMAND with AGENT_CONFIG_DIR on the profile with the most room (exit 75 if none)",
+        _run_arguments,
+    ),
     "status": (
         "_status",
         "report login state and the newest reading of every profile (no request)",
@@ -207,6 +233,8 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command.format_usage())
     if options.command == "poll":
         _check_poll(options, command.format_usage())
+    elif options.command == "run":
+        _check_run(options, command.format_usage())
     elif options.command == "best":
         from agent_accounts._usage import is_window_name
 
@@ -217,6 +245,33 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
                 )
         options.window = tuple(dict.fromkeys(options.window or _DEFAULT_WINDOWS))
     return options
+
+
+def _percentage(text: str) -> float:
+    """A percentage above 0 and at most 100, or NaN."""
+    try:
+        value = float(text)
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) and 0 < value <= 100 else math.nan
+
+
+def _check_run(options: argparse.Namespace, usage: str) -> None:
+    """Check run's flags: a percentage, and a command after them (`--` optional)."""
+    words = list(options.command_line)
+    if words[:1] == ["--"]:  # argparse keeps the separator before a REMAINDER on some Pythons
+        words = words[1:]
+    if not words:
+        raise UsageError("missing the command to run (-- COMMAND...)", usage)
+    options.command_line = words
+    if options.switch_at is None:
+        options.switch_at = 100.0
+    else:
+        options.switch_at = _percentage(options.switch_at)
+        if math.isnan(options.switch_at):
+            raise UsageError(
+                "argument --switch-at: not a percentage above 0 and at most 100", usage
+            )
 
 
 def _check_poll(options: argparse.Namespace, usage: str) -> None:
