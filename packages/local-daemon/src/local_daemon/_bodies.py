@@ -12,8 +12,7 @@
   new body is refused with 503 and `Retry-After` before a byte of it is read (`BodiesBusyError`),
   and the connection closes after the discard window; nothing queues. One body over the whole
   budget is still read when nothing else is.
-- `parse_json` is the one parser of a JSON body: the standard `json` with hooks that refuse what
-  no answer could carry back (`NaN`/`Infinity` literals, numbers beyond a float, lone surrogates).
+- Bodies are parsed by `_json.parse_json`, the package's one JSON parser.
 - `read_body` is the one reader: it holds at most what the body declares (or the cap), in one
   buffer of exactly that size when the length is known, and never more than the cap.
 
@@ -24,10 +23,7 @@ The budget is per process, like the memory it protects: the loopback and remote 
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import hdrs, web
 
@@ -44,10 +40,8 @@ __all__ = [
     "BodyIncompleteError",
     "BodyTimeoutError",
     "BodyTooLargeError",
-    "NonFiniteNumberError",
     "body_deadline",
     "body_deadline_middleware",
-    "parse_json",
     "read_body",
 ]
 
@@ -248,50 +242,3 @@ async def _read_chunked(request: web.Request, cap: int) -> bytes:
             raise BodyTooLargeError()
         chunks.append(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-class NonFiniteNumberError(ValueError):
-    """A number in the body is not finite: a `NaN`/`Infinity` literal or beyond a float."""
-
-    def __init__(self, spelling: str) -> None:
-        # The spelling stays out of the message: it is the client's input, of any length.
-        super().__init__("a number in the body is not finite")
-        self.literal = spelling in ("NaN", "Infinity", "-Infinity")
-
-
-def _no_constant(name: str) -> Any:
-    raise NonFiniteNumberError(name)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)  # a JSON number never parses to NaN; past a float's range it is inf
-    if math.isinf(value):
-        raise NonFiniteNumberError(text)
-    return value
-
-
-def _check_text(value: Any) -> None:
-    # Walked only when the body holds a `\u` escape: a lone surrogate (`"\ud800"`) parses into a
-    # str that cannot be encoded again, so no answer could carry it back.
-    if isinstance(value, str):
-        value.encode("utf-8")
-    elif isinstance(value, list):
-        for item in value:
-            _check_text(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            key.encode("utf-8")
-            _check_text(item)
-
-
-def parse_json(raw: bytes | bytearray) -> Any:
-    """Parse a body as strict JSON.
-
-    Raises `NonFiniteNumberError` for `NaN`, `Infinity` and numbers beyond a float however spelt
-    (`1e400`, `-1E+99999`), UnicodeError for bytes that are not UTF-8 or a lone surrogate, other
-    ValueErrors for anything that is not JSON, RecursionError for nesting too deep to parse.
-    """
-    value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
-    if b"\\u" in raw:
-        _check_text(value)
-    return value

@@ -41,11 +41,10 @@ from pydantic import ValidationError
 from ._bodies import (
     BodyIncompleteError,
     BodyTooLargeError,
-    NonFiniteNumberError,
-    parse_json,
     read_body,
 )
 from ._config import AppOptions
+from ._json import NonFiniteNumberError, parse_json
 from ._mcp import NOT_FINITE, REQUEST_AUTH, create_mcp_server
 from ._types import (
     AUTH_RECORD_KEY,

@@ -27,13 +27,12 @@ from typing import Any
 
 from ._errors import DaemonStateError
 from ._statefile import (
-    SafeFileProblem,
     UnsafeFileError,
     flock_within,
     make_private_dir,
     open_lock_file,
     parse_json_document,
-    read_safe_file,
+    try_read_safe_file,
     write_atomic,
 )
 
@@ -101,10 +100,8 @@ def _parse_pid(text: str) -> int | None:
 
 
 def _read_lenient(path: Path) -> bytes | None:
-    try:
-        return read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022).data
-    except UnsafeFileError:
-        return None
+    read = try_read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
+    return None if isinstance(read, UnsafeFileError) else read.data
 
 
 def read_pid_file(paths: DaemonPaths) -> int | None:
@@ -151,28 +148,13 @@ def _refuse(path: Path, what: str, problem: str) -> DaemonStateError:
 
 
 def _read_state_file(path: Path, *, missing: DaemonStateError) -> bytes:
-    failed: UnsafeFileError | None = None
-    try:
-        # Whoever can write it could point `health` at a port of their choosing.
-        return read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022).data
-    except UnsafeFileError as exc:
-        failed = exc
-    if failed.problem == "missing":
+    # Whoever can write it could point `health` at a port of their choosing.
+    read = try_read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
+    if not isinstance(read, UnsafeFileError):
+        return read.data
+    if read.problem == "missing":
         raise missing
-    if failed.problem == "owner":
-        raise _refuse(path, f"is owned by uid {failed.uid}, not by this user", "owner")
-    if failed.problem == "mode":
-        raise _refuse(path, f"is writable by group or others (mode {failed.mode:04o})", "mode")
-    if failed.problem == "unreadable":
-        raise _refuse(path, f"cannot be read ({failed.strerror})", "unreadable")
-    raise _refuse(path, _PROBLEM_TEXT[failed.problem], failed.problem)
-
-
-_PROBLEM_TEXT: dict[SafeFileProblem, str] = {
-    "symlink": "is a symlink",
-    "not_regular": "is not a regular file",
-    "too_large": f"is larger than {MAX_STATE_FILE_BYTES} bytes",
-}
+    raise _refuse(path, read.what, read.problem)
 
 
 def _probe_host(value: object) -> str | None:

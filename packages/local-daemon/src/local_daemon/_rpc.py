@@ -36,11 +36,10 @@ from ._bodies import (
     LINGERING_TIME,
     BodyIncompleteError,
     BodyTooLargeError,
-    NonFiniteNumberError,
-    parse_json,
     read_body,
 )
 from ._invoke import Outcome, error_envelope, failure_outcome, invoke
+from ._json import NonFiniteNumberError, parse_json
 from ._types import AUTH_RECORD_KEY, CommandRegistry, ContextFactory, ErrorFormatter
 
 __all__ = [

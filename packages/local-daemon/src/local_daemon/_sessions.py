@@ -45,8 +45,8 @@ from ._statefile import (
     flock_within,
     open_lock_file,
     parse_json_document,
-    read_safe_file,
     stat_signature,
+    try_read_safe_file,
     write_atomic,
 )
 
@@ -186,31 +186,13 @@ def _parse(path: Path, data: bytes) -> _Snapshot:
     return _Snapshot(generation, sessions)
 
 
-_PROBLEM_TEXT = {
-    "symlink": "is a symlink",
-    "not_regular": "is not a regular file",
-    "too_large": f"is larger than {MAX_SESSIONS_FILE_BYTES} bytes",
-}
-
-
 def _read(path: Path) -> tuple[_Snapshot, Signature | None]:
     """Read and check the file: its snapshot and the signature of what was read."""
-    failed: UnsafeFileError | None = None
-    try:
-        read = read_safe_file(path, max_bytes=MAX_SESSIONS_FILE_BYTES, forbidden_mode=0o077)
-    except UnsafeFileError as exc:
-        failed = exc
-    if failed is not None:
-        if failed.problem == "missing":
+    read = try_read_safe_file(path, max_bytes=MAX_SESSIONS_FILE_BYTES, forbidden_mode=0o077)
+    if isinstance(read, UnsafeFileError):
+        if read.problem == "missing":
             return _EMPTY, None
-        if failed.problem == "owner":
-            raise _bad(path, f"is owned by uid {failed.uid}, not by this user", "owner")
-        if failed.problem == "mode":
-            mode = failed.mode or 0
-            raise _bad(path, f"is open to group or others (mode {mode:04o})", "mode")
-        if failed.problem == "unreadable":
-            raise _bad(path, f"cannot be read ({failed.strerror})", "unreadable")
-        raise _bad(path, _PROBLEM_TEXT[failed.problem], failed.problem)
+        raise _bad(path, read.what, read.problem)
     return _parse(path, read.data), stat_signature(read.stat)
 
 

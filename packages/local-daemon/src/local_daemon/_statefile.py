@@ -9,8 +9,9 @@ through here; nothing else in the package opens them.
   descriptor (the name may have been swapped between the two), and read up to a size cap. Each
   caller turns the `UnsafeFileError` into its own error type and fixed text; this module never
   puts a file's bytes into an exception.
-- `parse_json_document`: a file the parser cannot read, however the parser fails (bad bytes, bad
-  syntax, nesting too deep for it), is no document; the caller refuses it as any corrupt file.
+- `parse_json_document`: a file `_json.parse_json` (the package's one JSON parser, the one the wire
+  uses) cannot read, however it fails (bad bytes, bad syntax, a non-finite number, nesting too
+  deep for it), is no document; the caller refuses it as any corrupt file.
 - `write_atomic`: the whole file to a 0600 temp file beside it, synced, then renamed (or, with
   `replace=False`, hard-linked, which never replaces a file made meanwhile) into place, and the
   directory synced; every step relative to the directory's fd. A crash or a full disk leaves the
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import stat
 import time
@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeAlias, TypeVar
+
+from ._json import parse_json
 
 __all__ = [
     "ReReadOnChange",
@@ -47,6 +49,7 @@ __all__ = [
     "parse_json_document",
     "path_signature",
     "read_safe_file",
+    "try_read_safe_file",
     "write_atomic",
 ]
 
@@ -59,7 +62,8 @@ _CHUNK = 64 * 1024
 
 
 class UnsafeFileError(Exception):
-    """The file fails a check: `problem`, and the stat or `strerror` that says how."""
+    """The file fails a check: `problem`, the stat or `strerror` that says how, and `what`, the
+    fixed text that says it after the file's name ("is a symlink")."""
 
     def __init__(
         self,
@@ -73,6 +77,26 @@ class UnsafeFileError(Exception):
         self.uid = st.st_uid if st is not None else None
         self.mode = stat.S_IMODE(st.st_mode) if st is not None else None
         self.strerror = strerror or ""
+        self.what = _FIXED_TEXT.get(problem, "")
+
+    def _describe(self, rules: _Rules) -> UnsafeFileError:
+        if self.problem == "owner":
+            self.what = f"is owned by uid {self.uid}, not by this user"
+        elif self.problem == "mode":
+            reach = "open to" if rules.forbidden_mode & 0o044 else "writable by"
+            self.what = f"is {reach} group or others (mode {self.mode or 0:04o})"
+        elif self.problem == "too_large":
+            self.what = f"is larger than {rules.max_bytes} bytes"
+        elif self.problem == "unreadable":
+            self.what = f"cannot be read ({self.strerror})"
+        return self
+
+
+_FIXED_TEXT: dict[SafeFileProblem, str] = {
+    "missing": "does not exist",
+    "symlink": "is a symlink",
+    "not_regular": "is not a regular file",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,13 +144,44 @@ def read_safe_file(
     `owner` demands this process's effective uid; `forbidden_mode` lists permission bits that
     must be clear (0o077: nobody else may read or write; 0o022: nobody else may write).
     """
+    read = try_read_safe_file(
+        path,
+        max_bytes=max_bytes,
+        follow_symlinks=follow_symlinks,
+        owner=owner,
+        forbidden_mode=forbidden_mode,
+    )
+    if isinstance(read, UnsafeFileError):
+        raise read
+    return read
+
+
+def try_read_safe_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    follow_symlinks: bool = False,
+    owner: bool = True,
+    forbidden_mode: int = 0o077,
+) -> SafeRead | UnsafeFileError:
+    """`read_safe_file`, answering the `UnsafeFileError` instead of raising it: a caller raising
+    its own error then chains nothing (no `__context__` to carry a path or a byte further)."""
     rules = _Rules(
         max_bytes=max_bytes,
         follow_symlinks=follow_symlinks,
         owner=owner,
         forbidden_mode=forbidden_mode,
     )
-    target = Path(path)
+    try:
+        return _read(Path(path), rules)
+    except UnsafeFileError as exc:
+        # Without its traceback: the reader's frames hold what it read.
+        return exc.with_traceback(None)._describe(rules)
+
+
+def _read(target: Path, rules: _Rules) -> SafeRead:
+    follow_symlinks = rules.follow_symlinks
+    max_bytes = rules.max_bytes
     try:
         _check(os.stat(target) if follow_symlinks else os.lstat(target), rules)
         flags = _OPEN_FLAGS if follow_symlinks else _OPEN_FLAGS | os.O_NOFOLLOW
@@ -160,7 +215,7 @@ def read_safe_file(
 def parse_json_document(data: bytes) -> object | None:
     """Return the JSON value `data` holds, or None when the parser cannot read it at all."""
     try:
-        value: object = json.loads(data)
+        value: object = parse_json(data)
     # Whatever the parser raises (a ValueError for bad syntax or bytes, a RecursionError for
     # nesting too deep, MemoryError) is the file's fault. Nothing is chained: the decoder's
     # error quotes the file's text.

@@ -19,7 +19,13 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from local_daemon._errors import TlsFileError
-from local_daemon._statefile import Signature, UnsafeFileError, path_signature, read_safe_file
+from local_daemon._statefile import (
+    SafeFileProblem,
+    Signature,
+    UnsafeFileError,
+    path_signature,
+    try_read_safe_file,
+)
 
 __all__ = [
     "TLS12_CIPHERS",
@@ -77,36 +83,29 @@ def pair_signature(
     )
 
 
+# The TLS pair's names for the reader's problems (owner and mode concern the private key only).
+_TLS_PROBLEM: dict[SafeFileProblem, str] = {
+    "owner": "key_owner",
+    "mode": "key_mode",
+    "too_large": "invalid",
+    "symlink": "unreadable",  # symlinks are followed: never reported
+}
+
+
 def _read(path: Path, what: str, *, private: bool) -> bytes:
-    failed: UnsafeFileError | None = None
-    try:
-        # Symlinks are followed on purpose: certbot's live/ names are symlinks into archive/.
-        return read_safe_file(
-            path,
-            max_bytes=_MAX_PEM_BYTES,
-            follow_symlinks=True,
-            owner=private,
-            forbidden_mode=0o077 if private else 0,
-        ).data
-    except UnsafeFileError as exc:
-        failed = exc
-    name = f"TLS {what} file {path}"
-    if failed.problem == "missing":
-        raise TlsFileError(f"{name} does not exist", problem="missing")
-    if failed.problem == "not_regular":
-        raise TlsFileError(f"{name} is not a regular file", problem="not_regular")
-    if failed.problem == "owner":
-        raise TlsFileError(
-            f"{name} is owned by uid {failed.uid}, not by this user", problem="key_owner"
-        )
-    if failed.problem == "mode":
-        raise TlsFileError(
-            f"{name} is open to group or others (mode {failed.mode:04o}); chmod 600 it",
-            problem="key_mode",
-        )
-    if failed.problem == "too_large":
-        raise TlsFileError(f"{name} is larger than 1 MiB", problem="invalid")
-    raise TlsFileError(f"{name} cannot be read ({failed.strerror})", problem="unreadable")
+    # Symlinks are followed on purpose: certbot's live/ names are symlinks into archive/.
+    read = try_read_safe_file(
+        path,
+        max_bytes=_MAX_PEM_BYTES,
+        follow_symlinks=True,
+        owner=private,
+        forbidden_mode=0o077 if private else 0,
+    )
+    if not isinstance(read, UnsafeFileError):
+        return read.data
+    way_out = "; chmod 600 it" if read.problem == "mode" else ""
+    problem = _TLS_PROBLEM.get(read.problem, read.problem)
+    raise TlsFileError(f"TLS {what} file {path} {read.what}{way_out}", problem=problem)
 
 
 def _name_matches(pattern: str, name: str) -> bool:

@@ -24,7 +24,7 @@ from local_daemon._statefile import (
     UnsafeFileError,
     make_private_dir,
     path_signature,
-    read_safe_file,
+    try_read_safe_file,
     write_atomic,
 )
 
@@ -84,34 +84,19 @@ def _parse_secret(path: Path, raw: bytes, written_at: int) -> TokenSecret:
     return TokenSecret(text=text, key_material=key_material, written_at=written_at)
 
 
-_PROBLEM_TEXT: dict[SafeFileProblem, str] = {
-    "missing": "does not exist; create it with `local-daemon token ensure`",
-    "symlink": "is a symlink; point the daemon at the file itself",
-    "not_regular": "is not a regular file",
-    "too_large": f"is larger than {MAX_TOKEN_FILE_BYTES} bytes",
+# What to do, after what is wrong. Group or other access (mode) would let someone else read the
+# secret or plant one they know.
+_WAY_OUT: dict[SafeFileProblem, str] = {
+    "missing": "; create it with `local-daemon token ensure`",
+    "symlink": "; point the daemon at the file itself",
+    "mode": "; chmod 600 it",
 }
 
 
-def _unsafe(path: Path, failed: UnsafeFileError) -> TokenFileError:
-    if failed.problem == "owner":
-        return _refuse(path, f"is owned by uid {failed.uid}, not by this user", "owner")
-    if failed.problem == "mode":
-        # Group or other access would let someone else read the secret or plant one they know.
-        what = f"is open to group or others (mode {failed.mode:04o}); chmod 600 it"
-        return _refuse(path, what, "mode")
-    if failed.problem == "unreadable":
-        return _refuse(path, f"cannot be read ({failed.strerror})", "unreadable")
-    return _refuse(path, _PROBLEM_TEXT[failed.problem], failed.problem)
-
-
 def _read_checked(path: Path) -> TokenSecret:
-    failed: UnsafeFileError | None = None
-    try:
-        read = read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
-    except UnsafeFileError as exc:
-        failed = exc
-    if failed is not None:
-        raise _unsafe(path, failed)
+    read = try_read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
+    if isinstance(read, UnsafeFileError):
+        raise _refuse(path, read.what + _WAY_OUT.get(read.problem, ""), read.problem)
     if not read.data:
         raise _refuse(path, "is empty", "empty")
     return _parse_secret(path, read.data, int(read.stat.st_mtime))

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from local_daemon._bodies import (
-    BODY_TIMEOUT,
-    BodyBudget,
-    NonFiniteNumberError,
-    body_deadline,
-    parse_json,
-)
+from local_daemon._bodies import BODY_TIMEOUT, BodyBudget, body_deadline
+from local_daemon._json import NonFiniteNumberError, parse_json
 
 
 def test_the_deadline_is_five_seconds_or_the_pace_of_a_larger_body() -> None:
