@@ -132,19 +132,7 @@ def build_http_app(
     `allowed_origins` replace it outright (the remote listener's exact allowlist).
     `openapi=True` adds `GET /openapi.json`, the OpenAPI document of every `/rpc/<name>`.
     """
-    options = AppOptions(
-        registry=registry,
-        version=version,
-        create_context=create_context,
-        health=health,
-        mount_routes=mount_routes,
-        guards=guards,
-        rpc_body_limit=rpc_body_limit or RpcBodyLimit(),
-        tool_prefix=tool_prefix,
-        format_error=format_error,
-        logger=logger or _log,
-        openapi=openapi,
-    )
+    options = AppOptions.of(locals())
     return build_app(
         options,
         hub=hub if hub is not None else EventHub(logger=options.logger),

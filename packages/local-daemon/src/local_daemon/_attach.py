@@ -190,12 +190,13 @@ def _last_line(path: Path) -> str | None:
     """The last line the started daemon wrote to its log (the daemon's one-line failure)."""
     from ._statefile import UnsafeFileError, read_safe_file
 
-    try:
-        data = read_safe_file(path, max_bytes=_LOG_TAIL_MAX, forbidden_mode=0o022).data
-    except UnsafeFileError as exc:
-        if exc.problem != "too_large":
+    read = read_safe_file(path, max_bytes=_LOG_TAIL_MAX, forbidden_mode=0o022)
+    if isinstance(read, UnsafeFileError):
+        if read.problem != "too_large":
             return None
         data = b""
+    else:
+        data = read.data
     lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1][:_LINE_MAX] if lines else None
 

@@ -9,10 +9,12 @@ the daemon builds (loopback, remote) is built from the same `AppOptions`. The pu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._rpc import RpcBodyLimit
 from ._types import CommandRegistry, ContextFactory, ErrorFormatter, HealthFn, MountRoutes
@@ -39,6 +41,20 @@ class AppOptions:
     format_error: ErrorFormatter | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("local_daemon"))
     openapi: bool = False
+
+    @classmethod
+    def of(cls, keywords: Mapping[str, Any]) -> AppOptions:
+        """Take these options from a public entry point's keywords (its `locals()`), each under
+        its own name; `None` for the RPC body cap or the logger means the default.
+
+        `start_daemon` and `build_http_app` declare the options, typed, in their signatures; a
+        test keeps those signatures and these fields in line.
+        """
+        values = {option.name: keywords[option.name] for option in dataclasses.fields(cls)}
+        for name in ("rpc_body_limit", "logger"):
+            if values[name] is None:
+                del values[name]
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,15 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import inspect
 import logging
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from aiohttp import web
 
@@ -31,8 +32,8 @@ from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
 from ._listen import (
-    SHUTDOWN_TIMEOUT,
     AcceptErrorLog,
+    app_runner,
     check_loopback_listener,
     is_loopback_host,
     limit_receive_buffer,
@@ -48,6 +49,8 @@ from ._rpc import LINGERING_TIME, RpcBodyLimit
 from ._threads import busy_command_threads
 from ._types import CommandRegistry, ContextFactory, ErrorFormatter, HealthFn, MountRoutes
 from ._watch import watch_tree
+
+_P = ParamSpec("_P")
 
 if TYPE_CHECKING:
     from ._auth import DaemonAuth
@@ -142,19 +145,7 @@ async def start_daemon(
     too, behind its gate).
     """
     config = DaemonConfig(
-        app=AppOptions(
-            registry=registry,
-            version=version,
-            create_context=create_context,
-            health=health,
-            mount_routes=mount_routes,
-            guards=guards,
-            rpc_body_limit=rpc_body_limit or RpcBodyLimit(),
-            tool_prefix=tool_prefix,
-            format_error=format_error,
-            logger=logger or _log,
-            openapi=openapi,
-        ),
+        app=AppOptions.of(locals()),
         state_dir=Path(state_dir),
         port=port,
         host=host,
@@ -202,14 +193,7 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
         lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
         hub = EventHub(logger=log)
         app = build_app(options, hub=hub, lifecycle=lifecycle, port=bound_port, host=bound_host)
-        runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
-            lingering_time=LINGERING_TIME,
-        )
-        await runner.setup()
+        runner = await app_runner(app, lingering_time=LINGERING_TIME)
         made.push_async_callback(runner.cleanup)
         made.callback(hub.close)  # event streams end before the runner waits for requests
         # Out of fds, asyncio would log a traceback per failed accept, dozens a second.
@@ -305,54 +289,30 @@ def _relative(root: Path, changed: list[str]) -> list[str]:
     return out
 
 
-async def run_daemon_until_signal(
-    *,
-    registry: CommandRegistry,
-    version: str,
-    state_dir: str | os.PathLike[str],
-    port: int = 0,
-    host: str = "127.0.0.1",
-    create_context: ContextFactory | None = None,
-    tool_prefix: str | None = None,
-    watch_root: str | os.PathLike[str] | None = None,
-    health: HealthFn | None = None,
-    mount_routes: MountRoutes | None = None,
-    guards: Guards | None = None,
-    rpc_body_limit: RpcBodyLimit | None = None,
-    remote: RemoteOptions | None = None,
-    listen_fd: int | None = None,
-    format_error: ErrorFormatter | None = None,
-    logger: logging.Logger | None = None,
-    insecure_unauthenticated_host: bool = False,
-    openapi: bool = False,
-) -> None:
-    """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close.
+def _until_signal(
+    start: Callable[_P, Coroutine[Any, Any, DaemonHandle]],
+) -> Callable[_P, Coroutine[Any, Any, None]]:
+    """Make `run_daemon_until_signal` out of `start`: the same keywords, typed, declared once."""
 
-    Returns within `SHUTDOWN_TIMEOUT` of the signal even while a synchronous command still runs
-    (it runs in a daemon thread, so the process can exit without waiting for it).
-    """
-    # Not started yet: a coroutine runs once awaited, after the signal handlers are in place.
-    starting = start_daemon(
-        registry=registry,
-        version=version,
-        state_dir=state_dir,
-        port=port,
-        host=host,
-        create_context=create_context,
-        tool_prefix=tool_prefix,
-        watch_root=watch_root,
-        health=health,
-        mount_routes=mount_routes,
-        guards=guards,
-        rpc_body_limit=rpc_body_limit,
-        remote=remote,
-        listen_fd=listen_fd,
-        format_error=format_error,
-        logger=logger,
-        insecure_unauthenticated_host=insecure_unauthenticated_host,
-        openapi=openapi,
+    async def run_daemon_until_signal(*args: _P.args, **options: _P.kwargs) -> None:
+        """Start the daemon with `start_daemon`'s options, wait for SIGTERM or SIGINT, then close.
+
+        Returns within `SHUTDOWN_TIMEOUT` of the signal even while a synchronous command still
+        runs (it runs in a daemon thread, so the process can exit without waiting for it).
+        """
+        logger = options.get("logger")
+        # Not started yet: a coroutine runs once awaited, after the signal handlers are in place.
+        starting = start(*args, **options)
+        await _serve_until_signal(starting, logger if isinstance(logger, logging.Logger) else _log)
+
+    # What `help()` and `inspect.signature` show: `start`'s keywords, answering None.
+    run_daemon_until_signal.__signature__ = inspect.signature(start).replace(  # type: ignore[attr-defined]
+        return_annotation="None"
     )
-    await _serve_until_signal(starting, logger or _log)
+    return run_daemon_until_signal
+
+
+run_daemon_until_signal = _until_signal(start_daemon)
 
 
 async def _serve_until_signal(

@@ -28,6 +28,8 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from aiohttp import web
+
 from ._errors import RemoteBindError
 
 __all__ = [
@@ -38,7 +40,9 @@ __all__ = [
     "TLS_HANDSHAKE_TIMEOUT",
     "AcceptErrorLog",
     "TlsAcceptor",
+    "app_runner",
     "check_loopback_listener",
+    "ip_literal",
     "is_loopback_host",
     "limit_receive_buffer",
     "max_unauthenticated_connections",
@@ -71,9 +75,10 @@ _LOG_EVERY = 60.0
 _ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
 
 
-def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def ip_literal(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Return the address `text` spells exactly (an IPv4-mapped IPv6 one as IPv4), else None."""
     try:
-        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+        address = ipaddress.ip_address(text)
     except ValueError:
         return None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -85,7 +90,7 @@ def is_loopback_host(host: str) -> bool:
     """Return True for `localhost` and for any loopback IP literal (127/8, ::1, mapped forms)."""
     if host.lower().rstrip(".") == "localhost":
         return True
-    address = _literal(host)
+    address = ip_literal(host.strip("[]").split("%", 1)[0])
     return address is not None and address.is_loopback
 
 
@@ -301,3 +306,22 @@ class TlsAcceptor:
         for handshake in pending:
             with contextlib.suppress(asyncio.CancelledError):
                 await handshake
+
+
+async def app_runner(app: web.Application, **listener: float) -> web.AppRunner:
+    """Set up `app`'s runner as each listener of the daemon runs it: no signal handlers of its
+    own (the daemon has them), no access log, and `SHUTDOWN_TIMEOUT`'s grace, not aiohttp's 60 s
+    (a request still running must not hold the daemon's close, and SIGTERM, for a minute).
+
+    `listener` holds the listener's own `RequestHandler` timeouts (`keepalive_timeout`,
+    `lingering_time`).
+    """
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_TIMEOUT,
+        **listener,  # type: ignore[arg-type]
+    )
+    await runner.setup()
+    return runner

@@ -32,7 +32,7 @@ from ._statefile import (
     make_private_dir,
     open_lock_file,
     parse_json_document,
-    try_read_safe_file,
+    read_safe_file,
     write_atomic,
 )
 
@@ -100,7 +100,7 @@ def _parse_pid(text: str) -> int | None:
 
 
 def _read_lenient(path: Path) -> bytes | None:
-    read = try_read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
+    read = read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
     return None if isinstance(read, UnsafeFileError) else read.data
 
 
@@ -149,7 +149,7 @@ def _refuse(path: Path, what: str, problem: str) -> DaemonStateError:
 
 def _read_state_file(path: Path, *, missing: DaemonStateError) -> bytes:
     # Whoever can write it could point `health` at a port of their choosing.
-    read = try_read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
+    read = read_safe_file(path, max_bytes=MAX_STATE_FILE_BYTES, forbidden_mode=0o022)
     if not isinstance(read, UnsafeFileError):
         return read.data
     if read.problem == "missing":

@@ -23,7 +23,13 @@ from aiohttp import web
 
 from local_daemon._auth import DaemonAuth, create_daemon_auth
 from local_daemon._errors import RemoteBindError, TlsFileError
-from local_daemon._listen import IDLE_TIMEOUT, SHUTDOWN_TIMEOUT, TlsAcceptor
+from local_daemon._listen import (
+    IDLE_TIMEOUT,
+    TlsAcceptor,
+    app_runner,
+    ip_literal,
+    is_loopback_host,
+)
 from local_daemon._types import AUTH_RECORD_KEY
 
 if TYPE_CHECKING:
@@ -61,27 +67,10 @@ class RemoteOptions:
     tls_reload: float = 60.0
 
 
-def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def _is_loopback_host(host: str) -> bool:
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    address = _literal(host.strip("[]"))
-    return address is not None and address.is_loopback
-
-
 def _check_address(host: object) -> None:
     if not isinstance(host, str) or not host:
         raise RemoteBindError("remote.host must be a bare IP literal")
-    address = _literal(host)
+    address = ip_literal(host)
     if address is None:
         raise RemoteBindError(f"remote.host {host!r} is not a bare IP literal; names are refused")
     if address.is_unspecified:
@@ -99,7 +88,7 @@ def _check_address(host: object) -> None:
 def _is_bare_name(name: object) -> bool:
     if not isinstance(name, str) or not name:
         return False
-    if _literal(name.strip("[]")) is not None:
+    if ip_literal(name.strip("[]")) is not None:
         return True
     return not any(char in name for char in "/:@[] \t\r\n")
 
@@ -121,7 +110,7 @@ def check_remote_options(remote: RemoteOptions, *, loopback_host: str) -> None:
     """Refuse bad remote options and bad token or TLS files before anything binds."""
     _check_shape(remote)
     _check_address(remote.host)
-    if not _is_loopback_host(loopback_host):
+    if not is_loopback_host(loopback_host):
         raise RemoteBindError(
             f"host {loopback_host!r} is not loopback: an unauthenticated listener beside the "
             "remote one would bypass the gate"
@@ -135,7 +124,7 @@ def check_remote_options(remote: RemoteOptions, *, loopback_host: str) -> None:
 
 def _host_form(name: str) -> str:
     bare = name.strip("[]")
-    address = _literal(bare)
+    address = ip_literal(bare)
     if address is None:
         return name.lower().rstrip(".")
     try:
@@ -322,16 +311,7 @@ async def open_remote_listener(
         app.middlewares.append(credential_seen)
         # The request-head bound holds whatever app `build_app` made (the daemon's carries it
         # in its handler_args too).
-        runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            keepalive_timeout=IDLE_TIMEOUT,
-            # The loopback listener's grace, not aiohttp's 60 s: a remote request still running
-            # must not hold the daemon's close (and SIGTERM) for a minute.
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
-        )
-        await runner.setup()
+        runner = await app_runner(app, keepalive_timeout=IDLE_TIMEOUT)
     except BaseException:
         sock.close()
         raise

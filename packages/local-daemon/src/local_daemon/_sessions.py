@@ -45,8 +45,8 @@ from ._statefile import (
     flock_within,
     open_lock_file,
     parse_json_document,
+    read_safe_file,
     stat_signature,
-    try_read_safe_file,
     write_atomic,
 )
 
@@ -188,7 +188,7 @@ def _parse(path: Path, data: bytes) -> _Snapshot:
 
 def _read(path: Path) -> tuple[_Snapshot, Signature | None]:
     """Read and check the file: its snapshot and the signature of what was read."""
-    read = try_read_safe_file(path, max_bytes=MAX_SESSIONS_FILE_BYTES, forbidden_mode=0o077)
+    read = read_safe_file(path, max_bytes=MAX_SESSIONS_FILE_BYTES, forbidden_mode=0o077)
     if isinstance(read, UnsafeFileError):
         if read.problem == "missing":
             return _EMPTY, None

@@ -6,9 +6,10 @@ through here; nothing else in the package opens them.
 - `read_safe_file`, the one reader for files the daemon trusts, as untrusted input: the name is
   checked (`lstat`, or `stat` where symlinks are followed on purpose), opened without blocking on a
   FIFO and, unless told otherwise, without following a symlink, checked again on the open
-  descriptor (the name may have been swapped between the two), and read up to a size cap. Each
-  caller turns the `UnsafeFileError` into its own error type and fixed text; this module never
-  puts a file's bytes into an exception.
+  descriptor (the name may have been swapped between the two), and read up to a size cap. A
+  refusal is answered (not raised) as an `UnsafeFileError` carrying its fixed text (`what`); each
+  caller raises its own error type from it. This module never puts a file's bytes into an
+  exception.
 - `parse_json_document`: a file `_json.parse_json` (the package's one JSON parser, the one the wire
   uses) cannot read, however it fails (bad bytes, bad syntax, a non-finite number, nesting too
   deep for it), is no document; the caller refuses it as any corrupt file.
@@ -49,7 +50,6 @@ __all__ = [
     "parse_json_document",
     "path_signature",
     "read_safe_file",
-    "try_read_safe_file",
     "write_atomic",
 ]
 
@@ -138,34 +138,15 @@ def read_safe_file(
     follow_symlinks: bool = False,
     owner: bool = True,
     forbidden_mode: int = 0o077,
-) -> SafeRead:
-    """Read a regular file of at most `max_bytes`, raising `UnsafeFileError` when a check fails.
+) -> SafeRead | UnsafeFileError:
+    """Read a regular file of at most `max_bytes`, or answer the `UnsafeFileError` that says
+    which check it fails.
 
     `owner` demands this process's effective uid; `forbidden_mode` lists permission bits that
-    must be clear (0o077: nobody else may read or write; 0o022: nobody else may write).
+    must be clear (0o077: nobody else may read or write; 0o022: nobody else may write). The
+    error is answered, not raised: a caller raising its own error then chains nothing (no
+    `__context__` to carry a path or a byte further).
     """
-    read = try_read_safe_file(
-        path,
-        max_bytes=max_bytes,
-        follow_symlinks=follow_symlinks,
-        owner=owner,
-        forbidden_mode=forbidden_mode,
-    )
-    if isinstance(read, UnsafeFileError):
-        raise read
-    return read
-
-
-def try_read_safe_file(
-    path: str | os.PathLike[str],
-    *,
-    max_bytes: int,
-    follow_symlinks: bool = False,
-    owner: bool = True,
-    forbidden_mode: int = 0o077,
-) -> SafeRead | UnsafeFileError:
-    """`read_safe_file`, answering the `UnsafeFileError` instead of raising it: a caller raising
-    its own error then chains nothing (no `__context__` to carry a path or a byte further)."""
     rules = _Rules(
         max_bytes=max_bytes,
         follow_symlinks=follow_symlinks,

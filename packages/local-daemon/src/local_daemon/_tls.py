@@ -24,7 +24,7 @@ from local_daemon._statefile import (
     Signature,
     UnsafeFileError,
     path_signature,
-    try_read_safe_file,
+    read_safe_file,
 )
 
 __all__ = [
@@ -94,7 +94,7 @@ _TLS_PROBLEM: dict[SafeFileProblem, str] = {
 
 def _read(path: Path, what: str, *, private: bool) -> bytes:
     # Symlinks are followed on purpose: certbot's live/ names are symlinks into archive/.
-    read = try_read_safe_file(
+    read = read_safe_file(
         path,
         max_bytes=_MAX_PEM_BYTES,
         follow_symlinks=True,

@@ -12,7 +12,6 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from local_daemon._statefile import (
     UnsafeFileError,
     make_private_dir,
     path_signature,
-    try_read_safe_file,
+    read_safe_file,
     write_atomic,
 )
 
@@ -94,7 +93,7 @@ _WAY_OUT: dict[SafeFileProblem, str] = {
 
 
 def _read_checked(path: Path) -> TokenSecret:
-    read = try_read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
+    read = read_safe_file(path, max_bytes=MAX_TOKEN_FILE_BYTES, forbidden_mode=0o077)
     if isinstance(read, UnsafeFileError):
         raise _refuse(path, read.what + _WAY_OUT.get(read.problem, ""), read.problem)
     if not read.data:
@@ -111,24 +110,6 @@ def _new_secret_text() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(SECRET_BYTES)).rstrip(b"=").decode("ascii")
 
 
-def _ensure_parent(path: Path) -> None:
-    # A fresh directory for the secret is private, its fresh parents too; an existing one is left
-    # as the user made it.
-    make_private_dir(path.parent)
-
-
-def _write_or_refuse(path: Path, write: Callable[[Path], None]) -> None:
-    """Run `write`; a failure (full disk, read-only mount, no permission) is one fixed refusal."""
-    failed: OSError | None = None
-    try:
-        write(path)
-    except OSError as exc:
-        failed = exc
-    if failed is not None:
-        # Raised outside the handler, so the OSError is not chained as __context__.
-        raise _refuse(path, f"cannot be written ({failed.strerror})", "unwritable")
-
-
 def _new_secret_file() -> bytes:
     return (_new_secret_text() + "\n").encode("ascii")
 
@@ -140,31 +121,31 @@ def ensure_token_file(path: str | os.PathLike[str]) -> Path:
     replaces an existing file: a full disk or a crash leaves no file or a complete one, never a
     partial one.
     """
-    target = Path(path)
-    _write_or_refuse(target, _create_unless_present)
-    read_token_file(target)
-    return target
-
-
-def _create_unless_present(target: Path) -> None:
-    _ensure_parent(target)
-    if os.path.lexists(target):
-        return
-    # Linked, not renamed, into place: a file made meanwhile wins.
-    write_atomic(target, _new_secret_file(), replace=False)
+    return _put_secret(Path(path), replace=False)
 
 
 def rotate_token_file(path: str | os.PathLike[str]) -> Path:
     """Replace the secret atomically (0600 temp file, then rename); voids every session and code."""
-    target = Path(path)
-    _write_or_refuse(target, _replace)
+    return _put_secret(Path(path), replace=True)
+
+
+def _put_secret(target: Path, *, replace: bool) -> Path:
+    """Write a fresh secret (unless one is there and `replace` is false), then check the file."""
+    failed: OSError | None = None
+    try:
+        # A fresh directory for the secret is private, its fresh parents too; an existing one
+        # is left as the user made it.
+        make_private_dir(target.parent)
+        if replace or not os.path.lexists(target):
+            # Without `replace`, linked, not renamed, into place: a file made meanwhile wins.
+            write_atomic(target, _new_secret_file(), replace=replace)
+    except OSError as exc:  # full disk, read-only mount, no permission: one fixed refusal
+        failed = exc
+    if failed is not None:
+        # Raised outside the handler, so the OSError is not chained as __context__.
+        raise _refuse(target, f"cannot be written ({failed.strerror})", "unwritable")
     read_token_file(target)
     return target
-
-
-def _replace(target: Path) -> None:
-    _ensure_parent(target)
-    write_atomic(target, _new_secret_file())
 
 
 def _load(path: Path) -> tuple[TokenSecret | TokenFileError, Signature | None]:
