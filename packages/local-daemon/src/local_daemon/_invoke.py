@@ -113,6 +113,18 @@ async def _call(registry: CommandRegistry, name: str, args: Any, context: Any) -
     return result
 
 
+async def _attempt(
+    registry: CommandRegistry, name: str, args: Any, context: Any
+) -> tuple[Any, Exception | None]:
+    """The command's result, or the exception it failed with; a cancellation propagates."""
+    try:
+        return await _call(registry, name, args, context), None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return None, exc
+
+
 async def invoke(
     registry: CommandRegistry,
     name: str,
@@ -129,25 +141,14 @@ async def invoke(
     (reports still pending are sent before this returns). Cancelling the call's `CancelFlag` is
     the registry's part (`Registry` sets it when this task is cancelled).
     """
-    failure: Exception | None = None
     if progress is None:
         # The common case costs nothing more than it did before progress existed.
-        try:
-            data = await _call(registry, name, args, context)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failure = exc
+        data, failure = await _attempt(registry, name, args, context)
     else:
         scope = CallScope(progress)
         token = enter_call(scope)
         try:
-            try:
-                data = await _call(registry, name, args, context)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                failure = exc
+            data, failure = await _attempt(registry, name, args, context)
             await scope.finish()
         except BaseException:
             scope.cancel()

@@ -12,12 +12,13 @@ Importing this module imports `mcp` (over a second): the package imports it only
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ParamSpec, Self
 
 import anyio
 import mcp_types as types
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("local_daemon")
+_P = ParamSpec("_P")
 
 # The gate's record of the `/mcp` request being answered (None on loopback and over stdio): set
 # around each request, read by the tool-call handler, which the SDK may run in tasks it spawns
@@ -228,29 +230,31 @@ def create_mcp_server(
     )
 
 
-async def run_mcp_stdio(
-    registry: CommandRegistry,
-    *,
-    tool_prefix: str | None,
-    version: str,
-    create_context: ContextFactory | None = None,
-    format_error: ErrorFormatter | None = None,
-    logger: logging.Logger | None = None,
-) -> None:
-    """Serve `registry` as MCP tools over this process's stdin and stdout until stdin closes."""
-    from mcp.server.stdio import stdio_server
+def _over_stdio(
+    create: Callable[_P, Server[Any]],
+) -> Callable[_P, Coroutine[Any, Any, None]]:
+    """Make `run_mcp_stdio` out of `create`: the same arguments, typed, declared once."""
 
-    server = create_mcp_server(
-        registry,
-        tool_prefix=tool_prefix,
-        version=version,
-        create_context=create_context,
-        format_error=format_error,
-        logger=logger,
+    async def run_mcp_stdio(*args: _P.args, **options: _P.kwargs) -> None:
+        """Serve `registry` as MCP tools over this process's stdin and stdout until stdin
+        closes; the arguments are `create_mcp_server`'s."""
+        from mcp.server.stdio import stdio_server
+
+        logger = options.get("logger")
+        server = create(*args, **options)
+        async with stdio_server() as (read_stream, write_stream):
+            log = logger if isinstance(logger, logging.Logger) else _log
+            finite = _FiniteOnly(read_stream, write_stream, log)
+            await server.run(finite, write_stream, server.create_initialization_options())
+
+    # What `help()` and `inspect.signature` show: `create`'s arguments, answering None.
+    run_mcp_stdio.__signature__ = inspect.signature(create).replace(  # type: ignore[attr-defined]
+        return_annotation="None"
     )
-    async with stdio_server() as (read_stream, write_stream):
-        finite = _FiniteOnly(read_stream, write_stream, logger or _log)
-        await server.run(finite, write_stream, server.create_initialization_options())
+    return run_mcp_stdio
+
+
+run_mcp_stdio = _over_stdio(create_mcp_server)
 
 
 def _holds_non_finite(value: Any) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._guards import CLIENT_HEADER
-from ._types import CommandInfo, CommandRegistry
+from ._types import CommandInfo, CommandRegistry, envelope_schemas
 
 __all__ = ["OPENAPI_PATH", "openapi_document"]
 
@@ -80,26 +80,7 @@ _STREAM_SCHEMA = {
 
 
 def _components() -> dict[str, Any]:
-    error = {
-        "type": "object",
-        "properties": {
-            "ok": {"const": False},
-            "error": {
-                "type": "object",
-                "properties": {
-                    "code": {"type": "integer"},
-                    "message": {"type": "string"},
-                },
-                "required": ["code", "message"],
-            },
-        },
-        "required": ["ok", "error"],
-    }
-    success = {
-        "type": "object",
-        "properties": {"ok": {"const": True}, "data": {}},
-        "required": ["ok", "data"],
-    }
+    success, error = envelope_schemas({})
     progress = {
         "type": "object",
         "properties": {
@@ -109,7 +90,11 @@ def _components() -> dict[str, Any]:
         },
         "required": ["progress"],
     }
-    schemas = {"ErrorEnvelope": error, "SuccessEnvelope": success, "ProgressEvent": progress}
+    schemas = {
+        "ErrorEnvelope": {"type": "object", **error},
+        "SuccessEnvelope": {"type": "object", **success},
+        "ProgressEvent": progress,
+    }
     return {"schemas": schemas}
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar, overload
 from ._errors import CommandError, UnknownCommandError
 from ._progress import CallScope, CancelFlag, Progress, current_call
 from ._threads import run_in_command_thread
-from ._types import CommandInfo
+from ._types import CommandInfo, envelope_schemas
 
 __all__ = ["Registry"]
 
@@ -254,29 +254,7 @@ def _output_schema(hints: Mapping[str, Any]) -> dict[str, Any] | None:
         data, _, _ = _describe(hints["return"])
     except TypeError:
         return None  # a return type with no JSON form (a class, a TypedDict): say nothing
-    return {
-        "type": "object",
-        "anyOf": [
-            {
-                "properties": {"ok": {"const": True}, "data": data},
-                "required": ["ok", "data"],
-            },
-            {
-                "properties": {
-                    "ok": {"const": False},
-                    "error": {
-                        "type": "object",
-                        "properties": {
-                            "code": {"type": "integer"},
-                            "message": {"type": "string"},
-                        },
-                        "required": ["code", "message"],
-                    },
-                },
-                "required": ["ok", "error"],
-            },
-        ],
-    }
+    return {"type": "object", "anyOf": list(envelope_schemas(data))}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,6 +29,7 @@ __all__ = [
     "Middleware",
     "MountRoutes",
     "Surface",
+    "envelope_schemas",
 ]
 
 Surface: TypeAlias = Literal["http", "mcp"]
@@ -104,3 +105,21 @@ Middleware: TypeAlias = Callable[
 # `/auth/logout` itself, refuses everything else without a credential (401, or 503 while the token
 # file is bad) and sets `AUTH_RECORD_KEY`.
 Gate: TypeAlias = "DaemonAuth"
+
+
+def envelope_schemas(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the JSON Schemas of a call's RPC envelope: the success (its `data` of schema
+    `data`) and the error, for `/openapi.json` and a command's MCP output schema alike."""
+    success = {"properties": {"ok": {"const": True}, "data": data}, "required": ["ok", "data"]}
+    error = {
+        "properties": {
+            "ok": {"const": False},
+            "error": {
+                "type": "object",
+                "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+                "required": ["code", "message"],
+            },
+        },
+        "required": ["ok", "error"],
+    }
+    return success, error
