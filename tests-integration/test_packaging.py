@@ -305,6 +305,39 @@ def test_account_cli_status_json_from_its_wheel(
     ]
 
 
+UNITS = {
+    "agent-accounts": (
+        "account-cli",
+        ("account-poll-failed@.service", "account-poll.service", "account-poll.timer"),
+    ),
+    "local-daemon": ("local-daemon", ("local-daemon.service", "local-daemon.socket")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_units_install_dry_run_from_the_wheel_alone(
+    packaging_dist: Path, packaging_venvs: dict[str, Path], tmp_path: Path, name: str
+) -> None:
+    # What a PyPI user has: the wheel, no systemd/ dir. The units ride in the wheel, the same
+    # bytes as the repository's systemd/, and `units install --dry-run` finds them there.
+    dist = DISTS[name]
+    command, units = UNITS[name]
+    with zipfile.ZipFile(packaging_dist / dist.wheel) as wheel:
+        for unit in units:
+            shipped = wheel.read(f"{dist.module}/units/{unit}")
+            assert shipped == (ROOT / "systemd" / unit).read_bytes(), unit
+    env = _isolated_env(tmp_path)
+    shown = _run(
+        [str(packaging_venvs[name] / "bin" / command), "units", "install", "--dry-run"], env=env
+    )
+    assert shown.returncode == 0, shown.stderr
+    unit_dir = tmp_path / ".config" / "systemd" / "user"
+    planned = shown.stdout.splitlines()[: len(units)]
+    assert sorted(planned) == [f"would write {unit_dir / unit}" for unit in units]
+    assert "systemctl --user enable --now" in shown.stdout
+    assert not (tmp_path / ".config").exists()
+
+
 def test_local_daemon_cli_mints_a_login_code_from_its_wheel(
     packaging_venvs: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -524,24 +524,24 @@ STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
 TOP_USAGE = (
     "usage: account-cli [-h] [--version]\n"
-    "                   {best,explain,poll,run,status,statusline-tee} ..."
+    "                   {best,explain,poll,run,status,statusline-tee,units} ..."
 )
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (best, explain, poll, run, status or statusline-tee)", TOP_USAGE),
+    ([], "missing command (best, explain, poll, run, status, statusline-tee or units)", TOP_USAGE),
     (
         ["nope"],
-        "unknown command 'nope' (best, explain, poll, run, status or statusline-tee)",
+        "unknown command 'nope' (best, explain, poll, run, status, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Poll"],
-        "unknown command 'Poll' (best, explain, poll, run, status or statusline-tee)",
+        "unknown command 'Poll' (best, explain, poll, run, status, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Best"],
-        "unknown command 'Best' (best, explain, poll, run, status or statusline-tee)",
+        "unknown command 'Best' (best, explain, poll, run, status, statusline-tee or units)",
         TOP_USAGE,
     ),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),

@@ -81,10 +81,10 @@ USER_MODULES = {
 
 # (args, exact first stderr line after "local-daemon: ", exit code, exact second line or None).
 BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
-    ([], "missing command (serve, health, mcp-stdio, token, sessions)", 64, TOP_USAGE),
+    ([], "missing command (serve, health, mcp-stdio, token, sessions, units)", 64, TOP_USAGE),
     (
         ["bogus"],
-        "unknown command 'bogus' (serve, health, mcp-stdio, token, sessions)",
+        "unknown command 'bogus' (serve, health, mcp-stdio, token, sessions, units)",
         64,
         TOP_USAGE,
     ),

@@ -209,8 +209,11 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, replace: bool = True) -> bool:
-    """Put `data` at `path` whole (0600), syncing the file and its directory; raise `OSError`.
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, *, replace: bool = True, mode: int = 0o600
+) -> bool:
+    """Put `data` at `path` whole (0600, or `mode` exactly), syncing the file and its directory;
+    raise `OSError`.
 
     With `replace=False` an existing file is kept (hard link, which fails rather than replace):
     the return value says whether `data` was put in place.
@@ -225,6 +228,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, replace: bool = T
         placed = False
         try:
             try:
+                if mode != 0o600:  # exactly, whatever the umask (unit files others read: 0644)
+                    os.fchmod(fd, mode)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]

@@ -100,11 +100,11 @@ def _command(
     return parser
 
 
-COMMANDS = ("serve", "health", "mcp-stdio", "token", "sessions")
+COMMANDS = ("serve", "health", "mcp-stdio", "token", "sessions", "units")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the parser of serve, health, mcp-stdio and token ensure|rotate|login-code."""
+    """Return the parser of serve, health, mcp-stdio, token, sessions and units install."""
     top = _Parser(
         prog=PROG,
         description="Serve a command registry over loopback HTTP, SSE and MCP.",
@@ -306,6 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_sessions import add_sessions_command
 
     add_sessions_command(_command(sub, "sessions", "list or sign out the signed-in devices"), once)
+
+    units = _command(sub, "units", "the systemd user units (socket activation) this package ships")
+    units_sub = units.add_subparsers(dest="units_command", required=True, metavar="ACTION")
+    units_install = _command(
+        units_sub, "install", "write them to ~/.config/systemd/user and say how to enable them"
+    )
+    units_install.add_argument(
+        "--dry-run", action=_Flag, help="say what would be written; write nothing"
+    )
+    units_install.add_argument("--force", action=_Flag, help="replace a unit file that differs")
     return top
 
 
@@ -355,6 +365,10 @@ def _run(ns: argparse.Namespace) -> int:
         from ._cli_sessions import run_sessions
 
         return run_sessions(ns)
+    elif ns.command == "units":
+        from ._cli_units import install
+
+        install(dry_run=ns.dry_run, force=ns.force)
     else:
         from . import _cli_token
 

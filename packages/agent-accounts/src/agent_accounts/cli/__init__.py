@@ -1,9 +1,9 @@
 """`account-cli`: poll usage and report login state for every local agent account.
 
 One module per command (`_status`, `_statusline`, `_poll` with `_alerts`, `_best`, `_explain`,
-`_tee`), one argparse parser (`_parse`), exit codes in one place (`_exits`), and one boundary
-(`main`) that maps every outcome to them (0, 1, 2; 64 for any usage error, 130 on Ctrl-C, 141
-when stdout's reader went away), never with a traceback:
+`_tee`, `_units`), one argparse parser (`_parse`), exit codes in one place (`_exits`), and one
+boundary (`main`) that maps every outcome to them (0, 1, 2; 64 for any usage error, 130 on
+Ctrl-C, 141 when stdout's reader went away), never with a traceback:
 
 - a usage error (one type, `UsageError`): `account-cli: <problem>` naming what was wrong (any
   echoed argument redacted), then the command's usage line; `-h`/`--help` prints help, exit 0;

@@ -6,7 +6,8 @@ returns or raises into an exit code.
 | exit | when |
 |---|---|
 | 0 | every profile succeeded (`-h`/`--help`/`--version` included; the status line always) |
-| 1 | a poll, a refresh, a usage-file write, a credentials read or an alert hook failed |
+| 1 | a poll, a refresh, a usage-file write, a credentials read or an alert hook failed; |
+|   | `units install` found a changed unit file or could not write |
 | 2 | a login is expired or refused, or (for `status`) missing; no account qualifies (`best`) |
 | 64 | a usage error: an unknown command or flag, a repeated flag, a bad value |
 | 75 | `run`: every usable account is out of room for now (EX_TEMPFAIL: try again later) |

@@ -161,6 +161,12 @@ def _tee_arguments(p: _Parser) -> None:
     )
 
 
+def _units_arguments(p: _Parser) -> None:
+    p.add_argument("action", choices=("install",), metavar="install", help="write the units")
+    p.add_argument("--dry-run", action=_Once, help="say what would be written; write nothing")
+    p.add_argument("--force", action=_Once, help="replace a unit file that differs")
+
+
 _SUBCOMMANDS: Final = {
     "best": (
         "_best",
@@ -187,6 +193,11 @@ _SUBCOMMANDS: Final = {
         "_tee",
         "store the status-line JSON's rate_limits as a session reading, then pass it on",
         _tee_arguments,
+    ),
+    "units": (
+        "_units",
+        "write the systemd user units (poll timer) to ~/.config/systemd/user",
+        _units_arguments,
     ),
 }
 """Each command: its module in `agent_accounts.cli`, help line and function adding its arguments."""

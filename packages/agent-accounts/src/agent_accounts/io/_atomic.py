@@ -92,11 +92,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_new(path: str, data: bytes, *, sync: bool = False) -> None:
-    """Create `path` exclusively with `data` (synced if asked); nothing is left on failure."""
+def write_new(path: str, data: bytes, *, sync: bool = False, mode: int = 0o600) -> None:
+    """Create `path` exclusively with `data` (synced if asked); nothing is left on failure.
+
+    `mode` other than 0600 is set exactly, whatever the umask (unit files others read: 0644).
+    """
     fd = create_exclusive(path)
     try:
         try:
+            if mode != 0o600:
+                os.fchmod(fd, mode)
             write_all(fd, data)
             if sync:
                 os.fsync(fd)
@@ -128,7 +133,7 @@ def sync_dir(directory: str) -> None:
         pass
 
 
-def atomic_write(directory: str, name: str, data: bytes) -> str:
+def atomic_write(directory: str, name: str, data: bytes, *, mode: int = 0o600) -> str:
     """Write `data` to `directory/name` so readers see the old file or the new one, never a part.
 
     The temp file is `.<name>.<pid>.<random>.tmp`: it never ends in `.json`, so no reader glob
@@ -137,7 +142,7 @@ def atomic_write(directory: str, name: str, data: bytes) -> str:
     target = os.path.join(directory, name)
     # os.urandom, not `secrets`: its hmac/hashlib imports cost ~10 ms for six random bytes.
     temp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-    write_new(temp, data, sync=True)
+    write_new(temp, data, sync=True, mode=mode)
     try:
         os.rename(temp, target)
     except BaseException:
