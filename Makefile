@@ -8,7 +8,7 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PYTEST_ARGS ?=
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help setup setup-system setup-python demo test test-gh-newest test-integration lint typecheck bench build publish clean
+.PHONY: help setup setup-system setup-python demo test test-gh-newest test-integration lint typecheck docs bench build publish clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -66,7 +66,10 @@ lint: setup-python ## ruff check and ruff format --check
 
 typecheck: setup-python ## mypy --strict over every package's src and tests
 	@set -e; for p in $(PACKAGES); do $(UV) run --no-sync mypy packages/$$p/src packages/$$p/tests; done
-	@$(UV) run --no-sync mypy tests-integration benchmarks
+	@$(UV) run --no-sync mypy tests-integration benchmarks docs/hooks.py
+
+docs: setup-python ## build the docs site into site/ (mkdocs build --strict: a warning fails it)
+	@NO_MKDOCS_2_WARNING=1 $(UV) run --no-sync mkdocs build --strict --quiet
 
 bench: setup ## run the benchmarks and write BENCHMARKS.md
 	@$(UV) run --no-sync python benchmarks/run.py
@@ -91,4 +94,4 @@ else
 endif
 
 clean: ## remove build output and caches
-	rm -rf dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf dist site .pytest_cache .mypy_cache .ruff_cache
