@@ -58,14 +58,13 @@ def user_unit_dir(environ: Mapping[str, str]) -> Path:
 
 
 def _existing(path: Path, data: bytes) -> tuple[UnitAction, str]:
-    try:
-        held = read_safe_file(path, max_bytes=_MAX_UNIT_BYTES, owner=False, forbidden_mode=0)
-    except UnsafeFileError as exc:
-        if exc.problem == "missing":
+    held = read_safe_file(path, max_bytes=_MAX_UNIT_BYTES, owner=False, forbidden_mode=0)
+    if isinstance(held, UnsafeFileError):
+        if held.problem == "missing":
             return "write", ""
-        if exc.problem == "unreadable":
-            return "conflict", f"cannot be read ({exc.strerror})"
-        if exc.problem == "too_large":
+        if held.problem == "unreadable":
+            return "conflict", f"cannot be read ({held.strerror})"
+        if held.problem == "too_large":
             return "conflict", _DIFFERS
         return "conflict", "is not a regular file"
     if held.data == data:
