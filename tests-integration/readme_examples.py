@@ -1,4 +1,4 @@
-"""Collect and run the fenced examples of the root README and each package README, as written.
+"""Collect and run the fenced examples of the READMEs and the docs pages, as written.
 
 Rules (the root README's "README examples" paragraph says the same):
 
@@ -6,7 +6,7 @@ Rules (the root README's "README examples" paragraph says the same):
   tag (a synopsis, a layout) is not code.
 - `<!-- not-run: <reason> -->` on the line before a fence skips it; the reason is required and
   the test lists every skip by file, line and reason.
-- Each README runs top to bottom in one fresh directory with its own `HOME`, the workspace's
+- Each README or docs page runs top to bottom in one fresh directory with its own `HOME`, the workspace's
   installed commands first on `PATH` (so `account-cli`, `local-daemon`, `forge-cli` and
   `squash-message` are the installed tools) and no access to the test helpers.
 - `python`, `sh`, `bash` and `shell` blocks must exit 0. A block that keeps running is a server:
@@ -15,8 +15,9 @@ Rules (the root README's "README examples" paragraph says the same):
   at the end of the file, and must then exit 0.
 - `console` blocks are sessions: each `$ ` command runs in bash and its output (stdout and
   stderr together) must equal the lines printed under it.
-- The forge-automation README runs with the real `gh` logged in to a local forge API holding
-  `acme/widgets` (`readme_forge`): its gh examples run as a user's would against GitHub.
+- The forge-automation README and docs page run with the real `gh` logged in to a local forge
+  API holding `acme/widgets` (`readme_forge`): their gh examples run as a user's would against
+  GitHub.
 - The port 8765 the examples use is replaced by a free port, one per README (other programs on a
   shared machine may hold 8765). Nothing else in a block is changed.
 """
@@ -67,8 +68,9 @@ class Example:
 
 
 def readmes() -> list[Path]:
-    """The root README, then each package's."""
-    return [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md"))]
+    """The root README, each package's, then each docs page with an example (the guides)."""
+    pages = [page for page in sorted(ROOT.glob("docs/**/*.md")) if collect(page)]
+    return [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md")), *pages]
 
 
 def collect(readme: Path) -> list[Example]:

@@ -1,4 +1,4 @@
-"""Every fenced Python and shell example of the root README and each package README runs as written.
+"""Every fenced Python and shell example of the READMEs and the docs pages runs as written.
 
 `readme_examples` holds the rules: a fresh directory and HOME per README, the installed commands
 on PATH, servers that say where they listen, console sessions compared line by line, and only
