@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_support import ForgeServer
+from forge_support import ForgeServer, RepoState
 
 # Every gh child of every test, subprocesses of forge-cli included, inherits these: recent gh
 # builds a telemetry payload per call and checks for updates; nothing may leave loopback.
@@ -18,11 +18,28 @@ GH_QUIET = {"GH_TELEMETRY": "false", "DO_NOT_TRACK": "1", "GH_NO_UPDATE_NOTIFIER
 os.environ.update(GH_QUIET)
 
 
+REPO = "acme/widgets"
+
+
 @pytest.fixture
-def forge_server() -> Iterator[ForgeServer]:
+def server() -> Iterator[ForgeServer]:
     """Serve a fresh local forge API on 127.0.0.1:0 for one test."""
-    with ForgeServer() as server:
-        yield server
+    with ForgeServer() as forge:
+        yield forge
+
+
+@pytest.fixture
+def forge_server(server: ForgeServer) -> ForgeServer:
+    """The same local forge as `server`, under the name some tests give it."""
+    return server
+
+
+@pytest.fixture
+def repo(server: ForgeServer) -> RepoState:
+    """`acme/widgets` on the local forge, its `main` at one root commit."""
+    state = server.state.repo(REPO)
+    state.branches["main"] = state.add_commit("root")
+    return state
 
 
 # A forge-cli command run against a local forge: its completed process (stdout, stderr as text).

@@ -36,8 +36,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from forge_automation._exec import ExecOptions, ExecResult, GhExec
-from forge_automation._wire import run_gh
+from forge_automation import ExecOptions, ExecResult, GhExec, run_gh
 from forge_faults import faulted_answer, mutated
 from forge_graphql import answer_graphql
 from github_api import RestOperation, match_operation, request_errors, response_errors

@@ -26,7 +26,7 @@ from typing import Any
 
 from graphql import GraphQLSchema, build_schema
 
-import forge_automation
+import forge_automation as package
 
 __all__ = [
     "NODE_MODULES",
@@ -65,8 +65,7 @@ def package_documents() -> dict[str, str]:
     so one that does not even parse is collected too.
     """
     found: dict[str, str] = {}
-    prefix = forge_automation.__name__ + "."
-    for info in pkgutil.walk_packages(forge_automation.__path__, prefix):
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if isinstance(value, str) and _OPERATION.match(value):

@@ -21,7 +21,7 @@ import ssl
 import subprocess
 import threading
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,20 +35,23 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import NameOID
 
-from forge_automation import forge_port, gh_cli_wire
-from forge_automation._app_token import (
+from forge_automation import (
+    ExecOptions,
+    ExecResult,
+    ForgeCliError,
+    ForgeError,
+    ForgeInputError,
     InstallationToken,
-    TokenPost,
-    api_base_url,
     app_installation_token,
-    app_jwt,
+    forge_port,
+    gh_cli_wire,
+    run_gh,
 )
-from forge_automation._errors import ForgeCliError, ForgeError, ForgeInputError
-from forge_automation._exec import ExecOptions, ExecResult
-from forge_automation._wire import run_gh
 from forge_support import gh_env
 
 NOW = 1_767_323_045  # 2026-01-02T03:04:05Z
+# The exchange's `post` seam: (url, headers, timeout) -> (status, body).
+TokenPost = Callable[[str, Mapping[str, str], float | None], tuple[int, bytes]]
 APP_ID = 123456
 INSTALLATION = 987654
 TOKEN = "ghs_" + "InstallationCanary" * 2 + "0123"
@@ -96,7 +99,7 @@ def leaks(text: str, *secrets: str) -> list[str]:
 
 
 def test_jwt_is_rs256_with_the_spec_claims(key: rsa.RSAPrivateKey, pem: str) -> None:
-    jwt = app_jwt(app_id=APP_ID, private_key_pem=pem, now=NOW + 0.9)
+    jwt = sent_jwt(pem, now=NOW + 0.9)
     header, claims = verify_jwt(jwt, key.public_key())
     assert header == {"alg": "RS256", "typ": "JWT"}
     assert claims == {"iat": NOW - 60, "exp": NOW + 540, "iss": str(APP_ID)}
@@ -109,12 +112,12 @@ def test_jwt_from_bytes_and_a_pkcs8_key(key: rsa.RSAPrivateKey) -> None:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    jwt = app_jwt(app_id="42", private_key_pem=pkcs8, now=NOW)
+    jwt = sent_jwt(pkcs8, app_id="42")
     assert verify_jwt(jwt, key.public_key())[1]["iss"] == "42"
 
 
 def test_a_tampered_jwt_fails_verification(key: rsa.RSAPrivateKey, pem: str) -> None:
-    jwt = app_jwt(app_id=APP_ID, private_key_pem=pem, now=NOW)
+    jwt = sent_jwt(pem)
     header, _claims, signature = jwt.split(".")
     forged = base64.urlsafe_b64encode(b'{"iat":0,"exp":9999999999,"iss":"1"}').decode().rstrip("=")
     with pytest.raises(InvalidSignature):
@@ -241,8 +244,12 @@ def test_a_bad_gh_host_in_the_environment_is_refused(
         ("10.0.0.7", "https://10.0.0.7/api/v3"),
     ],
 )
-def test_the_api_base_follows_gh_host_rules(host: str, base: str) -> None:
-    assert api_base_url(host) == base
+def test_the_api_base_follows_gh_host_rules(pem: str, host: str, base: str) -> None:
+    post = FakePost()
+    exchange(pem, post, host=host)
+    assert [url for url, _, _ in post.calls] == [
+        f"{base}/app/installations/{INSTALLATION}/access_tokens"
+    ]
 
 
 # -- the exchange through a recording seam ----------------------------------------------------
@@ -262,6 +269,16 @@ class FakePost:
         self.calls.append((url, dict(headers), timeout))
         text = self.body if isinstance(self.body, str) else json.dumps(self.body)
         return self.status, text.encode()
+
+
+def sent_jwt(pem: str | bytes, *, app_id: int | str = APP_ID, now: float = NOW) -> str:
+    """Return the app JWT an exchange presents, from its `Authorization: Bearer` header."""
+    post = FakePost()
+    app_installation_token(
+        app_id=app_id, installation_id=INSTALLATION, private_key_pem=pem, now=now, post=post
+    )
+    ((_, headers, _),) = post.calls
+    return headers["Authorization"].removeprefix("Bearer ")
 
 
 def exchange(pem: str, post: TokenPost, *, host: str | None = "github.com") -> InstallationToken:
@@ -522,7 +539,7 @@ def test_the_exchange_over_a_socket_is_verified_by_the_server(forge: TokenForge,
 
 def test_gh_itself_cannot_make_this_exchange(forge: TokenForge, pem: str, tmp_path: Path) -> None:
     """Why the exchange is not a `gh api` call: gh sends GH_TOKEN as `token <JWT>`, not Bearer."""
-    jwt = app_jwt(app_id=APP_ID, private_key_pem=pem, now=NOW)
+    jwt = sent_jwt(pem)
     env = gh_env(forge.port, jwt, str(tmp_path))
     result = run_gh(
         ["api", "-i", "--method", "POST", f"/app/installations/{INSTALLATION}/access_tokens"],

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from forge_automation._backstop import (
+from forge_automation import (
+    BACKSTOP_CAPS,
+    DONE_OVERLAP_MS,
+    BackstopCaps,
     BackstopCheck,
     BackstopStatus,
+    BackstopTruncated,
+    ForgeCliError,
+    ForgeInputError,
     GraphqlApi,
     gh_graphql_api,
     graphql_points,
     read_backstop_snapshot,
     snapshot_requests,
 )
-from forge_automation._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
-from forge_automation._errors import BackstopTruncated, ForgeCliError, ForgeInputError
 from forge_graphql import cursor
 from forge_support import ForgeServer, RepoState
 
@@ -91,12 +95,6 @@ def _review(number: int, i: int, sha: str) -> dict[str, Any]:
 def _direct(server: ForgeServer) -> GraphqlApi:
     """Answer documents in-process (the same executor as over gh) for the cap tests' many pages."""
     return server.graphql
-
-
-@pytest.fixture
-def server() -> Iterator[ForgeServer]:
-    with ForgeServer() as forge:
-        yield forge
 
 
 def test_cost_formula_gives_203_requests_and_2_points() -> None:

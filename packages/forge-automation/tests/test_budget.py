@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge_automation._budget import RateBudget, shared_rate_budget
+from forge_automation import RateBudget, shared_rate_budget
 
 
 class Clock:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from forge_automation._budget import RateBudget
-from forge_automation._ci_wait import CiWaitResult, NoRequiredChecks, ci_wait, ci_wait_pr
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._errors import ForgeInputError
-from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._port import forge_port
-from forge_automation._types import CheckRun, RequiredContext
-from forge_automation._wire import gh_cli_wire
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    CiWaitResult,
+    FakeForge,
+    ForgeInputError,
+    RateBudget,
+    RequiredContext,
+    ci_wait,
+    ci_wait_pr,
+    fake_forge,
+    forge_port,
+    gh_cli_wire,
+)
 from forge_support import ForgeServer
 
 REPO = "acme/widgets"
@@ -197,7 +203,7 @@ def test_green_through_real_gh(forge_server: ForgeServer) -> None:
 
 
 def _pr(fake: FakeForge, head: str = SHA) -> None:
-    from forge_automation._types import PullRequest
+    from forge_automation import PullRequest
 
     fake.add_pr(
         REPO,
@@ -333,7 +339,7 @@ def test_the_pr_form_ends_moved_when_the_head_moves() -> None:
 
 
 def test_the_pr_form_with_required_counts_only_the_bases_required_checks() -> None:
-    from forge_automation._types import RequiredChecks
+    from forge_automation import RequiredChecks
 
     fake, clock = fake_forge(), Clock()
     _pr(fake)
@@ -345,5 +351,5 @@ def test_the_pr_form_with_required_counts_only_the_bases_required_checks() -> No
     everything = ci_wait_pr(forge_port(fake.wire), REPO, 1, **kwargs)  # type: ignore[arg-type]
     assert everything.verdict == "red"
     fake.set_rulesets(REPO, "main", RequiredChecks())
-    with pytest.raises(NoRequiredChecks):
+    with pytest.raises(ForgeInputError, match="requires no checks"):
         ci_wait_pr(forge_port(fake.wire), REPO, 1, required=True, **kwargs)  # type: ignore[arg-type]

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,19 +29,6 @@ def cli(server: ForgeServer, *args: str, **env: str) -> subprocess.CompletedProc
         timeout=120,
         check=False,
     )
-
-
-@pytest.fixture
-def server() -> Iterator[ForgeServer]:
-    with ForgeServer() as forge:
-        yield forge
-
-
-@pytest.fixture
-def repo(server: ForgeServer) -> RepoState:
-    state = server.state.repo(REPO)
-    state.branches["main"] = state.add_commit("root")
-    return state
 
 
 def _pr(repo: RepoState, number: int = 1, **fields: object) -> str:

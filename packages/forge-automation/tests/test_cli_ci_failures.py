@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,12 +42,6 @@ def cli(server: ForgeServer, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-@pytest.fixture
-def server() -> Iterator[ForgeServer]:
-    with ForgeServer() as forge:
-        yield forge
 
 
 def _pr_with_logs(repo: RepoState, number: int, logs: list[str]) -> str:

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,6 @@ from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
-
-
-@pytest.fixture
-def server() -> Iterator[ForgeServer]:
-    with ForgeServer() as forge:
-        yield forge
-
-
-@pytest.fixture
-def repo(server: ForgeServer) -> RepoState:
-    state = server.state.repo(REPO)
-    state.branches["main"] = state.add_commit("root")
-    return state
 
 
 def _head(repo: RepoState, name: str = "head") -> str:

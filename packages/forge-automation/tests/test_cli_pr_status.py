@@ -13,20 +13,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from forge_automation._errors import ForgeCliError
-from forge_automation._exec import ExecOptions
-from forge_automation._github.graphql import PR_SNAPSHOT_QUERY
-from forge_automation._port import forge_port
-from forge_automation._pr_snapshot import parse_pr_snapshot
-from forge_automation._wire import gh_cli_wire
+from forge_automation import ExecOptions
 from forge_automation.cli import _pr_status
-from forge_support import ForgeServer, RepoState, gh_exec
+from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -41,19 +35,6 @@ def cli(server: ForgeServer, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-@pytest.fixture
-def server() -> Iterator[ForgeServer]:
-    with ForgeServer() as forge:
-        yield forge
-
-
-@pytest.fixture
-def repo(server: ForgeServer) -> RepoState:
-    state = server.state.repo(REPO)
-    state.branches["main"] = state.add_commit("root")
-    return state
 
 
 def requested(server: ForgeServer) -> list[str]:
@@ -241,94 +222,6 @@ def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: R
     )
 
 
-# -- the answer itself: a consistent snapshot or a part read again ------------------------------
-
-
-def _answer(server: ForgeServer, repo: RepoState) -> dict[str, Any]:
-    return server.graphql(PR_SNAPSHOT_QUERY, {"owner": "acme", "name": "widgets", "number": 1})
-
-
-def test_a_last_commit_other_than_the_head_leaves_runs_and_ancestry_unknown(
-    server: ForgeServer, repo: RepoState
-) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(head, "ci", "success")
-    answer = _answer(server, repo)
-    snapshot = parse_pr_snapshot(answer)
-    assert snapshot is not None
-    assert (snapshot.runs is not None, snapshot.up_to_date) == (True, True)
-    commit = answer["data"]["repository"]["pullRequest"]["commits"]["nodes"][0]["commit"]
-    commit["oid"] = "f" * 40  # a push between the document's reads: runs of another commit
-    snapshot = parse_pr_snapshot(answer)
-    assert snapshot is not None
-    assert (snapshot.runs, snapshot.up_to_date) == (None, False)
-
-
-@pytest.mark.parametrize(
-    ("path", "value"),
-    [
-        (["pullRequest", "state"], "ARCHIVED"),
-        (["pullRequest", "merged"], "no"),
-        (["pullRequest", "headRefOid"], None),
-        (["pullRequest", "commits"], None),
-        (["pullRequest", "baseRef", "rules", "nodes"], {}),
-        (["pullRequest", "baseRef", "rules", "pageInfo"], None),
-    ],
-)
-def test_an_answer_of_another_shape_is_malformed_never_a_decision(
-    server: ForgeServer, repo: RepoState, path: list[str], value: object
-) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
-    answer = _answer(server, repo)
-    node = answer["data"]["repository"]
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    with pytest.raises(ForgeCliError) as caught:
-        parse_pr_snapshot(answer)
-    assert caught.value.kind == "malformed"
-    bodies: list[object] = [None, [], {"data": None}, {"data": {"repository": {"pullRequest": 1}}}]
-    for body in bodies:
-        with pytest.raises(ForgeCliError) as caught:
-            parse_pr_snapshot(body)
-        assert caught.value.kind == "malformed"
-
-
-def test_the_documents_rules_read_as_the_rest_rules_do(
-    server: ForgeServer, repo: RepoState
-) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", [("ci", 15368), "lint"], strict=True)
-    repo.add_review_rule("main", required_approving_review_count=2, require_code_owner_review=True)
-    snapshot = parse_pr_snapshot(_answer(server, repo))
-    assert snapshot is not None
-    rest = forge_port(gh_cli_wire(gh_exec(server.env()))).required_checks(REPO, "main")
-    assert snapshot.rules == rest
-    assert rest.reviews is not None
-    assert rest.reviews.required_approving_review_count == 2
-
-
-def test_another_page_of_rules_or_suites_leaves_that_part_to_rest(
-    server: ForgeServer, repo: RepoState
-) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(head, "ci", "success")
-    answer = _answer(server, repo)
-    pull = answer["data"]["repository"]["pullRequest"]
-    pull["baseRef"]["rules"]["pageInfo"]["hasNextPage"] = True
-    pull["commits"]["nodes"][0]["commit"]["checkSuites"]["pageInfo"]["hasNextPage"] = True
-    snapshot = parse_pr_snapshot(answer)
-    assert snapshot is not None
-    assert (snapshot.rules, snapshot.runs) == (None, None)
-
-
 # -- the read started before the library loads ---------------------------------------------------
 
 
@@ -362,31 +255,6 @@ def test_the_prestarted_child_answers_only_its_own_call(
             early.close()
         status_line = b"HTTP/1.1 401" if options.env else b"HTTP/1.1 200"
         assert answer.stdout.startswith(status_line)
-
-
-def test_importing_the_cli_leaves_the_library_for_later() -> None:
-    # pr-status starts its read right after this import; what the import pulls in runs before
-    # it, so the wire, dataclasses, json and typer must not be among it.
-    code = "import sys, forge_automation.cli; print(' '.join(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = set(done.stdout.split())
-    assert "forge_automation.cli" in loaded
-    assert loaded.isdisjoint(
-        {
-            "forge_automation._wire",
-            "forge_automation._port",
-            "forge_automation._types",
-            "dataclasses",
-            "json",
-            "typing",
-            "typer",
-            "click",
-            "subprocess",
-            "argparse",
-        }
-    )
 
 
 def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> None:

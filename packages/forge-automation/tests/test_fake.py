@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from forge_automation._constants import FAKE_APP_ID
-from forge_automation._errors import ForgeCliError
-from forge_automation._exec import ExecOptions
-from forge_automation._fake import fake_forge
-from forge_automation._port import forge_port
-from forge_automation._types import CheckRun, NotModified, OpenPrsList, PullRequest
+from forge_automation import (
+    FAKE_APP_ID,
+    CheckRun,
+    ExecOptions,
+    ForgeCliError,
+    NotModified,
+    OpenPrsList,
+    PullRequest,
+    fake_forge,
+    forge_port,
+)
 
 REPO = "acme/widgets"
 BASE = "b" * 40

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from forge_automation import load_required_contexts
-from forge_automation._errors import ForgeCliError
-from forge_automation._port import forge_port
-from forge_automation._premerge import premerge
-from forge_automation._wire import gh_cli_wire
+from forge_automation import (
+    ForgeCliError,
+    forge_port,
+    gh_cli_wire,
+    load_required_contexts,
+    premerge,
+)
 from forge_support import ForgeServer, RepoState, gh_exec
 from gh_faults import GhFaults
 

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from forge_automation._errors import ForgeError, ForgeInputError, LsRemoteError
-from forge_automation._exec import ExecOptions, ExecResult
-from forge_automation._git import exec_git, ls_remote_pull_head
+from forge_automation import (
+    ExecOptions,
+    ExecResult,
+    ForgeError,
+    ForgeInputError,
+    LsRemoteError,
+    exec_git,
+    ls_remote_pull_head,
+)
 
 CANARY = "ghs_" + "CanaryGitToken" * 3
 HEADER_SECRET = "Authorization: Basic c2VjcmV0LXZhbHVlLWZvci1naXQ="

@@ -12,12 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._merge import guarded_merge
-from forge_automation._port import ForgePort, forge_port
-from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
-from forge_automation._wire import ForgeWire
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    FakeForge,
+    ForgePort,
+    ForgeWire,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    fake_forge,
+    forge_port,
+    guarded_merge,
+)
 from forge_support import ForgeServer, RepoState, sha_of
 
 REPO = "acme/widgets"

@@ -9,31 +9,23 @@ from typing import Any, Protocol, cast
 import pytest
 
 from forge_automation import (
-    ProtectionHidden,
-    load_branch_rules,
-    load_required_contexts,
-    load_review_rules,
-    load_review_state,
-)
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._errors import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    CommitStatus,
+    CompareFiles,
+    FakeForge,
+    FileEntry,
     FileListTruncatedError,
+    ForcePush,
     ForcePushesTruncated,
     ForgeCliError,
     ForgeConflictError,
     ForgeInputError,
-)
-from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._port import ForgePort, forge_port
-from forge_automation._readiness import merge_readiness
-from forge_automation._types import (
-    CheckRun,
-    CommitStatus,
-    CompareFiles,
-    FileEntry,
-    ForcePush,
+    ForgePort,
+    ForgeWire,
     NotModified,
     OpenPrsList,
+    ProtectionHidden,
     PullRequest,
     RequiredChecks,
     RequiredContext,
@@ -42,13 +34,37 @@ from forge_automation._types import (
     ReviewRequest,
     ReviewRules,
     ReviewThread,
+    fake_forge,
+    forge_port,
+    gh_cli_wire,
+    load_branch_rules,
+    load_required_contexts,
+    load_review_rules,
+    load_review_state,
+    merge_readiness,
 )
-from forge_automation._wire import ForgeWire, gh_cli_wire
 from forge_support import ForgeServer, RepoState, sha_of
 
 REPO = "acme/widgets"
 APP_ID = 777
 APP_TOKEN = "ghs_contractapptoken000000000000000000"
+
+
+def _strictest_of(one: ReviewRules, other: ReviewRules) -> ReviewRules:
+    """Two rulesets' review rules as GitHub enforces them together (the stricter of each)."""
+    return ReviewRules(
+        required_approving_review_count=max(
+            one.required_approving_review_count, other.required_approving_review_count
+        ),
+        require_code_owner_review=one.require_code_owner_review or other.require_code_owner_review,
+        require_last_push_approval=one.require_last_push_approval
+        or other.require_last_push_approval,
+        dismiss_stale_reviews_on_push=one.dismiss_stale_reviews_on_push
+        or other.dismiss_stale_reviews_on_push,
+        required_review_thread_resolution=one.required_review_thread_resolution
+        or other.required_review_thread_resolution,
+        source="ruleset",
+    )
 
 
 class Backend(Protocol):
@@ -232,9 +248,7 @@ class FakeBackend:
         checks = self.fake._state.rulesets.get((REPO, branch), RequiredChecks())
         rules = ReviewRules(source="ruleset", **parameters)
         if checks.reviews is not None:  # two rulesets: the forge enforces both
-            from forge_automation._verdict import _strictest
-
-            rules = _strictest([checks.reviews, rules])
+            rules = _strictest_of(checks.reviews, rules)
         self.fake.set_rulesets(REPO, branch, replace(checks, reviews=rules))
 
     def classic_reviews(self, branch: str, rules: ReviewRules | int) -> None:

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_automation._errors import ForgeInputError
-from forge_automation._port import ForgePort, forge_port
-from forge_automation._premerge import premerge
-from forge_automation._wire import gh_cli_wire
+from forge_automation import ForgeInputError, ForgePort, forge_port, gh_cli_wire, premerge
 from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
@@ -451,8 +448,7 @@ def test_a_review_read_that_fails_fails_closed(world: World) -> None:
 
 
 def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
-    from forge_automation._fake import fake_forge
-    from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+    from forge_automation import CheckRun, PullRequest, RequiredChecks, RequiredContext, fake_forge
 
     fake = fake_forge()
     head = "a" * 40
@@ -494,8 +490,7 @@ def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
 
 @pytest.mark.parametrize("status", [500, 401])
 def test_a_review_rule_read_that_fails_fails_closed_on_the_fake(status: int) -> None:
-    from forge_automation._fake import fake_forge
-    from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+    from forge_automation import CheckRun, PullRequest, RequiredChecks, RequiredContext, fake_forge
 
     fake = fake_forge()
     head = "a" * 40

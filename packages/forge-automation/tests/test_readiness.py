@@ -6,9 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._readiness import Blocker, Readiness, merge_readiness
-from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
+from forge_automation import (
+    ACTIONS_APP_ID,
+    Blocker,
+    CheckRun,
+    PullRequest,
+    Readiness,
+    RequiredChecks,
+    RequiredContext,
+    merge_readiness,
+)
 
 HEAD = "a" * 40
 OLD = "b" * 40

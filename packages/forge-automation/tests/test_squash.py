@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge_automation._errors import ForgeInputError
-from forge_automation._squash import SquashCommit, SquashMessage, format_squash_message
+from forge_automation import ForgeInputError, SquashCommit, SquashMessage, format_squash_message
 
 
 def test_the_spec_shape() -> None:

@@ -131,41 +131,6 @@ def test_a_closed_stdout_is_quiet() -> None:
     assert err == b""
 
 
-def test_the_cli_imports_only_what_it_uses() -> None:
-    probe = (
-        "import sys, forge_automation.squash_cli; print(' '.join(sorted(m for m in sys.modules)))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-    loaded = set(done.stdout.split())
-    assert "forge_automation._squash" in loaded
-    heavy = {
-        "forge_automation._wire",
-        "forge_automation._fake",
-        "forge_automation._backstop",
-        "forge_automation._port",
-        "forge_automation._app_token",
-        "cryptography",
-        "typer",
-        "click",
-        "httpx",
-        "aiohttp",
-        "subprocess",
-    }
-    assert loaded & heavy == set()
-
-
-def test_the_lazy_front_door_serves_every_exported_name() -> None:
-    import forge_automation
-    from forge_automation import _MODULE_OF
-
-    assert set(_MODULE_OF) == set(forge_automation.__all__)
-    assert forge_automation.format_squash_message.__module__ == "forge_automation._squash"
-    with pytest.raises(AttributeError):
-        _ = forge_automation.no_such_name
-
-
 def test_version_names_the_tool_and_the_installed_version() -> None:
     from importlib.metadata import version
 

@@ -21,12 +21,20 @@ from typing import Any, cast
 
 import pytest
 
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._fake import FakeForge, fake_forge
-from forge_automation._port import forge_port
-from forge_automation._train import TrainResult, run_train, train_marker
-from forge_automation._types import CheckRun, PullRequest, RequiredChecks, RequiredContext
-from forge_automation._wire import ForgeWire
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    FakeForge,
+    ForgeWire,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    TrainResult,
+    fake_forge,
+    forge_port,
+    run_train,
+    train_marker,
+)
 from forge_support import ForgeServer, RepoState, _ancestors, sha_of
 from test_premerge import commit, git
 

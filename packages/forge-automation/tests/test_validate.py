@@ -6,10 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from forge_automation._errors import ForgeInputError
-from forge_automation._port import ForgePort, forge_port
-from forge_automation._validate import validate_branch, validate_repo, validate_sha
-from forge_automation._wire import gh_cli_wire
+from forge_automation import ForgeInputError, ForgePort, fake_forge, forge_port, gh_cli_wire
 from forge_support import ForgeServer
 
 REPO = "acme/widgets"
@@ -208,13 +205,13 @@ def test_the_server_does_see_a_valid_call(server: ForgeServer) -> None:
     "value", ["main", "feature/x-1", "release/2024.01", "user@host", "ü-unicode", "a.b/c_d"]
 )
 def test_ordinary_branch_names_pass(value: str) -> None:
-    assert validate_branch(value) == value
+    assert forge_port(fake_forge().wire).get_head_sha(REPO, value) is None
 
 
 @pytest.mark.parametrize("value", ["acme/widgets", "a/b", "A-1/.github", "x/y.z_w-v"])
 def test_ordinary_repos_pass(value: str) -> None:
-    assert validate_repo(value) == value
+    assert forge_port(fake_forge().wire).get_head_sha(value, "main") is None
 
 
 def test_sha256_object_ids_pass() -> None:
-    assert validate_sha("b" * 64) == "b" * 64
+    assert forge_port(fake_forge().wire).check_runs(REPO, "b" * 64) == ()

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from forge_automation._constants import ACTIONS_APP_ID
-from forge_automation._types import CheckRun, CommitStatus, RequiredChecks, RequiredContext
-from forge_automation._verdict import CiVerdict, ci_verdict
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    CiVerdict,
+    CommitStatus,
+    RequiredChecks,
+    RequiredContext,
+    ci_verdict,
+)
 
 SHA = "a" * 40
 OTHER_APP = 4242

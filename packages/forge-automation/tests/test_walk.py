@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_automation._walk import BaseMerge, HeadWalk, approved_head_walk
+from forge_automation import BaseMerge, HeadWalk, approved_head_walk
 
 # Base: b1 <- b2 <- b3. Branch: a (approved, parent b1) <- m1 (a + b2) <- m2 (m1 + b3).
 PARENTS: dict[str, tuple[str, ...]] = {

@@ -8,13 +8,20 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from forge_automation._budget import RateBudget
-from forge_automation._errors import ForgeCliError
-from forge_automation._exec import ExecOptions, ExecResult, GhExec
-from forge_automation._port import forge_port
-from forge_automation._redact import redact_split
-from forge_automation._types import CheckRunRequest, NotModified, Page
-from forge_automation._wire import GhResponse, gh_cli_wire, parse_gh_response, run_gh
+from forge_automation import (
+    CheckRunRequest,
+    ExecOptions,
+    ExecResult,
+    ForgeCliError,
+    GhExec,
+    NotModified,
+    Page,
+    RateBudget,
+    forge_port,
+    gh_cli_wire,
+    redact_split,
+    run_gh,
+)
 from forge_support import USER_TOKEN, ForgeServer
 
 REPO = "acme/widgets"
@@ -44,22 +51,6 @@ def _request(**overrides: object) -> CheckRunRequest:
     }
     fields.update(overrides)
     return CheckRunRequest(**fields)  # type: ignore[arg-type]
-
-
-def test_parse_status_headers_and_body() -> None:
-    raw = b'HTTP/1.1 200 OK\r\nEtag: "e1"\r\nLink: <x?page=2>; rel="next"\r\n\r\n{"a": 1}'
-    response = parse_gh_response(raw)
-    assert response is not None
-    assert (response.status, response.headers["etag"], response.json()) == (200, '"e1"', {"a": 1})
-    assert response.has_next
-
-
-def test_parse_304_without_body_and_no_status_line() -> None:
-    response = parse_gh_response(b"HTTP/1.1 304 Not Modified\r\nEtag: x\r\n\r\n")
-    assert response is not None
-    assert response.status == 304
-    assert response.body == b""
-    assert parse_gh_response(b"gh: could not connect") is None
 
 
 def test_a_304_through_real_gh_is_not_an_error(forge_server: ForgeServer) -> None:
@@ -249,13 +240,3 @@ def test_path_pieces_are_quoted(forge_server: ForgeServer) -> None:
     wire = gh_cli_wire(forge_server.exec())
     assert wire.get_ref_sha(REPO, "heads/feat/ü{owner}") == repo.branches["feat/ü{owner}"]
     assert "%7Bowner%7D" in forge_server.requests()[0].url
-
-
-def test_a_body_that_is_not_json_fails_without_chaining_the_body() -> None:
-    response = GhResponse(status=200, headers={}, body=f"oops {APP_TOKEN} {{".encode())
-    with pytest.raises(ForgeCliError, match="not JSON") as caught:
-        response.json()
-    assert caught.value.status == 200
-    # A JSONDecodeError keeps the whole body in `doc`: it must not ride along as __context__.
-    assert caught.value.__context__ is None
-    assert APP_TOKEN not in "".join(traceback.format_exception(caught.value))

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
-from forge_automation._errors import ForgeCliError
-from forge_automation._exec import ExecOptions, ExecResult
-from forge_automation._types import ClassicProtection, ReviewRules
-from forge_automation._wire import gh_cli_wire
+from forge_automation import (
+    ClassicProtection,
+    ExecOptions,
+    ExecResult,
+    ForgeCliError,
+    ReviewRules,
+    gh_cli_wire,
+)
 
 REPO = "acme/widgets"
 HEAD = "a" * 40
@@ -172,34 +176,3 @@ def test_a_graphql_error_beside_the_data_fails_the_read() -> None:
     body["errors"] = [{"message": "something went wrong"}]
     with pytest.raises(ForgeCliError):
         answering(body).get_pull_reviews(REPO, 1, HEAD, None)
-
-
-def test_a_pull_request_object_answers_the_whole_state_or_none() -> None:
-    from forge_automation._review_shape import review_state_from_pull
-    from forge_automation._types import ReviewThread
-
-    pull = reviews_data()["data"]["repository"]["pullRequest"]
-    pull["reviewThreads"] = {
-        "pageInfo": {"hasNextPage": False},
-        "nodes": [
-            {
-                "id": "T1",
-                "isResolved": False,
-                "path": "a.py",
-                "line": None,
-                "comments": {"totalCount": 120, "nodes": [{"author": {"login": "bob"}}]},
-            }
-        ],
-    }
-    state = review_state_from_pull(pull, None)
-    assert state is not None
-    assert state.threads == (
-        ReviewThread(id="T1", resolved=False, path="a.py", line=None, author="bob", comments=120),
-    )
-    assert [r.author for r in state.reviews] == ["bob"]
-    # Another page of threads, or of reviews: the caller reads them whole elsewhere.
-    pull["reviewThreads"]["pageInfo"]["hasNextPage"] = True
-    assert review_state_from_pull(pull, None) is None
-    pull["reviewThreads"]["pageInfo"]["hasNextPage"] = False
-    pull["reviews"]["pageInfo"] = {"hasNextPage": True, "endCursor": "c1"}
-    assert review_state_from_pull(pull, None) is None

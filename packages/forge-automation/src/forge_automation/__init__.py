@@ -17,7 +17,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._app_token import InstallationToken, app_installation_token
     from ._backstop import (
+        BackstopCheck,
         BackstopSnapshot,
+        BackstopStatus,
         GraphqlApi,
         gh_graphql_api,
         graphql_points,
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
         snapshot_requests,
     )
     from ._budget import RateBudget, shared_rate_budget
-    from ._ci_wait import CiWaitResult, ci_wait
+    from ._ci_wait import CiWaitResult, ci_wait, ci_wait_pr
     from ._constants import (
         ACTIONS_APP_ID,
         BACKSTOP_CAPS,
@@ -51,7 +53,9 @@ if TYPE_CHECKING:
     from ._fake import FakeCommit, FakeForge, ReadFaults, fake_forge
     from ._git import exec_git, ls_remote_pull_head
     from ._logs import JobLogSummary, job_log_tail, summarize_job_log
+    from ._merge import MergeOutcome, guarded_merge
     from ._port import ForgePort, forge_port
+    from ._premerge import PremergeResult, premerge
     from ._readiness import Actor, Blocker, Readiness, merge_readiness
     from ._redact import redact_forge_secrets, redact_split
     from ._rules import (
@@ -111,7 +115,9 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_app_token": ("InstallationToken", "app_installation_token"),
     "_backstop": (
+        "BackstopCheck",
         "BackstopSnapshot",
+        "BackstopStatus",
         "GraphqlApi",
         "gh_graphql_api",
         "graphql_points",
@@ -119,7 +125,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "snapshot_requests",
     ),
     "_budget": ("RateBudget", "shared_rate_budget"),
-    "_ci_wait": ("CiWaitResult", "ci_wait"),
+    "_ci_wait": ("CiWaitResult", "ci_wait", "ci_wait_pr"),
     "_constants": (
         "ACTIONS_APP_ID",
         "BACKSTOP_CAPS",
@@ -145,7 +151,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_fake": ("FakeCommit", "FakeForge", "ReadFaults", "fake_forge"),
     "_git": ("exec_git", "ls_remote_pull_head"),
     "_logs": ("JobLogSummary", "job_log_tail", "summarize_job_log"),
+    "_merge": ("MergeOutcome", "guarded_merge"),
     "_port": ("ForgePort", "forge_port"),
+    "_premerge": ("PremergeResult", "premerge"),
     "_readiness": ("Actor", "Blocker", "Readiness", "merge_readiness"),
     "_redact": ("redact_forge_secrets", "redact_split"),
     "_rules": (
@@ -212,7 +220,9 @@ __all__ = [  # noqa: RUF022
     "AppTokenProvider",
     "BACKSTOP_CAPS",
     "BackstopCaps",
+    "BackstopCheck",
     "BackstopSnapshot",
+    "BackstopStatus",
     "BackstopTruncated",
     "BaseMerge",
     "Blocker",
@@ -257,6 +267,7 @@ __all__ = [  # noqa: RUF022
     "LabelledPr",
     "LsRemoteError",
     "MergeMethod",
+    "MergeOutcome",
     "MergeResult",
     "NotModified",
     "OpenPrResult",
@@ -265,6 +276,7 @@ __all__ = [  # noqa: RUF022
     "PR_FILES_CAP",
     "Page",
     "PrCommit",
+    "PremergeResult",
     "ProtectionHidden",
     "PullRequest",
     "RateBudget",
@@ -289,6 +301,7 @@ __all__ = [  # noqa: RUF022
     "approved_head_walk",
     "ci_verdict",
     "ci_wait",
+    "ci_wait_pr",
     "exec_git",
     "fake_forge",
     "forge_port",
@@ -296,6 +309,7 @@ __all__ = [  # noqa: RUF022
     "gh_cli_wire",
     "gh_graphql_api",
     "graphql_points",
+    "guarded_merge",
     "job_log_tail",
     "layer_rules",
     "load_branch_rules",
@@ -304,6 +318,7 @@ __all__ = [  # noqa: RUF022
     "load_review_state",
     "ls_remote_pull_head",
     "merge_readiness",
+    "premerge",
     "read_backstop_snapshot",
     "redact_forge_secrets",
     "redact_split",

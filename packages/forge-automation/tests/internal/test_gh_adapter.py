@@ -1,17 +1,29 @@
-"""gh_call: failure kinds, read retries within the deadline, Retry-After, writes never retried."""
+"""The gh adapter: failure kinds, read retries within the deadline, Retry-After, writes never
+retried, and the parse of `gh api -i` output (status line, headers, body).
+
+White-box: `gh_call`, `failure_of` and `parse_gh_response` are the adapter's own seams.
+"""
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 
 import pytest
 
-from forge_automation._errors import ForgeCliError
-from forge_automation._exec import ExecOptions, ExecResult
-from forge_automation._gh import API_VERSION, failure_of, gh_call, graphql_args, parse_gh_response
+from forge_automation import ExecOptions, ExecResult, ForgeCliError
+from forge_automation._gh import (
+    API_VERSION,
+    GhResponse,
+    failure_of,
+    gh_call,
+    graphql_args,
+    parse_gh_response,
+)
 from forge_automation._ghenv import rest_args
 from forge_support import ForgeServer
 
+APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"
 OK = b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}"
 FREE = (
     b"HTTP/2.0 403 Forbidden\r\n\r\n"
@@ -141,7 +153,7 @@ def test_every_call_pins_the_api_version() -> None:
 
 
 def test_the_server_sees_the_pinned_version_on_every_call(forge_server: ForgeServer) -> None:
-    from forge_automation._wire import gh_cli_wire
+    from forge_automation import gh_cli_wire
 
     wire = gh_cli_wire(forge_server.exec())
     assert wire.get_authenticated_user() == "forge-bot"
@@ -181,3 +193,29 @@ def test_a_refused_escape_sequence_body_is_read_again_with_the_flag_from_then_on
     assert second.body == first.body
     assert [c[1] == "--allow-escape-sequences" for c in calls] == [False, True, True]
     assert clock.sleeps == []
+
+
+def test_parse_status_headers_and_body() -> None:
+    raw = b'HTTP/1.1 200 OK\r\nEtag: "e1"\r\nLink: <x?page=2>; rel="next"\r\n\r\n{"a": 1}'
+    response = parse_gh_response(raw)
+    assert response is not None
+    assert (response.status, response.headers["etag"], response.json()) == (200, '"e1"', {"a": 1})
+    assert response.has_next
+
+
+def test_parse_304_without_body_and_no_status_line() -> None:
+    response = parse_gh_response(b"HTTP/1.1 304 Not Modified\r\nEtag: x\r\n\r\n")
+    assert response is not None
+    assert response.status == 304
+    assert response.body == b""
+    assert parse_gh_response(b"gh: could not connect") is None
+
+
+def test_a_body_that_is_not_json_fails_without_chaining_the_body() -> None:
+    response = GhResponse(status=200, headers={}, body=f"oops {APP_TOKEN} {{".encode())
+    with pytest.raises(ForgeCliError, match="not JSON") as caught:
+        response.json()
+    assert caught.value.status == 200
+    # A JSONDecodeError keeps the whole body in `doc`: it must not ride along as __context__.
+    assert caught.value.__context__ is None
+    assert APP_TOKEN not in "".join(traceback.format_exception(caught.value))
