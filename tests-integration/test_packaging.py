@@ -88,6 +88,17 @@ DISTS = {
 }
 
 
+# The distributions that ship systemd user units: the command that installs them, and the units
+# (each the same bytes as the repository's systemd/).
+UNITS = {
+    "agent-accounts": (
+        "account-cli",
+        ("account-poll-failed@.service", "account-poll.service", "account-poll.timer"),
+    ),
+    "local-daemon": ("local-daemon", ("local-daemon.service", "local-daemon.socket")),
+}
+
+
 def _run(
     argv: list[str],
     *,
@@ -240,6 +251,11 @@ def test_sdist_carries_readme_license_and_changelog(packaging_dist: Path, name: 
             shipped = sdist.extractfile(f"{top}/{member}")
             assert shipped is not None, member
             assert shipped.read() == (ROOT / "packages" / name / member).read_bytes(), member
+        # The units ride in the sdist too (inside the import package, as in the wheel).
+        for unit in UNITS.get(name, ("", ()))[1]:
+            shipped = sdist.extractfile(f"{top}/src/{dist.module}/units/{unit}")
+            assert shipped is not None, unit
+            assert shipped.read() == (ROOT / "systemd" / unit).read_bytes(), unit
 
 
 def test_twine_check_passes_on_all_six(packaging_dist: Path) -> None:
@@ -303,15 +319,6 @@ def test_account_cli_status_json_from_its_wheel(
     assert [(p["configDir"], p["login"], p["usage"]) for p in profiles] == [
         (str(home / ".agent"), {"status": "missing"}, None)
     ]
-
-
-UNITS = {
-    "agent-accounts": (
-        "account-cli",
-        ("account-poll-failed@.service", "account-poll.service", "account-poll.timer"),
-    ),
-    "local-daemon": ("local-daemon", ("local-daemon.service", "local-daemon.socket")),
-}
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))
