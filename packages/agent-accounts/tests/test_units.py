@@ -18,6 +18,16 @@ from agent_accounts.cli import main
 NAMES = ("account-poll.service", "account-poll.timer", "account-poll-failed@.service")
 
 
+# The source tree's systemd/, of which the package's units/ is a copy.
+SOURCE = Path(__file__).resolve().parents[3] / "systemd"
+
+
+def test_the_shipped_units_are_the_source_trees_systemd_units() -> None:
+    # Edit systemd/, then copy: cp systemd/<unit> packages/agent-accounts/src/agent_accounts/units/
+    for name in NAMES:
+        assert shipped(name) == (SOURCE / name).read_bytes(), f"copy systemd/{name} again"
+
+
 def shipped(name: str) -> bytes:
     return (files("agent_accounts") / "units" / name).read_bytes()
 

@@ -18,6 +18,16 @@ from local_daemon.cli import main
 NAMES = ("local-daemon.socket", "local-daemon.service")
 
 
+# The source tree's systemd/, of which the package's units/ is a copy.
+SOURCE = Path(__file__).resolve().parents[3] / "systemd"
+
+
+def test_the_shipped_units_are_the_source_trees_systemd_units() -> None:
+    # Edit systemd/, then copy: cp systemd/<unit> packages/local-daemon/src/local_daemon/units/
+    for name in NAMES:
+        assert shipped(name) == (SOURCE / name).read_bytes(), f"copy systemd/{name} again"
+
+
 def shipped(name: str) -> bytes:
     return (files("local_daemon") / "units" / name).read_bytes()
 
