@@ -276,7 +276,11 @@ class TestCredentials:
         cookie = {"Cookie": f"local_session={value}"}
         resp = await client.post(path, data=b"{}", headers={**JSON_POST, **cookie})
         assert resp.status == 401
-        assert resp.headers["WWW-Authenticate"] == 'Bearer realm="local-daemon"'
+        # RFC 9728 §5.1: the challenge names where an MCP client learns how to sign in.
+        metadata = f"http://{client.host}:{client.port}/.well-known/oauth-protected-resource/mcp"
+        assert resp.headers["WWW-Authenticate"] == (
+            f'Bearer realm="local-daemon", resource_metadata="{metadata}"'
+        )
         body = await resp.json()
         assert body["error"]["message"] == (
             "sign-in required: /mcp takes a bearer token (Authorization: Bearer)"

@@ -84,7 +84,10 @@ def _bound_port(request: web.Request) -> int | None:
 
 
 def _guards_by_bound_port(
-    host: str | None, guards: Guards | None, exempt: Callable[[web.Request], bool] | None
+    host: str | None,
+    guards: Guards | None,
+    exempt: Callable[[web.Request], bool] | None,
+    form_paths: frozenset[str],
 ) -> Middleware:
     chains: dict[int | None, list[Any]] = {}
 
@@ -95,7 +98,9 @@ def _guards_by_bound_port(
         if chain is None:
             hosts, origins = loopback_allowlist(host=host or "127.0.0.1", port=port, guards=guards)
             chain = chains[port] = list(
-                guard_middlewares(hosts, origins, client_header_exempt=exempt)
+                guard_middlewares(
+                    hosts, origins, client_header_exempt=exempt, form_paths=form_paths
+                )
             )
         call: Handler = handler
         for middleware in reversed(chain):
@@ -165,14 +170,23 @@ def build_app(
     log = options.logger
     mcp_route: list[Any] = []  # the `/mcp` handler, once it is added below
     exempt: Callable[[web.Request], bool] | None = None
-    if tool_prefix is not None and not (guards is not None and guards.mcp_client_header):
+    mcp_exempt = tool_prefix is not None and not (guards is not None and guards.mcp_client_header)
+    form_paths: frozenset[str] = frozenset()
+    if gate is not None:
+        # A gate's authorization server takes stock OAuth clients' posts (README, Security).
+        from ._oauth_paths import OAUTH_CLIENT_PATHS, TOKEN_PATH
+
+        form_paths = frozenset({TOKEN_PATH})
+    if mcp_exempt or gate is not None:
         # `/mcp` takes stock MCP clients, which send no x-local-client (README, Security).
         def exempt(request: web.Request) -> bool:
-            return bool(mcp_route) and request.match_info.handler is mcp_route[0]
+            if gate is not None and request.path in OAUTH_CLIENT_PATHS:
+                return True
+            return mcp_exempt and bool(mcp_route) and request.match_info.handler is mcp_route[0]
 
     if port == 0 and allowed_hosts is None and allowed_origins is None:
         # Built before its socket was bound: take the port each request arrived on.
-        middlewares: list[Middleware] = [_guards_by_bound_port(host, guards, exempt)]
+        middlewares: list[Middleware] = [_guards_by_bound_port(host, guards, exempt, form_paths)]
     else:
         hosts, origins = loopback_allowlist(
             host=host or "127.0.0.1", port=port or None, guards=guards
@@ -181,7 +195,10 @@ def build_app(
             hosts = frozenset(allowed_hosts)
         if allowed_origins is not None:
             origins = frozenset(allowed_origins)
-        middlewares = list(guard_middlewares(hosts, origins, client_header_exempt=exempt))  # type: ignore[arg-type]
+        chain = guard_middlewares(
+            hosts, origins, client_header_exempt=exempt, form_paths=form_paths
+        )
+        middlewares = list(chain)  # type: ignore[arg-type]
     # Outermost: a request's body is on the clock from its head, whatever answers it.
     middlewares.insert(0, body_deadline_middleware)
     on_prepare: list[Any] = []

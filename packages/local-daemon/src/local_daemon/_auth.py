@@ -49,6 +49,7 @@ DEFAULT_SIGN_IN_HINT = "Ask the operator of this daemon for a fresh sign-in link
 _COOKIE_INFO = b"local-daemon v1 session cookie"
 _CODE_INFO = b"local-daemon v1 login code"
 _BEARER_INFO = b"local-daemon v1 bearer"
+_ACCESS_INFO = b"local-daemon v1 oauth access token"
 # issuedAt is in nanoseconds: whole seconds could not tell a code minted just before this
 # process started (perhaps spent by the previous one) from one minted just after.
 _CODE_RE = re.compile(r"v1\.([0-9]{1,20})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})")
@@ -89,6 +90,7 @@ class _Keys:
     cookie: hmac.HMAC
     code: hmac.HMAC
     bearer: hmac.HMAC
+    access: hmac.HMAC
     bearer_digest: bytes
     written_at: int
     # Names this secret in the sessions file without revealing anything of it.
@@ -105,6 +107,7 @@ def _keys_for(secret: TokenSecret) -> _Keys:
         cookie=cookie,
         code=hmac.new(_derive(secret.key_material, _CODE_INFO), digestmod=hashlib.sha256),
         bearer=bearer,
+        access=hmac.new(_derive(secret.key_material, _ACCESS_INFO), digestmod=hashlib.sha256),
         bearer_digest=_mac_bytes(bearer, secret.text.encode("ascii")),
         written_at=secret.written_at,
         generation=_mac_bytes(cookie, _GENERATION)[:16].hex(),
@@ -136,9 +139,9 @@ def mint_login_code(token_file: str | os.PathLike[str], *, now: float | None = N
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verified:
     """A credential that passed every check: its kind, when it was issued (epoch seconds) and,
-    for a session cookie, the session's id."""
+    for a session cookie or an MCP client's access token (`oauth`), the session's id."""
 
-    credential: Literal["session", "bearer"]
+    credential: Literal["session", "bearer", "oauth"]
     issued_at: int
     session_id: str | None = None
 
@@ -340,6 +343,20 @@ class DaemonAuth:
         Raise `SessionFileError` when the file cannot be written.
         """
         return self._sessions.remove(session_id)
+
+    def generation(self) -> str:
+        """Return the current secret's generation (raise `TokenFileError` when the file is bad):
+        what names it in the sessions file."""
+        return self._current_keys().generation
+
+    def access_mac(self, message: str) -> bytes:
+        """Return the MAC of an OAuth access token's body under this secret's access key."""
+        return _mac_bytes(self._current_keys().access, message.encode("utf-8"))
+
+    @property
+    def sessions(self) -> SessionStore:
+        """Return the sessions store (browser and MCP client sign-ins alike)."""
+        return self._sessions
 
     def verify_bearer(self, token: str) -> Verified | None:
         """Return the bearer credential when `token` is the token file's secret, else None."""

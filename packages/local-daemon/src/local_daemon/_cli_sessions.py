@@ -63,6 +63,10 @@ def _table(sessions: list[Any]) -> str:
     rows = [("ID", "SIGNED IN", "LAST SEEN", "PEER", "USER AGENT")]
     for s in sessions:
         agent = clean_text(s.user_agent, 10_000)
+        if s.client_id is not None:
+            # An MCP client's sign-in: its registered name first (untrusted, cleaned too).
+            name = clean_text(s.client_name or "unnamed", 10_000)
+            agent = f"MCP client {name}: {agent}" if agent else f"MCP client {name}"
         if len(agent) > _USER_AGENT_SHOWN:
             agent = agent[: _USER_AGENT_SHOWN - 1] + "\u2026"
         peer = clean_text(s.peer, 64) if s.peer else "-"

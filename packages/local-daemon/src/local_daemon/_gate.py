@@ -1,7 +1,10 @@
 """The gate middleware: the login pages, 401/503 answers and each request's credential record.
 
 It runs right after the Host/Origin guards, so a foreign Host never reaches it, and before every
-route, so no route answers without a credential. Only `/auth/login` is open, answered here.
+route, so no route answers without a credential. Open are `/auth/login`, answered here, and the
+authorization server's paths (`_oauth_paths.OAUTH_PATHS`), answered by `_oauth_http`. On `/mcp`
+an MCP client's access token (`_oauth`) counts as a credential too; a 401 names the RFC 9728
+metadata that tells such a client how to sign in.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import hdrs, web
 
@@ -26,8 +29,18 @@ from local_daemon._auth import (
     Verified,
 )
 from local_daemon._errors import SessionFileError, TokenFileError
+from local_daemon._oauth_paths import (
+    ACCESS_TOKEN_PREFIX,
+    OAUTH_PATHS,
+    mcp_resource_url,
+    resource_metadata_url,
+)
+from local_daemon._pages import STYLE, envelope, html_response, script_json
 from local_daemon._peer import is_local_peer
 from local_daemon._types import AUTH_RECORD_KEY, STILL_AUTHORISED_KEY, AuthRecord, Middleware
+
+if TYPE_CHECKING:
+    from local_daemon._oauth_http import OAuthEndpoints
 
 __all__ = [
     "LOGIN_PATH",
@@ -53,52 +66,11 @@ _LIFETIMES = (
 )
 
 
-def _envelope(status: int, code: int, message: str, **headers: str) -> web.Response:
-    body = {"ok": False, "error": {"code": code, "message": message}}
-    return web.json_response(body, status=status, headers={"Cache-Control": "no-store", **headers})
-
-
-def _script_json(value: str) -> str:
-    """Return `value` as a JS string literal that cannot end a <script> element or a line."""
-    text = json.dumps(value, ensure_ascii=False)
-    for char, escape in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(char, escape)
-    return text
-
-
-def _page_headers(nonce: str) -> dict[str, str]:
-    csp = (
-        "default-src 'none'; "
-        f"script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-        "connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
-    )
-    return {
-        "Cache-Control": "no-store",
-        "Referrer-Policy": "no-referrer",
-        "Content-Security-Policy": csp,
-        "X-Content-Type-Options": "nosniff",
-        "X-Frame-Options": "DENY",
-    }
-
-
-_STYLE = (
-    "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}"
-    "button{font:inherit;padding:.5rem 1.25rem}#msg{min-height:1.5em}"
-)
-
-
 def login_page(sign_in_hint: str, nonce: str) -> str:
     """Return the inert login page: its script reads the code from the address and POSTs it."""
     script = f"""(function () {{
   "use strict";
-  var hint = {_script_json(sign_in_hint)};
+  var hint = {script_json(sign_in_hint)};
   var code = new URLSearchParams(window.location.search).get("code");
   // Keep the code out of the address bar and history once the page holds it.
   window.history.replaceState(null, "", window.location.pathname);
@@ -136,7 +108,7 @@ def login_page(sign_in_hint: str, nonce: str) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="referrer" content="no-referrer">'
-        f'<title>Sign in</title><style nonce="{nonce}">{_STYLE}</style></head>\n'
+        f'<title>Sign in</title><style nonce="{nonce}">{STYLE}</style></head>\n'
         "<body><main><h1>Sign in</h1>"
         "<p>Press the button to sign this browser in.</p>"
         f"<p>{html.escape(_LIFETIMES)}</p>"
@@ -152,22 +124,12 @@ def signed_out_page(sign_in_hint: str, nonce: str) -> str:
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>Sign-in required</title><style nonce="{nonce}">{_STYLE}</style></head>\n'
+        f'<title>Sign-in required</title><style nonce="{nonce}">{STYLE}</style></head>\n'
         "<body><main><h1>Sign-in required</h1>"
         "<p>This browser is not signed in to this daemon, or its session has ended.</p>"
         f"<p>{html.escape(sign_in_hint)}</p>"
         f"<p>{html.escape(_LIFETIMES)}</p>"
         '<p><a href="">Reload this page</a> once you have signed in.</p></main></body></html>\n'
-    )
-
-
-def _html_response(status: int, text: str, nonce: str) -> web.Response:
-    return web.Response(
-        status=status,
-        text=text,
-        content_type="text/html",
-        charset="utf-8",
-        headers=_page_headers(nonce),
     )
 
 
@@ -212,6 +174,10 @@ def _bearer_token(request: web.Request) -> str | None:
     return token or None
 
 
+def _is_mcp(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
 class _TooLarge(Exception):
     pass
 
@@ -230,18 +196,27 @@ async def _read_login_body(request: web.Request) -> Any:
 
 
 class _Gate:
-    __slots__ = ("_auth", "_last_problem")
+    __slots__ = ("_auth", "_last_problem", "_oauth")
 
     def __init__(self, auth: DaemonAuth) -> None:
         self._auth = auth
+        self._oauth: OAuthEndpoints | None = None
         self._last_problem: str | None = None
+
+    def _oauth_endpoints(self) -> OAuthEndpoints:
+        if self._oauth is None:
+            # Imported on the first OAuth request or access token: it imports `mcp`.
+            from local_daemon._oauth_http import OAuthEndpoints
+
+            self._oauth = OAuthEndpoints(self._auth)
+        return self._oauth
 
     def _token_file_bad(self, exc: TokenFileError) -> web.Response:
         message = str(exc)
         if message != self._last_problem:
             self._last_problem = message
             _log.error("gate: every request answers 503 until the token file is fixed: %s", message)
-        return _envelope(
+        return envelope(
             503,
             75,
             "the daemon's token file failed a check; ask its operator",
@@ -251,15 +226,26 @@ class _Gate:
     def _unauthorized(self, request: web.Request, message: str = _SIGN_IN_REQUIRED) -> web.Response:
         if _wants_html(request) and message is _SIGN_IN_REQUIRED:
             nonce = secrets.token_urlsafe(16)
-            response = _html_response(401, signed_out_page(self._auth.sign_in_hint, nonce), nonce)
+            response = html_response(401, signed_out_page(self._auth.sign_in_hint, nonce), nonce)
         else:
-            response = _envelope(401, 77, message)
-        response.headers["WWW-Authenticate"] = 'Bearer realm="local-daemon"'
+            response = envelope(401, 77, message)
+        # RFC 9728 §5.1: where an MCP client finds how to sign in.
+        metadata = resource_metadata_url(request.scheme, request.host)
+        response.headers["WWW-Authenticate"] = (
+            f'Bearer realm="local-daemon", resource_metadata="{metadata}"'
+        )
         return response
 
     def _authenticate(self, request: web.Request) -> Verified | None:
         token = _bearer_token(request)
         if token is not None:
+            if token.startswith(ACCESS_TOKEN_PREFIX):
+                # An MCP client's access token is good for the `/mcp` it was issued for only.
+                if not _is_mcp(request.path):
+                    self._auth.check()
+                    return None
+                resource = mcp_resource_url(request.scheme, request.host)
+                return self._oauth_endpoints().state.verify_access(token, resource)
             return self._auth.verify_bearer(token)
         cookie = session_cookie_value(request)
         if cookie:
@@ -278,15 +264,15 @@ class _Gate:
         if request.method in ("GET", "HEAD"):
             # Inert: the code stays in the address for the page's script; nothing here reads it.
             nonce = secrets.token_urlsafe(16)
-            return _html_response(200, login_page(self._auth.sign_in_hint, nonce), nonce)
+            return html_response(200, login_page(self._auth.sign_in_hint, nonce), nonce)
         if request.method != "POST":
-            return _envelope(405, 64, "method not allowed", Allow=_LOGIN_ALLOW)
+            return envelope(405, 64, "method not allowed", Allow=_LOGIN_ALLOW)
         try:
             body = await _read_login_body(request)
         except _TooLarge:
-            return _envelope(413, 64, "the body is too large")
+            return envelope(413, 64, "the body is too large")
         except ValueError:
-            return _envelope(400, 65, 'the body must be JSON: {"code": "..."}')
+            return envelope(400, 65, 'the body must be JSON: {"code": "..."}')
         code = body.get("code") if isinstance(body, dict) else None
         cookie: str | None = None
         if isinstance(code, str):
@@ -298,9 +284,9 @@ class _Gate:
                 )
             except SessionFileError as exc:
                 _log.error("gate: a sign-in could not be recorded: %s", exc)
-                return _envelope(503, 75, "the daemon could not record the sign-in; try again")
+                return envelope(503, 75, "the daemon could not record the sign-in; try again")
         if cookie is None:
-            return _envelope(401, 77, "this sign-in link is invalid, expired or already used")
+            return envelope(401, 77, "this sign-in link is invalid, expired or already used")
         response = web.json_response(
             {"ok": True, "data": {"session_lifetime_s": SESSION_LIFETIME_SECONDS}}
         )
@@ -310,7 +296,7 @@ class _Gate:
 
     async def _logout(self, request: web.Request, verified: Verified) -> web.StreamResponse:
         if request.method != "POST":
-            return _envelope(405, 64, "method not allowed", Allow="POST")
+            return envelope(405, 64, "method not allowed", Allow="POST")
         response = web.json_response({"ok": True, "data": None})
         if verified.session_id is not None:
             # Server-side too: a copy of this cookie stops working with it.
@@ -319,7 +305,7 @@ class _Gate:
                 await asyncio.to_thread(self._auth.end_session, verified.session_id)
             except SessionFileError as exc:
                 _log.error("gate: a sign-out could not be recorded: %s", exc)
-                response = _envelope(
+                response = envelope(
                     503, 75, "signed out in this browser only: the daemon could not end the session"
                 )
         response.headers["Cache-Control"] = "no-store"
@@ -335,6 +321,11 @@ class _Gate:
             if path == LOGIN_PATH:
                 self._auth.check()
                 return await self._login(request)
+            if path in OAUTH_PATHS:
+                cookie = session_cookie_value(request)
+                browser = self._auth.verify_session_cookie(cookie) if cookie else None
+                self._auth.check()
+                return await self._oauth_endpoints().answer(request, browser is not None)
             verified = self._authenticate(request)
         except TokenFileError as exc:
             return self._token_file_bad(exc)
@@ -345,7 +336,7 @@ class _Gate:
             return self._unauthorized(request)
         if path == LOGOUT_PATH:
             return await self._logout(request, verified)
-        if (path == "/mcp" or path.startswith("/mcp/")) and verified.credential != "bearer":
+        if _is_mcp(path) and verified.credential == "session":
             # A cookie is ambient: the browser attaches it to any request a page makes, so a
             # cookie alone would let a page drive the tools (CSRF). MCP clients send the bearer.
             return self._unauthorized(request, _MCP_NEEDS_BEARER)

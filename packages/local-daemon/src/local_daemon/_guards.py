@@ -3,8 +3,10 @@
 1. `Host` must be in the host allowlist (DNS rebinding), else 403.
 2. A state-changing request with an `Origin` must name an allowed origin (cross-site), else 403.
 3. A state-changing request without `Origin` must send a non-empty `x-local-client`, else 403
-   (`/mcp` is exempt unless `Guards.mcp_client_header` is set: stock MCP clients cannot send it).
-4. A state-changing request must say `Content-Type: application/json`, else 415.
+   (`/mcp` is exempt unless `Guards.mcp_client_header` is set: stock MCP clients cannot send it;
+   so are a gate's OAuth token and registration endpoints).
+4. A state-changing request must say `Content-Type: application/json`, else 415 (a gate's OAuth
+   token endpoint also takes the form encoding OAuth prescribes).
 
 Browsers cannot send `x-local-client` cross-site without a preflight the daemon never answers, and
 a JSON content type cannot be sent by an HTML form (nor by `fetch` without that same preflight):
@@ -109,17 +111,25 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json"
 
 
+def _is_form(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/x-www-form-urlencoded"
+
+
 def guard_middlewares(
     allowed_hosts: Iterable[str],
     allowed_origins: Iterable[str],
     *,
     client_header_exempt: Callable[[web.Request], bool] | None = None,
+    form_paths: frozenset[str] = frozenset(),
 ) -> list[Middleware]:
     """Return the four guards, in order, over exactly these allowlists (as one middleware: one
     coroutine frame per request instead of four, the checks and their order unchanged).
 
     `client_header_exempt(request)` true lets a request without `Origin` through guard 3 without
     `x-local-client`; it is asked only for such requests, so routes that send it pay nothing.
+    A path in `form_paths` (the OAuth token endpoint, RFC 6749) also takes
+    `application/x-www-form-urlencoded`; the Host and Origin guards still apply to it.
     """
     hosts = frozenset(entry.lower() for entry in allowed_hosts)
     origins = frozenset(_origin_form(origin) for origin in allowed_origins)
@@ -145,7 +155,10 @@ def guard_middlewares(
                     403, _FORBIDDEN, f"a request without Origin must send {CLIENT_HEADER}"
                 )
             # 4. JSON content type.
-            if not _is_json(headers.get("Content-Type", "")):
+            content_type = headers.get("Content-Type", "")
+            if not _is_json(content_type) and not (
+                request.path in form_paths and _is_form(content_type)
+            ):
                 return guard_refusal(415, _BAD_TYPE, "Content-Type must be application/json")
         return await handler(request)
 

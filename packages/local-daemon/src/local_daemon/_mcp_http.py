@@ -2,9 +2,9 @@
 streamable-HTTP transport (ASGI), with a fast path for one JSON-answered request.
 
 `/mcp` is stateless: every HTTP request gets its own transport from the SDK's stateless session
-manager, bridged from aiohttp to ASGI (`_AsgiBridge`); the `Server` (a table of handlers holding
-no state, from `_mcp.create_mcp_server`) and the managers are built once per app. A well-formed
-request answered as JSON skips the transport and runs through the SDK's `ServerRunner`
+manager, bridged from aiohttp to ASGI (`_asgi.AsgiBridge`); the `Server` (a table of handlers
+holding no state, from `_mcp.create_mcp_server`) and the managers are built once per app. A
+well-formed request answered as JSON skips the transport and runs through the SDK's `ServerRunner`
 directly (`_single_exchange`), as the SDK's stateless JSON transport would answer it;
 `notifications/cancelled` reaches the call it names through `_CallTracker`.
 
@@ -38,6 +38,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ._asgi import AsgiBridge
 from ._bodies import (
     BodyIncompleteError,
     BodyTooLargeError,
@@ -56,84 +57,6 @@ __all__ = ["REQUEST_CANCELLED", "McpHttpHandler"]
 # with the listener's allowlist; a second, differently
 # configured allowlist inside the transport could only disagree with them, so it is off.
 _TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-_HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"})
-
-
-class _AsgiBridge:
-    """One aiohttp request seen as an ASGI HTTP connection: body in through `receive`, answer out
-    through `send` into a `web.StreamResponse` that streams as the ASGI app writes."""
-
-    def __init__(self, request: web.Request, body: bytes | bytearray | None = None) -> None:
-        self.request = request
-        self._buffered = body  # the body, when it was already read off the connection
-        self.response: web.StreamResponse | None = None
-        self.finished = False
-        self._status = 500
-        self._headers: list[tuple[bytes, bytes]] = []
-        self._body_done = False
-        transport = request.transport
-        peer = transport.get_extra_info("peername") if transport is not None else None
-        sock = transport.get_extra_info("sockname") if transport is not None else None
-        self.scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": f"{request.version.major}.{request.version.minor}",
-            "method": request.method,
-            "scheme": request.scheme,
-            "path": request.path,
-            "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
-            "query_string": request.rel_url.raw_query_string.encode("latin-1"),
-            "root_path": "",
-            "headers": [(name.lower(), value) for name, value in request.raw_headers],
-            "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
-            "server": tuple(sock[:2]) if isinstance(sock, tuple) else None,
-            "state": {},
-        }
-
-    async def receive(self) -> dict[str, Any]:
-        if self._buffered is not None and not self._body_done:
-            self._body_done = True
-            return {"type": "http.request", "body": self._buffered, "more_body": False}
-        if not self._body_done:
-            chunk = await self.request.content.readany()
-            self._body_done = not chunk or self.request.content.at_eof()
-            return {"type": "http.request", "body": chunk, "more_body": not self._body_done}
-        # aiohttp gives no disconnect event; the transport's own watcher is cancelled with the
-        # request, so waiting here for the lifetime of the handler is the honest answer.
-        await _forever()
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def send(self, message: Mapping[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "http.response.start":
-            self._status = int(message["status"])
-            self._headers = list(message.get("headers", ()))
-            return
-        if kind != "http.response.body" or self.finished:
-            return
-        if self.response is None:
-            response = web.StreamResponse(status=self._status)
-            for name, value in self._headers:
-                if name.lower() not in _HOP_BY_HOP:
-                    response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            await response.prepare(self.request)
-            self.response = response
-        body = message.get("body", b"")
-        try:
-            if body:
-                await self.response.write(body)
-            if not message.get("more_body", False):
-                self.finished = True
-                await self.response.write_eof()
-        except ConnectionResetError:
-            # The client left mid-stream (a progress stream it stopped reading): nothing more
-            # can reach it, and that is no server error to log.
-            self.finished = True
-
-
-async def _forever() -> None:
-    await asyncio.Event().wait()
 
 
 def _jsonrpc_error(status: int, message: str, **headers: str) -> web.Response:
@@ -449,7 +372,7 @@ class McpHttpHandler:
                     answer = await self._single_exchange(request, raw)
                     if answer is not None:
                         return answer
-        bridge = _AsgiBridge(request, body)
+        bridge = AsgiBridge(request, body)
         try:
             if manager is not None:
                 await manager.handle_request(bridge.scope, bridge.receive, bridge.send)

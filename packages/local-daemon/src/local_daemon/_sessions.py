@@ -25,6 +25,7 @@ gate awaits a sign-in's or sign-out's write in a worker thread. Only the per-req
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
@@ -69,11 +70,15 @@ SESSIONS_FILE_NAME = "sessions.json"
 MAX_SESSIONS = 256
 MAX_USER_AGENT_CHARS = 256
 _MAX_PEER_CHARS = 64
-# 256 entries of at most ~1.8 KB each (a 256-character user agent is up to 1536 bytes as JSON
-# `\uXXXX` escapes); anything this large is not the daemon's file.
-MAX_SESSIONS_FILE_BYTES = 1024 * 1024
+# 256 entries of at most ~4 KB each (a 256-character user agent is up to 1536 bytes as JSON
+# `\uXXXX` escapes, a client id up to 2048); anything this large is not the daemon's file.
+MAX_SESSIONS_FILE_BYTES = 2 * 1024 * 1024
 LAST_SEEN_WRITE_INTERVAL = 60.0
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{22}", re.ASCII)
+MAX_CLIENT_ID_CHARS = 2048
+_MAX_NAME_CHARS = 128
+_CLIENT_KEYS = ("client_id", "client_name", "refresh_sha256")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _FORMAT = 1
 _LOCK_TRIES = 50  # with _LOCK_PAUSE: half a second for the daemon, then it gives up
 _LOCK_PAUSE = 0.01
@@ -116,10 +121,15 @@ class SessionInfo:
     last_seen: int
     user_agent: str
     peer: str | None
+    # An MCP client's sign-in (OAuth): the client's id and name, and the SHA-256 (hex) of its
+    # current refresh token, which is never shown (`to_json` leaves it out).
+    client_id: str | None = None
+    client_name: str | None = None
+    refresh_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Return the entry as the sessions file and `sessions list --json` spell it."""
-        return {
+        """Return the entry as `sessions list --json` spells it (the file adds the hash)."""
+        shown: dict[str, Any] = {
             "id": self.id,
             "issued_at": self.issued_at,
             "first_seen": self.first_seen,
@@ -127,6 +137,16 @@ class SessionInfo:
             "user_agent": self.user_agent,
             "peer": self.peer,
         }
+        if self.client_id is not None:
+            shown["client_id"] = self.client_id
+            shown["client_name"] = self.client_name
+        return shown
+
+    def _file_json(self) -> dict[str, Any]:
+        entry = self.to_json()
+        if self.refresh_sha256 is not None:
+            entry["refresh_sha256"] = self.refresh_sha256
+        return entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +180,11 @@ def _entry(raw: object) -> SessionInfo | None:
     issued, first, last = times
     if issued is None or first is None or last is None:
         return None
+    client_id, client_name, refresh = (raw.get(k) for k in _CLIENT_KEYS)
+    if not all(v is None or isinstance(v, str) for v in (client_id, client_name, refresh)):
+        return None
+    if refresh is not None and not _SHA256_HEX.fullmatch(refresh):
+        return None
     return SessionInfo(
         id=sid,
         issued_at=issued,
@@ -167,6 +192,9 @@ def _entry(raw: object) -> SessionInfo | None:
         last_seen=last,
         user_agent=clean_text(ua, MAX_USER_AGENT_CHARS),
         peer=None if peer is None else clean_text(peer, _MAX_PEER_CHARS),
+        client_id=None if client_id is None else client_id[:MAX_CLIENT_ID_CHARS],
+        client_name=None if client_name is None else clean_text(client_name, _MAX_NAME_CHARS),
+        refresh_sha256=refresh,
     )
 
 
@@ -202,7 +230,7 @@ def _write(path: Path, snapshot: _Snapshot) -> None:
     document = {
         "format": _FORMAT,
         "generation": snapshot.generation,
-        "sessions": [s.to_json() for s in kept[:MAX_SESSIONS]],
+        "sessions": [s._file_json() for s in kept[:MAX_SESSIONS]],
     }
     write_atomic(path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
 
@@ -365,6 +393,36 @@ class SessionStore:
             return _Snapshot(generation, sessions)
 
         _update(self._path, change, replace_refused=True)
+
+    def active(self, session_id: str, generation: str) -> SessionInfo | None:
+        """Return the session while the file (of this secret's generation) lists it; notes the
+        visit as `is_active` does."""
+        if not self.is_active(session_id, generation):
+            return None
+        return self._current().sessions.get(session_id)
+
+    def swap_refresh(
+        self, session_id: str, generation: str, presented: str, new: str
+    ) -> SessionInfo | None:
+        """Replace the session's refresh hash `presented` with `new` (a rotation); the session
+        afterwards, or None. A presented hash that is not the current one is a reused refresh
+        token: the session ends. Raise `SessionFileError` when the file cannot be written."""
+        found: list[SessionInfo] = []
+
+        def change(current: _Snapshot) -> _Snapshot | None:
+            entry = current.sessions.get(session_id)
+            if current.generation != generation or entry is None or entry.refresh_sha256 is None:
+                return None
+            sessions = dict(current.sessions)
+            if not hmac.compare_digest(entry.refresh_sha256, presented):
+                del sessions[session_id]
+            else:
+                found.append(replace(entry, refresh_sha256=new))
+                sessions[session_id] = found[0]
+            return _Snapshot(generation, sessions)
+
+        _update(self._path, change)
+        return found[0] if found else None
 
     def remove(self, session_id: str, *, tries: int = _LOCK_TRIES) -> bool:
         """End one session; true when the file listed it. Raise `SessionFileError` on failure."""

@@ -69,7 +69,7 @@ class CommandRegistry(Protocol):
 class AuthRecord:
     """The gate's credential record handed to `create_context(surface, auth)`."""
 
-    credential: Literal["session", "bearer"]
+    credential: Literal["session", "bearer", "oauth"]
     issued_at: int
     peer_local: bool
 

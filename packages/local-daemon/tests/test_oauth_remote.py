@@ -1,0 +1,189 @@
+"""End to end over TLS: the `mcp` SDK's OAuth client signs in to the real daemon's remote listener.
+
+The daemon (`start_daemon(remote=..., tool_prefix=...)`) and the client run inside a private network
+namespace (`unshare -n`, 192.0.2.10 on its lo), so nothing binds or sends outside it. Run as a
+script (`python test_oauth_remote.py WORKDIR`) this file plays the namespace side and prints its
+observations as one JSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import trustme
+
+import gate_support
+from local_daemon import (
+    Registry,
+    RemoteOptions,
+    ensure_token_file,
+    list_sessions,
+    mint_login_code,
+    revoke_session,
+    start_daemon,
+)
+from oauth_support import DaemonBrowser, MemoryStorage, sdk_handlers
+
+pytestmark = pytest.mark.slow
+
+THIS = Path(__file__).resolve()
+ADDR = gate_support.NS_SERVER_ADDR
+_TIMEOUT = 20.0
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+def _registry() -> Registry:
+    registry = Registry()
+
+    @registry.command
+    def echo(text: str) -> dict[str, str]:
+        """Echo the text."""
+        return {"text": text}
+
+    return registry
+
+
+async def _scenario(workdir: Path) -> dict[str, Any]:
+    from mcp.client import Client
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientMetadata
+
+    records = _Records()
+    root = logging.getLogger()
+    root.addHandler(records)
+    root.setLevel(logging.DEBUG)
+    token_file = ensure_token_file(workdir / "token")
+    ca = trustme.CA()
+    tls = gate_support.trustme_pair(ca, workdir, ADDR, "daemon.test")
+    remote = RemoteOptions(host=ADDR, token_file=token_file, allowed_hosts=(), tls=tls)
+    state_dir = workdir / "state"
+    ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode("ascii"))
+    out: dict[str, Any] = {}
+    handle = await start_daemon(
+        registry=_registry(), version="1", state_dir=state_dir, tool_prefix="x", remote=remote
+    )
+    try:
+        origin = f"https://{ADDR}:{handle.port}"
+        async with httpx2.AsyncClient(verify=ctx, timeout=_TIMEOUT) as http:
+            prm = await http.get(origin + "/.well-known/oauth-protected-resource/mcp")
+            out["resource"] = prm.json()["resource"]
+            browser = DaemonBrowser(
+                origin=origin, http=http, login_code=lambda: mint_login_code(token_file)
+            )
+            redirect_handler, callback_handler = sdk_handlers(browser)
+            storage = MemoryStorage()
+            oauth = OAuthClientProvider(
+                server_url=origin + "/mcp",
+                client_metadata=OAuthClientMetadata(
+                    client_name="namespace client",
+                    redirect_uris=["http://127.0.0.1:9/callback"],  # type: ignore[list-item]
+                ),
+                storage=storage,
+                redirect_handler=redirect_handler,
+                callback_handler=callback_handler,
+            )
+            sdk_http = httpx2.AsyncClient(auth=oauth, verify=ctx, timeout=_TIMEOUT)
+            transport = streamable_http_client(origin + "/mcp", http_client=sdk_http)
+            async with sdk_http, Client(transport) as client:
+                listed = await client.list_tools()
+                called = await client.call_tool("x_echo", {"text": "over tls"})
+            out["tools"] = sorted(tool.name for tool in listed.tools)
+            out["structured"] = called.structured_content
+            sessions = list_sessions(state_dir / "sessions.json")
+            out["client_names"] = [s.client_name for s in sessions if s.client_id]
+            assert storage.tokens is not None
+            access = storage.tokens.access_token
+            out["tokens"] = [access, storage.tokens.refresh_token or ""]
+
+            async def mcp_status() -> int:
+                answer = await http.post(
+                    origin + "/mcp",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                    headers={
+                        "Authorization": f"Bearer {access}",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                )
+                return answer.status_code
+
+            out["before_revoke"] = await mcp_status()
+            device = next(s for s in sessions if s.client_id)
+            revoke_session(state_dir / "sessions.json", device.id)
+            out["after_revoke"] = await mcp_status()
+    finally:
+        await handle.close()
+        root.removeHandler(records)
+    logged = "\n".join(records.lines)
+    secrets_seen = [gate_support.secret_of(token_file), *out.pop("tokens")]
+    out["log_leaked"] = any(secret in logged for secret in secrets_seen)
+    out["origin"] = origin
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Run the namespace side and print its observations as JSON."""
+    print(json.dumps(asyncio.run(_scenario(Path(argv[0])))), flush=True)
+    return 0
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    workdir = tmp_path_factory.mktemp("oauth-remote")
+    script = (
+        f"ip link set lo up && ip addr add {ADDR}/32 dev lo && "
+        f'exec "{sys.executable}" "{THIS}" "{workdir}"'
+    )
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    secret = gate_support.secret_of(workdir / "token")
+    assert secret not in proc.stdout
+    assert secret not in proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stdout + proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def test_sdk_client_signs_in_over_tls_and_calls_a_tool(observed: dict[str, Any]) -> None:
+    assert observed["resource"] == observed["origin"] + "/mcp"
+    assert observed["resource"].startswith("https://")
+    assert observed["tools"] == ["x_echo"]
+    assert observed["structured"] == {"ok": True, "data": {"text": "over tls"}}
+    assert observed["client_names"] == ["namespace client"]
+
+
+def test_a_revoked_session_is_refused_at_once(observed: dict[str, Any]) -> None:
+    assert observed["before_revoke"] == 200
+    assert observed["after_revoke"] == 401
+
+
+def test_no_secret_or_token_in_logs(observed: dict[str, Any]) -> None:
+    assert observed["log_leaked"] is False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
