@@ -28,6 +28,7 @@ from local_daemon._sessions import (
     new_session_id,
     sessions_file_beside,
 )
+from local_daemon._throttle import SignInThrottle
 from local_daemon._tokenfile import TokenFileReader, TokenSecret, read_token_file
 
 __all__ = [
@@ -163,6 +164,7 @@ class DaemonAuth:
         "_started_ns",
         "sign_in_hint",
         "started_at",
+        "throttle",
     )
 
     def __init__(
@@ -192,6 +194,8 @@ class DaemonAuth:
             self._started_ns = _ns(clock())
         self.started_at = self._started_ns // _NS
         self._spent: dict[str, int] = {}
+        # Failed login codes and token requests, per peer and overall (`_throttle`).
+        self.throttle = SignInThrottle()
         self._keys: _Keys | None = None
         self._keys_for_secret: TokenSecret | None = None
 

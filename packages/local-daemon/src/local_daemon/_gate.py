@@ -35,7 +35,7 @@ from local_daemon._oauth_paths import (
     mcp_resource_url,
     resource_metadata_url,
 )
-from local_daemon._pages import STYLE, envelope, html_response, script_json
+from local_daemon._pages import STYLE, envelope, html_response, script_json, too_many_sign_ins
 from local_daemon._peer import is_local_peer
 from local_daemon._types import AUTH_RECORD_KEY, STILL_AUTHORISED_KEY, AuthRecord, Middleware
 
@@ -94,6 +94,13 @@ def login_page(sign_in_hint: str, nonce: str) -> str:
     }}).then(function (response) {{
       if (response.ok) {{
         window.location.assign("/");
+        return;
+      }}
+      if (response.status === 429) {{
+        response.json().then(function (answer) {{
+          button.disabled = false;
+          msg.textContent = answer.error.message;
+        }});
         return;
       }}
       msg.textContent = "This sign-in link is invalid, expired or already used. " + hint;
@@ -267,6 +274,10 @@ class _Gate:
             return html_response(200, login_page(self._auth.sign_in_hint, nonce), nonce)
         if request.method != "POST":
             return envelope(405, 64, "method not allowed", Allow=_LOGIN_ALLOW)
+        throttle = self._auth.throttle
+        wait = throttle.retry_after(request.remote)
+        if wait is not None:
+            return too_many_sign_ins(wait)
         try:
             body = await _read_login_body(request)
         except _TooLarge:
@@ -286,6 +297,7 @@ class _Gate:
                 _log.error("gate: a sign-in could not be recorded: %s", exc)
                 return envelope(503, 75, "the daemon could not record the sign-in; try again")
         if cookie is None:
+            throttle.failed(request.remote)
             return envelope(401, 77, "this sign-in link is invalid, expired or already used")
         response = web.json_response(
             {"ok": True, "data": {"session_lifetime_s": SESSION_LIFETIME_SECONDS}}

@@ -217,6 +217,22 @@ class OAuthEndpoints:
             return _oauth_error(400, "invalid_request", "the body ended early")
 
     async def _token(self, request: web.Request) -> web.StreamResponse:
+        throttle = self._auth.throttle
+        wait = throttle.retry_after(request.remote)
+        if wait is not None:
+            refused = _oauth_error(
+                429,
+                "temporarily_unavailable",
+                f"too many failed token requests: try again in {wait} seconds",
+            )
+            refused.headers["Retry-After"] = str(wait)
+            return refused
+        answer = await self._token_answer(request)
+        if answer.status >= 400:
+            throttle.failed(request.remote)
+        return answer
+
+    async def _token_answer(self, request: web.Request) -> web.StreamResponse:
         body = await self._read(request, _MAX_FORM_BYTES)
         if isinstance(body, web.Response):
             return body

@@ -11,7 +11,14 @@ import json
 
 from aiohttp import web
 
-__all__ = ["STYLE", "envelope", "html_response", "page_headers", "script_json"]
+__all__ = [
+    "STYLE",
+    "envelope",
+    "html_response",
+    "page_headers",
+    "script_json",
+    "too_many_sign_ins",
+]
 
 
 def envelope(status: int, code: int, message: str, **headers: str) -> web.Response:
@@ -63,3 +70,9 @@ def html_response(status: int, text: str, nonce: str) -> web.Response:
         charset="utf-8",
         headers=page_headers(nonce),
     )
+
+
+def too_many_sign_ins(wait: int) -> web.Response:
+    """Return the 429 a throttled sign-in gets: when to try again, in words and `Retry-After`."""
+    message = f"too many failed sign-ins: try again in {wait} seconds"
+    return envelope(429, 75, message, **{"Retry-After": str(wait)})
