@@ -3,7 +3,7 @@
 Run as a script (`python test_remote_mcp_claude.py WORKDIR`) inside `unshare -n`, where 192.0.2.10
 sits on lo: the daemon's remote listener binds it with a trustme certificate that Node trusts
 through NODE_EXTRA_CA_CERTS, and `claude mcp list` (offline, scratch HOME) connects with the
-bearer, and is turned away with a wrong one (a missing one is the package tests' business). Nothing binds or sends outside the
+bearer, is turned away with a wrong one, and sees a server that needs sign-in (OAuth) without one. Nothing binds or sends outside the
 namespace the test made. Slow for a test (Node starts Claude Code once per command, ~15 s in all):
 it is the one check that a stock MCP host, not our own client code, works against the remote gate.
 """
@@ -109,8 +109,11 @@ def _scenario(workdir: Path) -> dict[str, Any]:
         for name, header in (
             ("with-bearer", f"Authorization: Bearer {secret}"),
             ("wrong-bearer", "Authorization: Bearer not-the-secret"),
+            ("signs-in", None),  # a stock client with nothing: it must see a sign-in, not a failure
         ):
-            add = ["mcp", "add", "--transport", "http", name, url, "--header", header]
+            add = ["mcp", "add", "--transport", "http", name, url]
+            if header is not None:
+                add += ["--header", header]
             result = _claude(add, env, workdir)
             added.append(result.returncode)
         listed = _claude(["mcp", "list"], env, workdir)
@@ -125,7 +128,9 @@ def _scenario(workdir: Path) -> dict[str, Any]:
     daemon_output = log.read_text(errors="replace")
     return {
         "added": added,
-        "lines": {name: lines.get(name, "") for name in ("with-bearer", "wrong-bearer")},
+        "lines": {
+            name: lines.get(name, "") for name in ("with-bearer", "wrong-bearer", "signs-in")
+        },
         "list_output": listed.stdout[-2000:] + listed.stderr[-2000:],
         "daemon_exit": daemon.returncode,
         "daemon_leaked": secret in daemon_output,
@@ -159,11 +164,13 @@ def test_claude_code_connects_to_remote_mcp_with_the_bearer_only(tmp_path: Path)
     assert secret not in proc.stdout
     assert secret not in proc.stderr
     obs: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
-    assert obs["added"] == [0, 0]
+    assert obs["added"] == [0, 0, 0]
     assert obs["daemon_served"] is True
     assert obs["daemon_exit"] == 0
     assert "Connected" in obs["lines"]["with-bearer"], obs["list_output"]
     assert "Connected" not in obs["lines"]["wrong-bearer"], obs["list_output"]
+    # The 401 names the daemon's OAuth metadata (RFC 9728): Claude Code offers to sign in.
+    assert "Needs authentication" in obs["lines"]["signs-in"], obs["list_output"]
     assert obs["daemon_leaked"] is False
 
 
