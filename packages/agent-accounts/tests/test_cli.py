@@ -38,6 +38,7 @@ STDERR_LINE = re.compile(
     r"account-cli: no account qualifies \(.+\)"
     r"|account-cli: no profile labelled '[^'\n]+'"
     r"|account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
+    r"|config dir .+ \(.+\)"
     r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
     r"|token refresh failed: [a-z0-9-]+"
     r"|[a-z0-9_]+ at [0-9.]+% \(crossed [0-9.]+%\), resets (unknown|\S+)"
@@ -359,8 +360,11 @@ async def test_status_exits_2_for_a_missing_login(home: Home) -> None:
     home.add("nologin", seed=False)
     run = await home.run("status")
     assert run.code == 2
-    assert run.err == "account-cli: nologin: login missing\n"
+    assert run.err == ""  # said once, in the profile's line
     assert "nologin: login missing; no reading" in run.lines
+    run = await home.run("status", "--json")
+    assert run.code == 2
+    assert run.err == "account-cli: nologin: login missing\n"  # beside JSON: once, on stderr
 
 
 async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None:
@@ -373,7 +377,16 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
     assert list(doc) == ["profiles"]
     first, second = doc["profiles"]
     # The spec's keys, then the refresh lock (null, or its age) and what is dated ahead of now.
-    assert list(first) == ["label", "configDir", "login", "usage", "refreshLock", "clockAhead"]
+    assert list(first) == [
+        "label",
+        "configDir",
+        "login",
+        "usage",
+        "refreshLock",
+        "clockAhead",
+        "configDirProblem",
+    ]
+    assert first["configDirProblem"] is None
     assert first["refreshLock"] is None
     assert first["clockAhead"] == []
     assert first["label"] == "default"
@@ -403,6 +416,7 @@ async def test_status_json_has_the_spec_keys(home: Home, tmp_path: Path) -> None
         "usage": None,
         "refreshLock": None,
         "clockAhead": [],
+        "configDirProblem": None,
     }
 
 
@@ -412,8 +426,13 @@ async def test_status_reports_an_unreadable_login(home: Home, tmp_path: Path) ->
     env = home.env(AGENT_CONFIG_DIRS=str(not_a_dir))
     run = await home.run("status", "--json", env=env)
     assert run.code == 1
-    assert run.err == "account-cli: plain-file: login unreadable\n"
-    assert json.loads(run.out)["profiles"][0]["login"] == {"status": "unreadable"}
+    problem = f"config dir {not_a_dir} is not a directory (fix AGENT_CONFIG_DIRS)"
+    assert run.err == f"account-cli: plain-file: {problem}\n"
+    (row,) = json.loads(run.out)["profiles"]
+    assert row["login"] == {"status": "unreadable"}
+    assert row["configDirProblem"] == problem
+    run = await home.run("status", env=env)
+    assert (run.code, run.out, run.err) == (1, f"plain-file: {problem}\n", "")
 
 
 # --- status --statusline ------------------------------------------------------------------------
@@ -527,6 +546,7 @@ TOP_USAGE = (
     "                   {best,explain,poll,run,status,statusline-tee,units} ..."
 )
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
+WINDOWS = "(five_hour, seven_day, seven_day_opus, seven_day_sonnet or seven_day_oauth_apps)"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
     ([], "missing command (best, explain, poll, run, status, statusline-tee or units)", TOP_USAGE),
     (
@@ -550,10 +570,20 @@ BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
     (["best", "--window"], "argument --window: expected one argument", BEST_USAGE),
     (
         ["best", "--window", "Five-Hour"],
-        "argument --window: not a window name: 'Five-Hour'",
+        f"argument --window: unknown window 'Five-Hour' {WINDOWS}",
         BEST_USAGE,
     ),
-    (["best", "--window="], "argument --window: not a window name: ''", BEST_USAGE),
+    (["best", "--window="], f"argument --window: unknown window '' {WINDOWS}", BEST_USAGE),
+    (
+        ["best", "--window", "nosuch"],
+        f"argument --window: unknown window 'nosuch' {WINDOWS}",
+        BEST_USAGE,
+    ),
+    (
+        ["best", "--window", "five_hour", "--window", "seven_day_haiku"],
+        f"argument --window: unknown window 'seven_day_haiku' {WINDOWS}",
+        BEST_USAGE,
+    ),
     (["best", "--json", "--json"], "argument --json: given twice", BEST_USAGE),
     (["best", "--path", "--path"], "argument --path: given twice", BEST_USAGE),
     (["best", "--json", "--path"], "argument --path: not allowed with argument --json", BEST_USAGE),
@@ -561,7 +591,7 @@ BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
     (["best", "--path=x"], "argument --path: ignored explicit argument 'x'", BEST_USAGE),
     (
         ["best", "--window", "sk-ant-oat01-" + "A" * 40],
-        "argument --window: not a window name: '[REDACTED]'",
+        f"argument --window: unknown window '[REDACTED]' {WINDOWS}",
         BEST_USAGE,
     ),
     (["explain", "a", "b"], "unrecognized arguments: b", EXPLAIN_USAGE),
@@ -618,6 +648,72 @@ async def test_a_bad_invocation_names_its_problem_and_exits_64(
     run = await home.run(*args)
     assert (run.code, run.out, run.err) == (64, "", f"account-cli: {problem}\n{usage}\n")
     assert server.requests == []
+
+
+# A config dir that cannot be read, per command: (args, exit, stdout, stderr), with `{dir}` the
+# dir and `{what}` what is wrong with it and what to do; never "login missing" or "No journal yet".
+MISSING = "does not exist (log in there with the agent client, or fix AGENT_CONFIG_DIRS)"
+LOCKED_OUT = (
+    "cannot be read: permission denied (run as its owner, or let the owner in: chmod u+rwx {dir})"
+)
+BAD_CONFIG_DIRS: list[tuple[list[str], int, str, str]] = [
+    (["status"], 0, "{label}: config dir {dir} {what}\n", ""),
+    (["status", "--json"], 0, "", "account-cli: {label}: config dir {dir} {what}\n"),
+    (["best"], 2, "", "account-cli: no account qualifies ({label}: config dir {dir} {what})\n"),
+    (["explain"], 1, "{label}: Config dir {dir} {what}.\n", ""),
+]
+
+
+def _no_dac_override() -> list[str]:
+    """A prefix that runs a command without root's power to read any file, or nothing if not root."""
+    if os.geteuid() != 0:
+        return []
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", account_cli()]
+
+
+@pytest.mark.parametrize(("args", "code", "out", "err"), BAD_CONFIG_DIRS)
+@pytest.mark.parametrize("case", ["listed-missing", "unreadable"])
+async def test_a_config_dir_that_cannot_be_read_is_named_with_what_to_do(
+    home: Home, args: list[str], code: int, out: str, err: str, case: str
+) -> None:
+    if case == "listed-missing":
+        config, label, what = "/nonexistent", "nonexistent", MISSING
+        env, argv0 = home.env(AGENT_CONFIG_DIRS=config), None
+        expected_code = code or 2  # status: the login is missing
+    else:
+        config = str(home.add(".agent"))
+        label, what = "default", LOCKED_OUT.format(dir=config)
+        os.chmod(config, 0)
+        env, argv0 = home.env(), _no_dac_override() or None
+        expected_code = code or 1  # status: the login cannot be read
+    try:
+        run = await run_cli(args, env, argv0=argv0)
+    finally:
+        if case == "unreadable":
+            os.chmod(config, 0o700)
+    fill = {"label": label, "dir": config, "what": what}
+    if args == ["status", "--json"]:
+        (row,) = json.loads(run.out)["profiles"]
+        assert row["configDirProblem"] == f"config dir {config} {what}"
+        assert (run.code, run.err) == (expected_code, err.format(**fill))
+    else:
+        assert (run.code, run.out, run.err) == (
+            expected_code,
+            out.format(**fill),
+            err.format(**fill),
+        )
+
+
+async def test_status_says_each_problem_once(home: Home) -> None:
+    home.add("nologin", seed=False)
+    home.add("dead", credentials(expires_at_ms=int(time.time() * 1000) - HOUR_MS))
+    run = await home.run("status")
+    assert run.code == 2
+    said = run.out + run.err
+    assert said.count("login missing") == 1
+    assert said.count("login expired") == 1
+    assert run.err == ""
 
 
 @pytest.mark.parametrize(

@@ -322,11 +322,15 @@ def test_unreadable_login_and_usage_are_fixed_lines_and_exit_1(tmp_path: Path) -
     config = tmp_path / (f"{CANARY}-" + "a" * 300)
     status = run_cli(tmp_path, "status", "--json", AGENT_CONFIG_DIRS=str(config))
     assert status.returncode == 1
-    assert status.stderr == (
-        "account-cli: [REDACTED]: login unreadable\naccount-cli: [REDACTED]: usage unreadable\n"
+    # The dir is why both reads failed: it is named (redacted) once, with what to do.
+    problem = (
+        f"config dir {tmp_path}/[REDACTED] cannot be read: File name too long "
+        "(fix AGENT_CONFIG_DIRS)"
     )
+    assert status.stderr == f"account-cli: [REDACTED]: {problem}\n"
     (row,) = json.loads(status.stdout)["profiles"]
     assert row["login"] == {"status": "unreadable"}
+    assert row["configDirProblem"] == problem
     assert row["usage"] is None
     line = run_cli(tmp_path, "status", "--statusline", AGENT_CONFIG_DIR=str(config))
     assert (line.returncode, line.stdout, line.stderr) == (0, "unknown|unknown|||||||\n", "")

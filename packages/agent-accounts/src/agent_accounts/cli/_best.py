@@ -32,7 +32,11 @@ def _best(windows: Sequence[str], *, as_json: bool, as_path: bool) -> int:
 
     profiles, ranked = rank_profiles(windows, now=time.time())
     if isinstance(ranked, list):
-        why = "; ".join(f"{shown(label)}: {reason}" for label, reason, _ in ranked)
+        from ._output import config_dir_problem
+
+        # A dir that cannot be read is named as such, not as the login it hides.
+        told = {label: config_dir_problem(config_dir) for label, config_dir in profiles}
+        why = "; ".join(f"{shown(label)}: {told[label] or reason}" for label, reason, _ in ranked)
         err(f"no account qualifies ({why or 'no profiles found'})")
         return EXIT_LOGIN
     index, headroom, resets = ranked

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ._exits import EXIT_LOGIN, EXIT_OK, err
-from ._output import say_none_found, shown
+from ._exits import EXIT_FAILED, EXIT_LOGIN, EXIT_OK, err
+from ._output import config_dir_problem, say_none_found, shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +33,23 @@ def _explain(label: str | None, *, as_json: bool) -> int:
             err(f"no profile labelled {shown(label)!r}")
             return EXIT_LOGIN
     rows = []
+    code = EXIT_OK
     for profile in profiles:
+        problem = config_dir_problem(str(profile.config_dir))
+        if problem is not None:  # never "No journal yet" for a dir that cannot be read
+            code = EXIT_FAILED
+            rows.append(
+                {
+                    "label": shown(profile.label),
+                    "configDir": shown(str(profile.config_dir)),
+                    "verdict": "unknown",
+                    "summary": problem[0].upper() + problem[1:] + ".",
+                    "story": [],
+                    "current": {"status": "unreadable"},
+                    "journal": [],
+                }
+            )
+            continue
         found = explain_profile(str(profile.config_dir))
         current = found.current
         if current is None or isinstance(current, str):
@@ -53,11 +69,11 @@ def _explain(label: str | None, *, as_json: bool) -> int:
         )
     if as_json:
         sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
-        return EXIT_OK
+        return code
     if not rows:
         say_none_found()
     for row in rows:
         sys.stdout.write(f"{row['label']}: {row['summary']}\n")
         for line in row["story"]:
             sys.stdout.write(f"  {line}\n")
-    return EXIT_OK
+    return code

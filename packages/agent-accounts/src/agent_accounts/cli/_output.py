@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 __all__ = [
+    "config_dir_problem",
     "iso",
     "percent",
     "plain_label",
@@ -95,3 +96,32 @@ def say_none_found() -> None:
 
     where = " and ".join(shown(d) for d in searched_dirs())
     sys.stdout.write(f"no profiles found (searched {where})\n")
+
+
+def config_dir_problem(config_dir: str) -> str | None:
+    """Say what keeps a profile's config dir from being read and what to do, or None.
+
+    Told instead of "login missing" or "No journal yet", which would blame the login.
+    """
+    import errno
+    import os
+
+    from agent_accounts.io._discovery import CONFIG_DIRS_ENV, config_dir_errno
+
+    code = config_dir_errno(config_dir)
+    if code is None:
+        return None
+    where = shown(config_dir)
+    listed = f"fix {CONFIG_DIRS_ENV}" if os.environ.get(CONFIG_DIRS_ENV) else "check the path"
+    if code == errno.ENOENT:
+        return (
+            f"config dir {where} does not exist (log in there with the agent client, or {listed})"
+        )
+    if code == errno.ENOTDIR:
+        return f"config dir {where} is not a directory ({listed})"
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            f"config dir {where} cannot be read: permission denied "
+            f"(run as its owner, or let the owner in: chmod u+rwx {where})"
+        )
+    return f"config dir {where} cannot be read: {os.strerror(code)} ({listed})"

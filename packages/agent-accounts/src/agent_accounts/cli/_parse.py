@@ -247,12 +247,14 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
     elif options.command == "run":
         _check_run(options, command.format_usage())
     elif options.command == "best":
-        from agent_accounts._usage import is_window_name
+        from agent_accounts._usage import KNOWN_WINDOWS
 
         for name in options.window or ():
-            if not is_window_name(name):
+            if name not in KNOWN_WINDOWS:  # a usage error, not "window missing" per profile
+                known = ", ".join(KNOWN_WINDOWS[:-1]) + f" or {KNOWN_WINDOWS[-1]}"
                 raise UsageError(
-                    f"argument --window: not a window name: {name!r}", command.format_usage()
+                    f"argument --window: unknown window {name!r} ({known})",
+                    command.format_usage(),
                 )
         options.window = tuple(dict.fromkeys(options.window or _DEFAULT_WINDOWS))
     return options

@@ -8,7 +8,15 @@ from __future__ import annotations
 import sys
 
 from ._exits import EXIT_FAILED, EXIT_LOGIN, EXIT_OK, err
-from ._output import iso, percent, say_none_found, shown, window_order, windows_text
+from ._output import (
+    config_dir_problem,
+    iso,
+    percent,
+    say_none_found,
+    shown,
+    window_order,
+    windows_text,
+)
 
 TYPE_CHECKING = False  # not typing's: `status --statusline` passes through this module
 if TYPE_CHECKING:
@@ -30,11 +38,11 @@ def run(options: Namespace) -> int:
     return _status(as_json=options.json)
 
 
-def _login_line(label: str, login: Any) -> str:
-    detail = login.status
-    if login.status == "refused":
-        detail = f"refused ({login.reason})"
-    return f"{label}: login {detail}"
+def _login_line(login: dict[str, Any]) -> str:
+    """`login missing`, `login refused (<reason>)`: from a login's JSON form."""
+    if login["status"] == "refused":
+        return f"login refused ({login['reason']})"
+    return f"login {login['status']}"
 
 
 def _pace_line(name: str, pace: dict[str, Any]) -> str:
@@ -62,24 +70,29 @@ def _status(*, as_json: bool) -> int:
     now = time.time()
     code = EXIT_OK
     rows: list[dict[str, Any]] = []
+    problems: list[list[str]] = []  # each told once: in the text line, or on stderr beside JSON
     profiles = discover_profiles()
     if not profiles and not as_json:
         say_none_found()
     for profile in profiles:
         label = shown(profile.label)
+        said: list[str] = []
+        dir_problem = config_dir_problem(str(profile.config_dir))
+        if dir_problem is not None:
+            said.append(dir_problem)
         try:
             login: Any = read_login_state(profile.config_dir)
             login_json = login.to_json()
         except OSError:
             login, login_json = None, {"status": "unreadable"}
             code = max(code, EXIT_FAILED)
-            err(f"{label}: login unreadable")
+            said.append("login unreadable")
         if login is not None and login.status != "present":
             code = EXIT_LOGIN
-            err(_login_line(label, login))
+            said.append(_login_line(login_json))
         lock_age = held_lock_age(str(profile.config_dir), now)
         if lock_age is not None and lock_age > LOCK_REPORT_AFTER_S:
-            err(f"{label}: refresh lock held")
+            said.append("refresh lock held")
         try:
             ahead = [shown(note) for note in clock_ahead_notes(str(profile.config_dir), now=now)]
         except (OSError, ValueError):
@@ -94,7 +107,10 @@ def _status(*, as_json: bool) -> int:
         except OSError:
             usage = None
             code = max(code, EXIT_FAILED)
-            err(f"{label}: usage unreadable")
+            said.append("usage unreadable")
+        if dir_problem is not None:  # the dir's problem is why the rest failed: say only it
+            said = [dir_problem]
+        problems.append(said)
         rows.append(
             {
                 "label": label,
@@ -119,20 +135,27 @@ def _status(*, as_json: bool) -> int:
                 },
                 "refreshLock": None if lock_age is None else {"age_seconds": int(lock_age)},
                 "clockAhead": ahead,
+                "configDirProblem": dir_problem,
             }
         )
     if as_json:
         sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
+        for row, said in zip(rows, problems, strict=True):
+            for problem in said:
+                err(f"{row['label']}: {problem}")
         return code
-    for row in rows:
-        parts = [f"login {row['login']['status']}"]
+    for row, said in zip(rows, problems, strict=True):
+        if row["configDirProblem"] is not None:
+            sys.stdout.write(f"{row['label']}: {row['configDirProblem']}\n")
+            continue
+        parts = [_login_line(row["login"])]
         if row["refreshLock"] is not None and not any(
             note.startswith("refresh lock") for note in row["clockAhead"]
         ):
             parts.append(f"refresh lock held {row['refreshLock']['age_seconds']}s")
         usage_row = row["usage"]
         if usage_row is None:
-            parts.append("no reading")
+            parts.append("usage unreadable" if "usage unreadable" in said else "no reading")
         else:
             parts.append(
                 f"{windows_text(usage_row['rate_limits'])} ({usage_row['age_seconds']}s old)"

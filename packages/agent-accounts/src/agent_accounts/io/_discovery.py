@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_DIR_NAME",
     "PROFILES_DIR_NAME",
     "PROFILE_ROOT_ENV",
+    "config_dir_errno",
     "default_config_dir",
     "profile_dirs",
     "searched_dirs",
@@ -47,6 +48,25 @@ def _is_real_dir(path: str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)  # lstat: a symlink is never a profile
     except OSError:
         return False
+
+
+def config_dir_errno(config_dir: str) -> int | None:
+    """Return the errno that keeps the files in `config_dir` from being read, or None if none does.
+
+    `ENOENT` for a dir that does not exist, `ENOTDIR` for a file, `EACCES` for one its user may not
+    list or enter: what a user is told instead of "login missing" or "No journal yet".
+    """
+    try:
+        fd = os.open(config_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.errno
+    try:
+        os.stat(".", dir_fd=fd)  # entering it (search permission), as reading its files does
+    except OSError as exc:
+        return exc.errno
+    finally:
+        os.close(fd)
+    return None
 
 
 def profile_dirs(
