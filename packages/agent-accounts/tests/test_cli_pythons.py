@@ -243,6 +243,12 @@ async def test_every_command_answers_for_the_good_profile(
     assert any(
         line.startswith("good: login present; five_hour 23%") for line in run.out.splitlines()
     )
+    assert any(
+        line.startswith("creds-not-json: login refused (malformed); ")
+        for line in run.out.splitlines()
+    )
+    assert run.err == ""  # each problem said once, in its profile's line
+    run = await _run(venv, ["status", "--json"], home)
     assert "account-cli: creds-not-json: login refused (malformed)" in run.err.splitlines()
     run = await _run(venv, ["status", "--json"], home)
     rows_json = {row["label"]: row for row in json.loads(run.out)["profiles"]}
