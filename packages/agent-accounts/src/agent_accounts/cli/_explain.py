@@ -32,7 +32,7 @@ def _explain(label: str | None, *, as_json: bool) -> int:
         if not profiles:
             err(f"no profile labelled {shown(label)!r}")
             return EXIT_LOGIN
-    rows = []
+    rows: list[dict[str, Any]] = []
     code = EXIT_OK
     for profile in profiles:
         problem = config_dir_problem(str(profile.config_dir))
