@@ -12,18 +12,18 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from local_daemon import (
+    DaemonAuth,
     TokenFileError,
     create_daemon_auth,
     ensure_token_file,
     mint_login_code,
     rotate_token_file,
 )
-from local_daemon._auth import (
-    CODE_LIFETIME_SECONDS,
-    DEFAULT_SIGN_IN_HINT,
-    SESSION_LIFETIME_SECONDS,
-    DaemonAuth,
-)
+
+# The spec's limits: a login code lives 10 minutes, a session cookie 30 days.
+CODE_LIFETIME_SECONDS = 10 * 60
+SESSION_LIFETIME_SECONDS = 30 * 24 * 60 * 60
+DEFAULT_SIGN_IN_HINT = "Ask the operator of this daemon for a fresh sign-in link."
 
 T0 = 1_800_000_000.0
 

@@ -125,6 +125,18 @@ BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
     ),
     (["health", "--port", "0"], "--port must be 1 to 65535", 64, HEALTH_USAGE),
     (
+        ["serve", *OK, "--watch-debounce", "nan"],
+        "--watch-debounce must be 0 to 60 seconds",
+        64,
+        SERVE_USAGE,
+    ),
+    (
+        ["serve", *OK, "--watch-debounce", "-1"],
+        "--watch-debounce must be 0 to 60 seconds",
+        64,
+        SERVE_USAGE,
+    ),
+    (
         ["serve", *OK, "--log-level", "loud"],
         "argument --log-level: invalid choice: 'loud'"
         " (choose from 'debug', 'info', 'warning', 'error')",

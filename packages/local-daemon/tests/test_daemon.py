@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trustme
@@ -20,13 +18,11 @@ from local_daemon import (
     RemoteOptions,
     TlsFileError,
     TlsFiles,
-    _daemon,
     daemon_paths,
     ensure_token_file,
     read_pid_file,
     start_daemon,
 )
-from local_daemon import watch_tree as real_watch_tree
 
 
 def free_port() -> int:
@@ -73,51 +69,6 @@ async def test_close_keeps_a_successors_pid_file(tmp_path: Path) -> None:
     async with running(tmp_path):
         paths.pid_file.write_text("999999\n")  # a successor took over
     assert read_pid_file(paths) == 999999
-
-
-async def test_health_is_503_until_the_pid_file_exists(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    release = asyncio.Event()
-    seen: list[tuple[int, Any, bool]] = []
-    paths = daemon_paths(tmp_path / "state")
-
-    def slow_watch_tree(root: Any, on_change: Any, **kw: Any) -> Any:
-        watch = real_watch_tree(root, on_change, **kw)
-        original = watch.when_watching
-
-        async def when_watching(path: Any, **kw2: Any) -> None:
-            await original(path, **kw2)
-            await asyncio.wait_for(release.wait(), 10)
-
-        watch.when_watching = when_watching  # type: ignore[method-assign]
-        return watch
-
-    monkeypatch.setattr(_daemon, "watch_tree", slow_watch_tree)
-    port = free_port()
-    starting = asyncio.ensure_future(
-        start_daemon(
-            registry=demo_registry(),
-            version="1",
-            state_dir=paths.state_dir,
-            port=port,
-            watch_root=tmp_path,
-        )
-    )
-    for _ in range(500):  # bounded: wait until the listener accepts
-        if not refused(port):
-            break
-        await asyncio.sleep(0.01)
-    status, _, body = await http(port, "GET", "/health")
-    seen.append((status, json.loads(body), paths.pid_file.exists()))
-    release.set()
-    handle = await asyncio.wait_for(starting, 10)
-    try:
-        status, _, body = await http(port, "GET", "/health")
-        seen.append((status, json.loads(body)["ok"], paths.pid_file.exists()))
-    finally:
-        await handle.close()
-    assert seen == [(503, {"ok": False, "starting": True}, False), (200, True, True)]
 
 
 async def test_port_in_use(tmp_path: Path) -> None:
@@ -226,50 +177,3 @@ def test_sigterm_during_start_closes_cleanly(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "closed cleanly"
     assert not (state / "daemon.pid").exists()
-
-
-async def test_an_inherited_socket_holds_connections_until_ready(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Requests already queued on the inherited socket while the daemon starts (here, while its
-    # watcher starts, held open by the test) are answered only once the pid file exists.
-    release = asyncio.Event()
-
-    def slow_watch_tree(root: Any, on_change: Any, **kw: Any) -> Any:
-        watch = real_watch_tree(root, on_change, **kw)
-        original = watch.when_watching
-
-        async def when_watching(path: Any, **kw2: Any) -> None:
-            await original(path, **kw2)
-            await asyncio.wait_for(release.wait(), 10)
-
-        watch.when_watching = when_watching  # type: ignore[method-assign]
-        return watch
-
-    monkeypatch.setattr(_daemon, "watch_tree", slow_watch_tree)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = int(sock.getsockname()[1])
-    fd = os.dup(sock.fileno())
-    sock.close()
-    pending = [asyncio.ensure_future(http(port, "GET", "/health")) for _ in range(4)]
-    starting = asyncio.ensure_future(
-        start_daemon(
-            registry=demo_registry(),
-            version="1",
-            state_dir=tmp_path / "state",
-            listen_fd=fd,
-            watch_root=tmp_path,
-        )
-    )
-    for _ in range(20):  # let the daemon run up to its held watcher start
-        await asyncio.sleep(0.01)
-    assert not any(task.done() for task in pending), "answered before the pid file existed"
-    release.set()
-    handle = await asyncio.wait_for(starting, 10)
-    try:
-        statuses = [status for status, _, _ in await asyncio.gather(*pending)]
-    finally:
-        await handle.close()
-    assert statuses == [200] * 4

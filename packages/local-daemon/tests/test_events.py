@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from daemon_support import running
-from local_daemon import EventHub, _daemon
-from local_daemon import watch_tree as real_watch_tree
+from local_daemon import EventHub
 from sse_client import SseClient
 
 # The spec's cap on the paths of one `change` event.
@@ -37,19 +36,12 @@ async def test_ready_then_change_from_a_real_write(tmp_path: Path) -> None:
             await client.close()
 
 
-async def test_a_burst_over_the_cap_is_one_truncated_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_burst_over_the_cap_is_one_truncated_change(tmp_path: Path) -> None:
     root = tmp_path / "tree"
     root.mkdir()
     total = MAX_CHANGE_PATHS + 500
-
-    def patient_watch_tree(path: Any, on_change: Any, **kw: Any) -> Any:
-        # A 1 s quiet window keeps the whole burst in one batch on a busy machine.
-        return real_watch_tree(path, on_change, **{**kw, "debounce": 1.0})
-
-    monkeypatch.setattr(_daemon, "watch_tree", patient_watch_tree)
-    async with running(tmp_path, watch_root=root) as handle:
+    # A 1 s quiet window keeps the whole burst in one batch on a busy machine.
+    async with running(tmp_path, watch_root=root, watch_debounce=1.0) as handle:
         client = await SseClient.open(handle.port)
         try:
             assert (await client.next_event())[0] == "ready"

@@ -27,6 +27,7 @@ EXPECTED = {
     "AuthRecord",
     "CommandInfo",
     "CommandRegistry",
+    "DaemonAuth",
     "DaemonHandle",
     "DaemonPaths",
     "FormattedError",
@@ -121,6 +122,17 @@ def test_import_leaves_the_gate_tls_and_file_modules_for_first_use() -> None:
         "assert local_daemon.RemoteOptions.__module__ == 'local_daemon._remote'\n"
         "assert 'local_daemon._remote' in sys.modules\n"
         "assert 'mint_login_code' in dir(local_daemon)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_import_leaves_http_client_for_the_first_probe() -> None:
+    # `http.client` pulls in `email` and `ssl`: about half of the package's import otherwise.
+    code = (
+        "import sys, local_daemon\n"
+        "assert 'http.client' not in sys.modules\n"
+        "assert local_daemon.probe_health(1) is None\n"
+        "assert 'http.client' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

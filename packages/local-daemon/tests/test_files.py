@@ -10,7 +10,11 @@ import pytest
 from aiohttp import web
 
 from daemon_raw_http import RawResponse, raw_request, serve_app
-from local_daemon._files import CHUNK_SIZE, file_response
+from local_daemon import file_response
+
+# Larger than the size file_response reads at a time (256 KiB), so the files and ranges below
+# span several of its reads.
+CHUNK_SIZE = 256 * 1024
 
 SECRET_DIR = "secret-dir-name-canary"
 

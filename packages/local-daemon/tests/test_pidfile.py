@@ -13,19 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from local_daemon._errors import DaemonStateError
-from local_daemon._health import probe_health
-from local_daemon._pidfile import (
-    DaemonAddress,
+from local_daemon import (
     daemon_paths,
-    read_daemon_address,
-    read_meta_file,
+    get_process_command,
+    is_process_alive,
+    probe_health,
     read_pid_file,
     remove_pid_file,
+    systemd_listen_fd,
     write_pid_file,
 )
-from local_daemon._process import get_process_command, is_process_alive
-from local_daemon._systemd import systemd_listen_fd
 
 
 def test_paths_names(tmp_path: Path) -> None:
@@ -39,7 +36,7 @@ def test_write_read_remove(tmp_path: Path) -> None:
     assert read_pid_file(paths) is None
     write_pid_file(paths, 4242, meta={"port": 1})
     assert read_pid_file(paths) == 4242
-    assert read_meta_file(paths) == {"port": 1, "pid": 4242}
+    assert json.loads(paths.meta_file.read_text()) == {"port": 1, "pid": 4242}
     assert [p.name for p in paths.state_dir.iterdir() if p.name.startswith(".")] == []
     assert not remove_pid_file(paths, 4243), "another pid's file stays"
     assert paths.pid_file.exists()
@@ -142,33 +139,3 @@ def test_meta_is_json(tmp_path: Path) -> None:
     paths = daemon_paths(tmp_path)
     write_pid_file(paths, meta={"version": "1"})
     assert json.loads(paths.meta_file.read_text())["pid"] == os.getpid()
-
-
-@pytest.mark.parametrize(
-    ("meta", "host"),
-    [
-        ({"port": 8765, "host": "127.0.0.1"}, "127.0.0.1"),
-        ({"port": 8765}, "127.0.0.1"),  # a metadata file written before `host` was recorded
-        ({"port": 8765, "host": "localhost"}, "localhost"),
-        ({"port": 8765, "host": "::1"}, "::1"),
-        ({"port": 8765, "host": "[::1]"}, "::1"),
-        ({"port": 8765, "host": "0.0.0.0"}, "127.0.0.1"),  # a wildcard answers on loopback
-        ({"port": 8765, "host": "::"}, "::1"),
-        ({"port": 8765, "host": "192.0.2.7", "extra": [1]}, "192.0.2.7"),
-    ],
-)
-def test_read_daemon_address(tmp_path: Path, meta: dict[str, object], host: str) -> None:
-    paths = daemon_paths(tmp_path / "state")
-    write_pid_file(paths, meta=meta)
-    assert read_daemon_address(paths) == DaemonAddress(pid=os.getpid(), host=host, port=8765)
-
-
-def test_read_daemon_address_of_a_started_daemon_file(tmp_path: Path) -> None:
-    paths = daemon_paths(tmp_path)
-    write_pid_file(paths, meta={"version": "1", "port": 1, "host": "127.0.0.1"})
-    assert oct(paths.pid_file.stat().st_mode & 0o777) == oct(0o600)
-    assert read_daemon_address(paths).port == 1
-    paths.pid_file.unlink()
-    with pytest.raises(DaemonStateError) as caught:
-        read_daemon_address(paths)
-    assert caught.value.problem == "missing"

@@ -61,7 +61,7 @@ def test_every_start_daemon_keyword_is_a_serve_flag_or_python_only() -> None:
 def test_build_http_app_takes_start_daemons_app_options() -> None:
     app_keywords = set(inspect.signature(build_http_app).parameters)
     start = inspect.signature(start_daemon).parameters
-    listener_only = {"state_dir", "watch_root", "remote", "listen_fd"}
+    listener_only = {"state_dir", "watch_root", "watch_debounce", "remote", "listen_fd"}
     listener_only |= {"insecure_unauthenticated_host"}
     shared = set(start) - listener_only
     assert shared <= app_keywords

@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from local_daemon._errors import TokenFileError
-from local_daemon._tokenfile import ensure_token_file, read_token_file, rotate_token_file
+from local_daemon import TokenFileError, create_daemon_auth, ensure_token_file, rotate_token_file
 
 CLI = Path(sys.executable).parent / "local-daemon"
+
+
+def _secret(path: Path) -> str:
+    """The token file's secret, once the gate has accepted the file."""
+    create_daemon_auth(path, sessions_file=path.with_name("gate-sessions.json"))
+    return path.read_text().strip()
 
 
 def _mount(*args: str) -> None:
@@ -92,26 +97,26 @@ def test_ensure_on_a_full_disk_leaves_no_file(full_dir: Path) -> None:
     # Once there is room, the next ensure creates a good file: nothing half-made was in the way.
     (full_dir / "filler").unlink()
     assert _cli("ensure", str(path)).returncode == 0
-    assert read_token_file(path).key_material
+    assert _secret(path)
 
 
 def test_rotate_on_a_full_disk_keeps_the_old_secret(full_dir: Path) -> None:
     path = full_dir / "token"
     (full_dir / "filler").unlink()
     ensure_token_file(path)
-    before = read_token_file(path).text
+    before = _secret(path)
     _fill(full_dir)
     with pytest.raises(TokenFileError) as info:
         rotate_token_file(path)
     assert info.value.problem == "unwritable"
     _one_fixed_line(_cli("rotate", str(path)), "unwritable")
-    assert read_token_file(path).text == before
+    assert _secret(path) == before
     assert sorted(p.name for p in full_dir.iterdir()) == ["filler", "token"]
 
 
 def test_every_token_command_on_a_read_only_mount(ro_dir: Path) -> None:
     good = ro_dir / "token"
-    secret = read_token_file(good).text
+    secret = _secret(good)
     # Reading needs no write: ensure of an existing good file and login-code still work.
     assert _cli("ensure", str(good)).stdout.strip() == str(good)
     assert _cli("login-code", str(good)).stdout.startswith("v1.")
@@ -122,7 +127,7 @@ def test_every_token_command_on_a_read_only_mount(ro_dir: Path) -> None:
         assert secret not in result.stderr
     _one_fixed_line(_cli("ensure", str(ro_dir / "sub" / "new")), "unwritable")
     _one_fixed_line(_cli("login-code", str(ro_dir / "new")), "missing")
-    assert read_token_file(good).text == secret
+    assert _secret(good) == secret
     assert sorted(p.name for p in ro_dir.iterdir()) == ["token"]
 
 
@@ -141,9 +146,9 @@ def test_ensure_never_replaces_a_file_made_meanwhile(
         real_link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(os, "link", link_after_someone_else)
-    winner = read_token_file(theirs).text
+    winner = _secret(theirs)
     assert ensure_token_file(path) == path
-    assert read_token_file(path).text == winner
+    assert _secret(path) == winner
     assert [p.name for p in tmp_path.iterdir()] == ["token"]
 
 
@@ -232,6 +237,6 @@ def test_ensure_killed_at_every_step_leaves_no_partial_file(tmp_path: Path) -> N
         assert killed.returncode != 0, (name, nth)
         # Whatever step the kill hit, the token file is absent or whole, never partial.
         if target.exists():
-            assert read_token_file(target).key_material, (name, nth)
+            assert _secret(target), (name, nth)
         # And the next ensure just works: nothing half-made is in its way.
-        assert read_token_file(ensure_token_file(target)).key_material, (name, nth)
+        assert _secret(ensure_token_file(target)), (name, nth)

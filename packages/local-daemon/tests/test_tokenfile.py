@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from local_daemon._errors import TokenFileError
-from local_daemon._tokenfile import (
-    TokenFileReader,
+from local_daemon import (
+    TokenFileError,
+    create_daemon_auth,
     ensure_token_file,
-    read_token_file,
     rotate_token_file,
 )
 
@@ -38,7 +37,7 @@ class TestEnsure:
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         text = path.read_text().strip()
         assert len(base64.urlsafe_b64decode(text + "=")) == 32
-        assert read_token_file(path).text == text
+        assert create_daemon_auth(path).verify_bearer(text) is not None
 
     def test_keeps_an_existing_file(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
@@ -71,7 +70,7 @@ class TestRotate:
 
     def test_creates_when_missing(self, tmp_path: Path) -> None:
         path = rotate_token_file(tmp_path / "token")
-        assert read_token_file(path).key_material
+        assert create_daemon_auth(path).verify_bearer(path.read_text().strip()) is not None
 
 
 def _symlink(path: Path) -> None:
@@ -119,32 +118,37 @@ REFUSALS: list[tuple[str, Callable[[Path], None], str]] = [
 def test_refusal_rows(tmp_path: Path, make: Callable[[Path], None], problem: str) -> None:
     path = tmp_path / "token"
     make(path)
+    # The gate checks the file at once; `ensure` checks a file that is there (a missing one it
+    # creates).
     with pytest.raises(TokenFileError) as info:
-        read_token_file(path)
-    assert info.value.problem == problem
-    assert str(path) in str(info.value)
-    reader = TokenFileReader(path)
-    with pytest.raises(TokenFileError) as again:
-        reader.current()
-    assert again.value.problem == problem
-    # Nothing chained: a UnicodeDecodeError would keep the file's bytes (the secret) in `object`.
-    for error in (info.value, again.value):
+        create_daemon_auth(path)
+    errors = [info.value]
+    if problem != "missing":
+        with pytest.raises(TokenFileError) as again:
+            ensure_token_file(path)
+        errors.append(again.value)
+    for error in errors:
+        assert error.problem == problem
+        assert str(path) in str(error)
+        # Nothing chained: a UnicodeDecodeError would keep the file's bytes (the secret).
         assert error.__context__ is None or isinstance(error.__context__, OSError)
 
 
 def test_padded_base64url_and_longer_secrets_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "token"
-    _write(path, base64.urlsafe_b64encode(os.urandom(48)) + b"\r\n")
-    assert len(read_token_file(path).key_material) == 48
+    secret = base64.urlsafe_b64encode(os.urandom(48))
+    _write(path, secret + b"\r\n")
+    assert create_daemon_auth(path).verify_bearer(secret.decode()) is not None
 
 
 def test_secret_never_in_errors_or_repr(tmp_path: Path) -> None:
     path = ensure_token_file(tmp_path / "token")
     secret = path.read_text().strip()
-    assert secret not in repr(read_token_file(path))
+    auth = create_daemon_auth(path)
+    assert secret not in repr(auth) + repr(vars(auth) if hasattr(auth, "__dict__") else "")
     os.chmod(path, 0o644)
     with pytest.raises(TokenFileError) as info:
-        read_token_file(path)
+        ensure_token_file(path)
     assert secret not in "".join(traceback.format_exception(info.value))
 
 
@@ -152,7 +156,7 @@ def test_a_secret_with_one_non_ascii_byte_is_refused_without_chaining_it(tmp_pat
     path = tmp_path / "token"
     secret = base64.urlsafe_b64encode(os.urandom(40))
     _write(path, secret + b"\xe9")
-    for read in (read_token_file, lambda p: TokenFileReader(p).current()):
+    for read in (ensure_token_file, create_daemon_auth):
         with pytest.raises(TokenFileError) as info:
             read(path)
         assert info.value.problem == "not_base64url"
@@ -161,82 +165,74 @@ def test_a_secret_with_one_non_ascii_byte_is_refused_without_chaining_it(tmp_pat
 
 
 class TestReader:
-    """The reader re-checks whenever inode, size, mtime, ctime, mode or owner change."""
-
-    def test_caches_while_nothing_changes(self, tmp_path: Path) -> None:
-        path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        assert reader.current() is reader.current()
+    """The gate re-checks the file whenever inode, size, mtime, ctime, mode or owner change."""
 
     def test_new_inode(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        first = reader.current()
+        auth = create_daemon_auth(path)
+        first = path.read_text().strip()
         rotate_token_file(path)
-        assert reader.current().text != first.text
+        assert auth.verify_bearer(first) is None
+        assert auth.verify_bearer(path.read_text().strip()) is not None
 
     def test_size(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        reader.current()
+        auth = create_daemon_auth(path)
         with path.open("ab") as fh:
             fh.write(b"!")
         with pytest.raises(TokenFileError) as info:
-            reader.current()
+            auth.check()
         assert info.value.problem == "not_base64url"
 
     def test_mtime_same_size(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        first = reader.current()
+        auth = create_daemon_auth(path)
+        first = path.read_text().strip()
         st = path.stat()
         path.write_bytes(_good_text())
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-        assert reader.current().text != first.text
+        assert auth.verify_bearer(first) is None
+        assert auth.verify_bearer(path.read_text().strip()) is not None
 
     def test_mode_and_back(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        reader.current()
+        auth = create_daemon_auth(path)
         os.chmod(path, 0o640)
         with pytest.raises(TokenFileError) as info:
-            reader.current()
+            auth.check()
         assert info.value.problem == "mode"
-        # The cached failure holds while nothing changes, then clears when the file is fixed.
+        # The refusal holds while nothing changes, then clears when the file is fixed.
         with pytest.raises(TokenFileError):
-            reader.current()
+            auth.check()
         os.chmod(path, 0o600)
-        assert reader.current().text == path.read_text().strip()
+        assert auth.verify_bearer(path.read_text().strip()) is not None
 
     def test_owner(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        reader.current()
+        auth = create_daemon_auth(path)
         os.chown(path, SPARE_UID, -1)
         with pytest.raises(TokenFileError) as info:
-            reader.current()
+            auth.check()
         assert info.value.problem == "owner"
         os.chown(path, os.geteuid(), -1)
-        reader.current()
+        auth.check()
 
     def test_swapped_for_a_symlink(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        reader.current()
+        auth = create_daemon_auth(path)
         other = ensure_token_file(tmp_path / "other")
         path.unlink()
         path.symlink_to(other)
         with pytest.raises(TokenFileError) as info:
-            reader.current()
+            auth.check()
         assert info.value.problem == "symlink"
 
     def test_deleted(self, tmp_path: Path) -> None:
         path = ensure_token_file(tmp_path / "token")
-        reader = TokenFileReader(path)
-        reader.current()
+        auth = create_daemon_auth(path)
         path.unlink()
         with pytest.raises(TokenFileError) as info:
-            reader.current()
+            auth.check()
         assert info.value.problem == "missing"
 
 
@@ -256,8 +252,6 @@ class TestTokenCli:
     def test_ensure_rotate_login_code(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from local_daemon._auth import create_daemon_auth
-
         path = tmp_path / "token"
         code, out, err = self.run(capsys, "ensure", str(path))
         assert code == 0, err
@@ -279,11 +273,9 @@ class TestTokenCli:
     def test_bad_file_exits_78_with_the_problem(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from local_daemon._cli_token import EXIT_TOKEN_FILE
-
         path = tmp_path / "token"
         _write(path, _good_text(), 0o644)
         code, out, err = self.run(capsys, "login-code", str(path))
-        assert code == EXIT_TOKEN_FILE
+        assert code == 78  # EX_CONFIG
         assert "problem: mode" in err
         assert path.read_text().strip() not in out + err

@@ -23,7 +23,7 @@ from ._systemd import systemd_listen_fd
 
 if TYPE_CHECKING:
     from ._app import build_http_app
-    from ._auth import create_daemon_auth, mint_login_code
+    from ._auth import DaemonAuth, create_daemon_auth, mint_login_code
     from ._daemon import DaemonHandle, run_daemon_until_signal, start_daemon
     from ._events import EventHub
     from ._files import file_response
@@ -48,6 +48,7 @@ __all__: list[str] = [
     "CommandError",
     "CommandInfo",
     "CommandRegistry",
+    "DaemonAuth",
     "DaemonError",
     "DaemonHandle",
     "DaemonPaths",
@@ -120,6 +121,7 @@ _LAZY: dict[str, str] = {
     "watch_tree": "._watch",
     "RemoteOptions": "._remote",
     "TlsFiles": "._remote",
+    "DaemonAuth": "._auth",
     "create_daemon_auth": "._auth",
     "create_mcp_server": "._mcp",
     "ensure_token_file": "._tokenfile",

@@ -169,6 +169,7 @@ class ServeArgs:
     tool_prefix: str | None = None
     mcp_client_header: bool = False
     watch_root: Path | None = None
+    watch_debounce: float = 0.05
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
@@ -188,6 +189,7 @@ def serve(args: ServeArgs) -> None:
     """Serve the registry `args.target` names until SIGTERM or SIGINT; `CliExit` on failure."""
     import asyncio
 
+    from ._config import MAX_WATCH_DEBOUNCE
     from ._daemon import run_daemon_until_signal
     from ._errors import (
         DaemonPortInUseError,
@@ -202,6 +204,8 @@ def serve(args: ServeArgs) -> None:
 
     if not 0 <= args.port <= _PORT_MAX:
         raise UsageProblem(f"--port must be 0 to {_PORT_MAX}")
+    if not 0 <= args.watch_debounce <= MAX_WATCH_DEBOUNCE:  # NaN too
+        raise UsageProblem(f"--watch-debounce must be 0 to {MAX_WATCH_DEBOUNCE:g} seconds")
     registry = load_registry(args.target)
     remote: RemoteOptions | None = None
     if args.remote_host is not None or args.token_file is not None or args.tls_cert is not None:
@@ -243,6 +247,7 @@ def serve(args: ServeArgs) -> None:
         host=args.host,
         tool_prefix=args.tool_prefix,
         watch_root=args.watch_root,
+        watch_debounce=args.watch_debounce,
         guards=guards,
         rpc_body_limit=rpc_body_limit,
         remote=remote,

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from ._guards import Guards
     from ._remote import RemoteOptions
 
-__all__ = ["AppOptions", "DaemonConfig"]
+__all__ = ["MAX_WATCH_DEBOUNCE", "AppOptions", "DaemonConfig"]
+
+# The longest quiet window `watch_debounce` takes, in seconds.
+MAX_WATCH_DEBOUNCE = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +69,7 @@ class DaemonConfig:
     port: int = 0
     host: str = "127.0.0.1"
     watch_root: Path | None = None
+    watch_debounce: float = 0.05
     remote: RemoteOptions | None = None
     listen_fd: int | None = None
     insecure_unauthenticated_host: bool = False

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 from aiohttp import web
 
 from ._app import Lifecycle, build_app
-from ._config import AppOptions, DaemonConfig
+from ._config import MAX_WATCH_DEBOUNCE, AppOptions, DaemonConfig
 from ._errors import DaemonPortInUseError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
@@ -126,6 +126,7 @@ async def start_daemon(
     create_context: ContextFactory | None = None,
     tool_prefix: str | None = None,
     watch_root: str | os.PathLike[str] | None = None,
+    watch_debounce: float = 0.05,
     health: HealthFn | None = None,
     mount_routes: MountRoutes | None = None,
     guards: Guards | None = None,
@@ -144,12 +145,15 @@ async def start_daemon(
     way to serve other devices. `openapi=True` serves `GET /openapi.json` (on the remote listener
     too, behind its gate).
     """
+    if not 0 <= watch_debounce <= MAX_WATCH_DEBOUNCE:  # NaN too
+        raise ValueError(f"watch_debounce must be 0 to {MAX_WATCH_DEBOUNCE:g} seconds")
     config = DaemonConfig(
         app=AppOptions.of(locals()),
         state_dir=Path(state_dir),
         port=port,
         host=host,
         watch_root=None if watch_root is None else Path(watch_root),
+        watch_debounce=watch_debounce,
         remote=remote,
         listen_fd=listen_fd,
         insecure_unauthenticated_host=insecure_unauthenticated_host,
@@ -238,7 +242,7 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
             def on_change(changed: list[str]) -> None:
                 hub.broadcast("change", change_event_data(_relative(root, changed)))
 
-            watcher = watch_tree(root, on_change)
+            watcher = watch_tree(root, on_change, debounce=config.watch_debounce)
             made.push_async_callback(watcher.close)
             await watcher.when_watching(root)
         write_pid_file(

@@ -1,10 +1,14 @@
-"""`probe_health`: ask a daemon's `/health` with the standard library only."""
+"""`probe_health`: ask a daemon's `/health` with the standard library only.
+
+`http.client` (with `email` and `ssl` under it, about half of `import local_daemon`) is imported
+by the first probe, not with the package.
+"""
 
 from __future__ import annotations
 
-import http.client
-import json
 from typing import Any
+
+from ._json import parse_json
 
 __all__ = ["probe_health"]
 
@@ -15,6 +19,8 @@ def probe_health(
     port: int, *, host: str = "127.0.0.1", timeout: float = 1.0
 ) -> dict[str, Any] | None:
     """GET `/health`; return the document on 200, None on any failure (503 starting included)."""
+    import http.client
+
     target = f"[{host}]" if ":" in host and not host.startswith("[") else host
     connection = http.client.HTTPConnection(target.strip("[]"), port, timeout=timeout)
     try:
@@ -25,7 +31,7 @@ def probe_health(
         body = response.read(_MAX_BODY + 1)
         if response.status != 200 or len(body) > _MAX_BODY:
             return None
-        document = json.loads(body)
+        document = parse_json(body)
     except Exception:  # "null on any failure"
         return None
     finally:

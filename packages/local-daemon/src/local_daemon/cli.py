@@ -163,6 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="broadcast changes under DIR on /events",
     )
     serve.add_argument(
+        "--watch-debounce",
+        **once,
+        type=float,
+        default=0.05,
+        metavar="S",
+        help="seconds of quiet that end a burst of changes: one change event per burst"
+        " (default 0.05)",
+    )
+    serve.add_argument(
         "--allowed-host",
         action="append",
         dest="allowed_hosts",
