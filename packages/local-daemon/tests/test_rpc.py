@@ -198,7 +198,10 @@ async def test_daemon_rss_stays_flat_under_200_mib_of_chunked_body(tmp_path: Pat
     finally:
         err = daemon.stop()
     assert pushed >= 200 * 1024 * 1024
-    assert statuses == {413}
+    # Each body is refused: over the cap (413), or, on a machine too loaded to push the cap's
+    # worth within the body deadline, too slow (408). Neither is ever held in memory.
+    assert statuses, statuses
+    assert statuses <= {413, 408}, statuses
     assert after - before < 20 * 1024, f"VmRSS grew {after - before} KiB"
     assert daemon.process.returncode == 0, err
 
