@@ -34,6 +34,7 @@ from accounts_support import (
 )
 
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|\+00:00)"
+LOCAL = r"\w{3} \d{1,2} \w{3}(?: \d{4})? \d\d:\d\d \S+"  # `Sat 28 Nov 14:32 CET`, local time
 STDERR_LINE = re.compile(
     r"account-cli: no account qualifies \(.+\)"
     r"|account-cli: no profile labelled '[^'\n]+'"
@@ -290,10 +291,14 @@ async def test_status_reports_login_and_reading_without_a_request(
     assert re.fullmatch(
         r"default: login present; five_hour 23%, seven_day 41.5% \(\d+s old\)", run.lines[0]
     )
-    # Under each reading, one line per window: used, elapsed, and when 100% comes at this pace.
-    # (These windows reset in 2030: none of their time has elapsed yet.)
-    assert run.lines[1] == "  five_hour: 23% used, 0% elapsed, 100% not projected"
-    assert run.lines[2] == "  seven_day: 41.5% used, 0% elapsed, 100% not projected"
+    # Under each reading, one line per window: used, elapsed, the reset (a countdown and the local
+    # time), and when 100% comes at this pace. (These windows reset in 2030: none of their time
+    # has elapsed yet; test_humanline.py pins these lines with a fixed clock and zone.)
+    for line, used in zip(run.lines[1:3], ("five_hour: 23%", "seven_day: 41.5%"), strict=True):
+        assert re.fullmatch(
+            rf"  {used} used, 0% elapsed, resets in \d+d(?:\d+h)? \({LOCAL}\), 100% not projected",
+            line,
+        ), line
     assert run.lines[3] == "work: login present; no reading"
     assert server.requests == []
 
@@ -330,14 +335,20 @@ async def test_status_shows_pace_for_every_window_the_per_model_ones_included(ho
         "seven_day_sonnet 50% ("
     )
     assert re.fullmatch(
-        rf"  five_hour: 80% used, 40% elapsed, 100% projected at {ISO}", run.lines[1]
+        rf"  five_hour: 80% used, 40% elapsed, resets in (?:3h|2h\d+m) \({LOCAL}\), "
+        rf"100% projected at {LOCAL}",
+        run.lines[1],
     ), run.lines[1]
-    assert run.lines[2:] == [
-        "  seven_day: 10% used, 14% elapsed, 100% not projected",
-        "  seven_day_opus: 3% used, elapsed unknown, 100% not projected",
-        f"  seven_day_sonnet: 50% used, 14% elapsed, 100% projected at "
-        f"{run.lines[4].rsplit(' ', 1)[1]}",
-    ]
+    assert re.fullmatch(
+        rf"  seven_day: 10% used, 14% elapsed, resets in (?:6d|5d23h) \({LOCAL}\), 100% not projected",
+        run.lines[2],
+    ), run.lines[2]
+    assert run.lines[3] == "  seven_day_opus: 3% used, elapsed unknown, 100% not projected"
+    assert re.fullmatch(
+        rf"  seven_day_sonnet: 50% used, 14% elapsed, resets in (?:6d|5d23h) \({LOCAL}\), "
+        rf"100% projected at {LOCAL}",
+        run.lines[4],
+    ), run.lines[4]
     run = await home.run("status", "--json")
     pace = json.loads(run.out)["profiles"][0]["usage"]["pace"]
     assert list(pace) == ["five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet"]
@@ -537,31 +548,36 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 # second line is always the usage of the command in question.
 POLL_USAGE = (
     "usage: account-cli poll [-h] [--write] [--refresh] [--max-age SECONDS]\n"
-    "                        [--alert-at PERCENTS] [--alert-exec CMD]"
+    "                        [--alert-at PERCENTS] [--alert-exec CMD] [--json]"
 )
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
 TOP_USAGE = (
     "usage: account-cli [-h] [--version]\n"
-    "                   {best,explain,poll,run,status,statusline-tee,units} ..."
+    "                   {best,explain,poll,run,status,statusline,statusline-tee,units}\n"
+    "                   ..."
 )
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
 WINDOWS = "(five_hour, seven_day, seven_day_opus, seven_day_sonnet or seven_day_oauth_apps)"
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
-    ([], "missing command (best, explain, poll, run, status, statusline-tee or units)", TOP_USAGE),
+    (
+        [],
+        "missing command (best, explain, poll, run, status, statusline, statusline-tee or units)",
+        TOP_USAGE,
+    ),
     (
         ["nope"],
-        "unknown command 'nope' (best, explain, poll, run, status, statusline-tee or units)",
+        "unknown command 'nope' (best, explain, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Poll"],
-        "unknown command 'Poll' (best, explain, poll, run, status, statusline-tee or units)",
+        "unknown command 'Poll' (best, explain, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Best"],
-        "unknown command 'Best' (best, explain, poll, run, status, statusline-tee or units)",
+        "unknown command 'Best' (best, explain, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -274,13 +275,16 @@ async def test_every_command_answers_for_the_good_profile(
     run = await _run(venv, ["statusline-tee", "--then", "cat"], home, stdin=b"{bad")
     assert (run.code, run.out) == (0, "{bad"), run
     assert run.err == "account-cli: statusline-tee: input is not a status-line JSON object\n"
-    run = await _run(venv, ["statusline-tee"], home, stdin=b"{bad")
+    run = await _run(venv, ["statusline-tee", "--format", "pipe"], home, stdin=b"{bad")
     assert run.err == "account-cli: statusline-tee: input is not a status-line JSON object\n"
     line = await _run(venv, ["status", "--statusline"], home)
     # The same row but its age, which may tick over a second between the two commands.
     same = [text.splitlines()[0].rsplit("|", 1)[0] for text in (run.out, line.out)]
     assert (run.code, same[0]) == (0, same[1])
     assert line.out.startswith("23|41|")  # the good payload the tee stored for ~/.agent
+    human = await _run(venv, ["statusline", "--no-color"], home)
+    assert (human.code, human.err) == (0, "")
+    assert re.fullmatch(r"default 5h 23% \d+d\d*h? · 7d 41% \d+d\d*h?", human.out.splitlines()[0])
 
     run = await _run(venv, ["best", "--bogus"], home)
     assert (run.code, run.err.splitlines()[0]) == (

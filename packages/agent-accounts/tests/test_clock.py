@@ -310,7 +310,7 @@ async def test_the_tee_shows_its_own_reading_over_one_dated_hours_ahead(home: Ho
         },
     }
     proc = await asyncio.create_subprocess_exec(
-        *_cli("statusline-tee"),
+        *_cli("statusline-tee", "--format", "pipe"),
         env=home.env(AGENT_CONFIG_DIR=str(default)),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

@@ -100,9 +100,10 @@ def test_fixtures_have_the_documented_shape() -> None:
 
 
 def test_a_payload_becomes_a_session_reading_that_status_shows(home: Path) -> None:
-    result = run(home, PAYLOAD.read_bytes())
+    result = run(home, PAYLOAD.read_bytes(), "--format", "pipe")
     assert (result.code, result.err) == (0, "")
-    # With no --then, the tee prints the spec's status line itself, from the reading just kept.
+    # With no --then, the tee prints the status line itself, from the reading just kept (here
+    # the spec's pipe rows; test_humanline.py has the human line, the default).
     assert result.out.splitlines()[0].startswith("23|41|1893456000|1893888000|||||")
     file = sessions(home) / f"{SESSION}.json"
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
@@ -142,7 +143,7 @@ def test_then_gets_the_same_bytes_and_its_exit_code_is_the_tees(home: Path, tmp_
 def test_a_payload_without_rate_limits_writes_nothing_and_says_nothing(home: Path) -> None:
     result = run(home, BEFORE_FIRST_ANSWER.read_bytes())
     assert (result.code, result.err) == (0, "")
-    assert result.out == "unknown|unknown|||||||\n"
+    assert result.out == "no usage reading yet\n"
     assert not sessions(home).exists()
 
 
@@ -183,7 +184,7 @@ def test_bad_input_gets_one_fixed_line_and_the_status_line_still_prints(
     result = run(home, stdin)
     assert result.code == 0
     assert result.err.startswith(f"account-cli: statusline-tee: {problem}")
-    assert result.out == "unknown|unknown|||||||\n"
+    assert result.out == "no usage reading yet\n"
     assert sorted(p.name for p in sessions(home).iterdir()) == ["usage-poll.json"]
     assert poll_file.read_bytes() == before  # the poller's reading is never the tee's to write
     # With --then, the user's status line still runs on the very same bytes.
@@ -298,7 +299,7 @@ def test_an_unwritable_sessions_dir_is_reported_and_the_line_still_prints(home: 
     result = run(home, PAYLOAD.read_bytes())
     assert result.code == 0
     assert result.err == "account-cli: statusline-tee: session reading not written\n"
-    assert result.out == "unknown|unknown|||||||\n"
+    assert result.out == "no usage reading yet\n"
 
 
 def test_input_over_the_cap_is_not_parsed_but_reaches_then_whole(

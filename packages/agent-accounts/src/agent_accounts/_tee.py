@@ -5,7 +5,7 @@ subscribers that payload carries `rate_limits` (`five_hour`, `seven_day`: `used_
 `resets_at` in epoch seconds). The tee stores them as a session reading of the current profile
 (`AGENT_CONFIG_DIR`, else `~/.agent`) in `status-cache/sessions/<session_id>.json`, then hands
 the same bytes to CMD (run by `/bin/sh -c`, as the agent client runs a status line) or prints the
-status line of `status --statusline` itself.
+status line of `account-cli statusline` itself (the human line, or the pipe rows).
 
 It runs on every prompt, so it imports only `json`, `os`, `sys`, `time` and the dataclass-free
 readers and writer (no `subprocess`, `typing` or httpx). Bad input never stops the status

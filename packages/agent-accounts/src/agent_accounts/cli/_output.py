@@ -7,6 +7,7 @@ shortcut to `redact_secrets`.
 
 from __future__ import annotations
 
+import math
 import sys
 
 TYPE_CHECKING = False  # not typing's: the status line imports this module, never typing
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "config_dir_problem",
+    "countdown",
     "iso",
+    "local_time",
     "percent",
     "plain_label",
     "plain_path",
@@ -88,6 +91,36 @@ def iso(epoch_s: float) -> str:
     return (
         datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     )
+
+
+def countdown(seconds: float) -> str:
+    """`45m`, `1h48m`, `3d2h`: a duration as a countdown, rounded up to the unit it shows.
+
+    Under a day it counts minutes, from a day on hours, so a countdown never reads `0m` while
+    time is left and never shows less than is left; 0 or less is `0m`.
+    """
+    if not seconds > 0:
+        return "0m"
+    minutes = math.ceil(seconds / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    if minutes < 24 * 60:
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(math.ceil(seconds / 3600), 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+def local_time(epoch_s: float, *, now: float) -> str:
+    """An epoch time in the local zone, to the minute: `Sat 28 Nov 14:32 CET`.
+
+    The year follows the month when it is not the year of `now` (`Tue 1 Jan 2030 00:00 UTC`).
+    """
+    from datetime import datetime
+
+    when = datetime.fromtimestamp(epoch_s).astimezone()
+    year = "" if when.year == datetime.fromtimestamp(now).astimezone().year else f" {when.year}"
+    return f"{when:%a} {when.day} {when:%b}{year} {when:%H:%M %Z}"
 
 
 def say_none_found() -> None:

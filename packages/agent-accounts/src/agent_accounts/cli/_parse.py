@@ -122,6 +122,7 @@ def _poll_arguments(p: _Parser) -> None:
         metavar="CMD",
         help="run CMD (by /bin/sh -c) for each alert (default: $AGENT_ALERT_EXEC)",
     )
+    p.add_argument("--json", action=_Once, help="print one JSON object, a row per profile")
 
 
 def _run_arguments(p: _Parser) -> None:
@@ -151,14 +152,30 @@ def _status_arguments(p: _Parser) -> None:
     shape.add_argument("--statusline", action=_Once, help="print status-line rows (always exit 0)")
 
 
+def _line_arguments(p: _Parser, *, tee: bool = False) -> None:
+    after = " (without --then)" if tee else ""
+    p.add_argument(
+        "--format",
+        action=_OnceValue,
+        choices=("human", "pipe"),
+        help=f"human: 5h 23%% 1h48m · 7d 41%% 3d2h (default); pipe: the rows of status "
+        f"--statusline{after}",
+    )
+    p.add_argument(
+        "--no-color",
+        action=_Once,
+        help=f"no ANSI colour on the human line (also: NO_COLOR set){after}",
+    )
+
+
 def _tee_arguments(p: _Parser) -> None:
     p.add_argument(
         "--then",
         action=_OnceValue,
         metavar="CMD",
-        help="run CMD (by /bin/sh -c) on the same stdin (default: print "
-        "the status line of status --statusline)",
+        help="run CMD (by /bin/sh -c) on the same stdin (default: print the status line)",
     )
+    _line_arguments(p, tee=True)
 
 
 def _units_arguments(p: _Parser) -> None:
@@ -188,6 +205,11 @@ _SUBCOMMANDS: Final = {
         "_status",
         "report login state and the newest reading of every profile (no request)",
         _status_arguments,
+    ),
+    "statusline": (
+        "_humanline",
+        "print the status line a person reads: each window's use and time to reset",
+        _line_arguments,
     ),
     "statusline-tee": (
         "_tee",
@@ -246,6 +268,15 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
         _check_poll(options, command.format_usage())
     elif options.command == "run":
         _check_run(options, command.format_usage())
+    elif (
+        options.command == "statusline-tee"
+        and options.then
+        and (options.format is not None or options.no_color)
+    ):
+        raise UsageError(
+            "--format and --no-color are for the tee's own line, not --then's",
+            command.format_usage(),
+        )
     elif options.command == "best":
         from agent_accounts._usage import KNOWN_WINDOWS
 

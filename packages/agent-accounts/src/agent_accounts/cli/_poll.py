@@ -2,7 +2,9 @@
 
 `--refresh` first runs the token refresh for every profile (10-minute margin, no deposit), then
 every profile without a reading younger than `--max-age` is polled; `--write` stores each reading
-(`poll_all`), then the alerts (`_alerts`) run over what was written.
+(`poll_all`), then the alerts (`_alerts`) run over what was written. `--json` prints one object,
+`{"profiles": [...]}`, one row per profile (`_row`; the README lists the keys) instead of the
+lines; stderr and exit codes are the same.
 """
 
 from __future__ import annotations
@@ -35,21 +37,54 @@ def run(options: Namespace) -> int:
     return asyncio.run(_poll(options))
 
 
-def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int:
-    """Print one profile's poll outcome; return its exit code."""
-    label = shown(label)
+def _row(profile: Profile, outcome: str, **fields: Any) -> dict[str, Any]:
+    """One profile's `--json` row: every key always present, null where it does not apply."""
+    row: dict[str, Any] = {
+        "label": shown(profile.label),
+        "configDir": shown(str(profile.config_dir)),
+        "outcome": outcome,
+        "rate_limits": None,
+        "age_seconds": None,
+        "written": False,
+        "failure": None,
+        "reason": None,
+        "backoff_until": None,
+        "refresh": None,
+    }
+    row.update(fields)
+    return row
+
+
+def _report_poll(
+    profile: Profile, result: PollResult, entry: PollEntry | None, rows: list[dict[str, Any]] | None
+) -> int:
+    """Print (or, with `rows`, add the row of) one profile's poll outcome; return its exit code."""
+    label = shown(profile.label)
     if result.ok:
-        sys.stdout.write(f"{label}: {windows_text(dict(result.reading['rate_limits']))}\n")
+        limits = dict(result.reading["rate_limits"])
+        written = entry is not None and entry.write_error is None
+        if rows is None:
+            sys.stdout.write(f"{label}: {windows_text(limits)}\n")
+        else:
+            rows.append(_row(profile, "polled", rate_limits=limits, written=written))
         if entry is not None and entry.write_error is not None:
             err(f"{label}: usage write failed")
             return EXIT_FAILED
         return EXIT_OK
     failure = result.failure
+    if rows is not None:
+        until = entry.backoff_until if entry is not None else None
+        outcome = {"missing": "skipped", "backoff": "backoff"}.get(failure, "failed")
+        rows.append(
+            _row(profile, outcome, failure=failure, reason=result.reason, backoff_until=until)
+        )
     if failure == "missing":
-        sys.stdout.write(f"{label}: no login, skipped\n")
+        if rows is None:
+            sys.stdout.write(f"{label}: no login, skipped\n")
         return EXIT_OK
     if failure == "backoff" and entry is not None and entry.backoff_until is not None:
-        sys.stdout.write(f"{label}: rate limited, skipped until {iso(entry.backoff_until)}\n")
+        if rows is None:
+            sys.stdout.write(f"{label}: rate limited, skipped until {iso(entry.backoff_until)}\n")
         return EXIT_OK
     if failure == "expired":
         err(f"{label}: login expired")
@@ -61,8 +96,13 @@ def _report_poll(label: str, result: PollResult, entry: PollEntry | None) -> int
     return EXIT_FAILED
 
 
-async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int:
-    """Run the token refresh for every profile first; return the worst exit code."""
+async def _refresh_all(
+    profiles: Sequence[Profile], auth_url: str | None, refreshed: dict[str, str] | None
+) -> int:
+    """Run the token refresh for every profile first; return the worst exit code.
+
+    With `refreshed`, each profile's result status goes there (by config dir), not to stdout.
+    """
     import asyncio
 
     import httpx
@@ -84,7 +124,9 @@ async def _refresh_all(profiles: Sequence[Profile], auth_url: str | None) -> int
         )
     code = EXIT_OK
     for profile, result in zip(profiles, results, strict=True):
-        if result.status == "refreshed":
+        if refreshed is not None:
+            refreshed[str(profile.config_dir)] = result.status
+        if result.status == "refreshed" and refreshed is None:
             sys.stdout.write(f"{shown(profile.label)}: token refreshed\n")
         elif result.status == "failed":
             err(f"{shown(profile.label)}: token refresh failed: {result.failure_text}")
@@ -124,11 +166,13 @@ async def _poll(options: Namespace) -> int:
 
     api_base = os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE
     profiles = discover_profiles()
-    if not profiles:
+    if not profiles and not options.json:
         say_none_found()
     code = EXIT_OK
+    rows: list[dict[str, Any]] | None = [] if options.json else None
+    refreshed: dict[str, str] | None = {} if options.json else None
     if options.refresh:
-        code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None)
+        code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None, refreshed)
     max_age = options.max_age
     alerting = bool(options.thresholds)
     fresh = {} if max_age is None else _fresh_readings(profiles, max_age, alerting)
@@ -151,11 +195,21 @@ async def _poll(options: Namespace) -> int:
     for profile in profiles:
         if str(profile.config_dir) in fresh:
             reading, age = fresh[str(profile.config_dir)]
-            windows = windows_text(dict(reading["rate_limits"]))
-            sys.stdout.write(f"{shown(profile.label)}: {windows} ({age}s old, not polled)\n")
+            limits = dict(reading["rate_limits"])
+            if rows is not None:
+                rows.append(_row(profile, "not-polled", rate_limits=limits, age_seconds=age))
+            else:
+                text = windows_text(limits)
+                sys.stdout.write(f"{shown(profile.label)}: {text} ({age}s old, not polled)\n")
             continue
         result, entry = outcomes[str(profile.config_dir)]
-        codes.append(_report_poll(profile.label, result, entry))
+        codes.append(_report_poll(profile, result, entry, rows))
+    if rows is not None and refreshed is not None:
+        import json
+
+        for profile, row in zip(profiles, rows, strict=True):
+            row["refresh"] = refreshed.get(str(profile.config_dir))
+        sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
     if options.thresholds:
         from ._alerts import run_alerts
 

@@ -10,7 +10,8 @@ import sys
 from ._exits import EXIT_FAILED, EXIT_LOGIN, EXIT_OK, err
 from ._output import (
     config_dir_problem,
-    iso,
+    countdown,
+    local_time,
     percent,
     say_none_found,
     shown,
@@ -45,16 +46,25 @@ def _login_line(login: dict[str, Any]) -> str:
     return f"login {login['status']}"
 
 
-def _pace_line(name: str, pace: dict[str, Any]) -> str:
-    """One window's pace for the text view: used, elapsed, and the projected time of 100%."""
+def _pace_line(name: str, pace: dict[str, Any], now: float) -> str:
+    """One window's pace for the text view: used, elapsed, the reset (a countdown and the local
+    time) and the projected time of 100%, in local time."""
     parts = [f"{percent(pace['used_percentage'])} used"]
     elapsed = pace["elapsed_percentage"]
     if elapsed is None:
         parts.append("elapsed unknown")
     else:
         parts.append(f"{elapsed:.0f}% elapsed")
+    resets = pace["resets_at"]
+    if resets is not None and resets > now:
+        parts.append(f"resets in {countdown(resets - now)} ({local_time(resets, now=now)})")
+    elif resets is not None:
+        parts.append(f"reset {countdown(now - resets)} ago ({local_time(resets, now=now)})")
     full = pace["projected_full_at"]
-    parts.append("100% not projected" if full is None else f"100% projected at {iso(full)}")
+    if full is None:
+        parts.append("100% not projected")
+    else:
+        parts.append(f"100% projected at {local_time(full, now=now)}")
     return f"  {name}: {', '.join(parts)}"
 
 
@@ -163,7 +173,7 @@ def _status(*, as_json: bool) -> int:
         sys.stdout.write(f"{row['label']}: {'; '.join(parts)}\n")
         if usage_row is not None:
             for name, pace in usage_row["pace"].items():
-                sys.stdout.write(_pace_line(name, pace) + "\n")
+                sys.stdout.write(_pace_line(name, pace, now) + "\n")
             for name, window in usage_row["older_windows"].items():
                 used, age = percent(window["used_percentage"]), window["age_seconds"]
                 sys.stdout.write(f"  {name} {used} ({age}s old, an older reading)\n")

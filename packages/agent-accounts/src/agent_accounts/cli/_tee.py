@@ -1,7 +1,7 @@
-"""`account-cli statusline-tee [--then CMD]`: keep the status-line payload's `rate_limits`.
+"""`account-cli statusline-tee [--then CMD | --format FMT --no-color]`: keep `rate_limits`.
 
-Thin over `agent_accounts._tee.run_tee`: without `--then`, the status line of
-`status --statusline` is what it prints.
+Thin over `agent_accounts._tee.run_tee`: without `--then`, it prints the status line of
+`statusline` (the human line; `--format pipe`: the rows of `status --statusline`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ def run(options: Namespace) -> int:
     """Run `statusline-tee` as parsed (an empty `--then` is none)."""
     from agent_accounts._tee import run_tee
 
-    from ._statusline import run_statusline
+    def print_line() -> int:
+        from ._humanline import run as print_status_line
 
-    return run_tee(options.then or None, run_statusline)
+        return print_status_line(options)
+
+    return run_tee(options.then or None, print_line)
