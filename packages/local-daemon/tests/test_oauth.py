@@ -8,6 +8,7 @@ the sign-in with a login code from the token file, Allow.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -414,3 +415,31 @@ class TestDiscovery:
             headers={"Host": "evil.example"},
         )
         assert answer.status_code == 403
+
+
+class TestTypeScriptSdkClient:
+    async def test_discovers_registers_signs_in_and_calls_a_tool(self, served: Served) -> None:
+        script = Path(__file__).resolve().parent / "node" / "mcp_oauth_client.mjs"
+        proc = await asyncio.create_subprocess_exec(
+            "node",
+            str(script),
+            served.mcp_url,
+            mint_login_code(served.token_file),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(120):
+            out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()[-3000:]
+        result = json.loads(out)
+        assert result["first"] == "unauthorized"
+        assert "code_challenge_method=S256" in result["authUrl"]
+        assert "resource=" in result["authUrl"]
+        assert result["step"]["signedIn"] == 200
+        assert result["step"]["named"] is True
+        assert result["clientId"].startswith("dcr1.")
+        assert result["hasRefresh"] is True
+        assert result["tools"] == ["t_echo"]
+        assert result["called"] == {"ok": True, "data": {"text": "from ts"}}
+        names = [s.client_name for s in list_sessions(served.auth.sessions_file) if s.client_id]
+        assert names == ["ts sdk client"]

@@ -4,10 +4,9 @@ The `mcp` SDK's handlers (`mcp.server.auth.handlers`) parse and check the OAuth 
 S256 only, redirect URIs, grant types, one code for one client); `OAuthProvider` is the SDK's
 `OAuthAuthorizationServerProvider` over the daemon's own state:
 
-- Clients register dynamically (RFC 7591) and are public (PKCE, no secret: the daemon substitutes
-  `token_endpoint_auth_method=none`, as RFC 7591 lets a server do). A client id is the client's
-  own registration, `dcr1.<base64url JSON of its redirect URIs and name>`, so registering stores
-  nothing and a flood of registrations costs no disk.
+- Clients register dynamically (RFC 7591) or name a client ID metadata document
+  (`_oauth_clients`), and are public (PKCE, no secret: the daemon substitutes
+  `token_endpoint_auth_method=none`, as RFC 7591 lets a server do).
 - `/authorize` parks the request (in memory, `PENDING_LIFETIME_SECONDS`, at most
   `MAX_PENDING`) and sends the browser to the daemon's consent page (`_oauth_http`), which signs
   the browser in with a login code when it is not, and names the client and where it returns to.
@@ -27,18 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
 import hashlib
 import hmac
-import json
 import re
 import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -51,10 +47,15 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import ValidationError
 
 from ._auth import SESSION_LIFETIME_SECONDS, DaemonAuth, Verified
 from ._errors import SessionFileError, TokenFileError
+from ._oauth_clients import (
+    OAuthClients,
+    client_name,
+    encode_client,
+    redirect_uris_problem,
+)
 from ._sessions import (
     MAX_CLIENT_ID_CHARS,
     MAX_USER_AGENT_CHARS,
@@ -77,12 +78,8 @@ ACCESS_TOKEN_LIFETIME_SECONDS = 15 * 60
 AUTHORIZATION_CODE_LIFETIME_SECONDS = 2 * 60
 PENDING_LIFETIME_SECONDS = 10 * 60
 MAX_PENDING = 64
-_CLIENT_PREFIX = "dcr1."
-_MAX_CLIENT_NAME = 128
-_MAX_REDIRECT_URIS = 8
 _ACCESS_RE = re.compile(r"at1\.([A-Za-z0-9_-]{22})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})", re.ASCII)
 _REFRESH_RE = re.compile(r"rt1\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})", re.ASCII)
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
 
 def _b64(data: bytes) -> str:
@@ -91,56 +88,6 @@ def _b64(data: bytes) -> str:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _redirect_uri_allowed(uri: str) -> bool:
-    """HTTPS anywhere, or plain HTTP to this machine's loopback (a native client's callback)."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return False
-    if parts.fragment or not parts.hostname:
-        return False
-    if parts.scheme == "https":
-        return True
-    return parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS
-
-
-def _encode_client(redirect_uris: list[str], name: str | None) -> str:
-    document = {"r": redirect_uris, "n": name}
-    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-    return _CLIENT_PREFIX + _b64(raw)
-
-
-def _decode_client(client_id: str) -> OAuthClientInformationFull | None:
-    if not client_id.startswith(_CLIENT_PREFIX) or len(client_id) > MAX_CLIENT_ID_CHARS:
-        return None
-    text = client_id[len(_CLIENT_PREFIX) :]
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        document = json.loads(raw)
-    except (binascii.Error, ValueError):
-        return None
-    if not isinstance(document, dict):
-        return None
-    uris, name = document.get("r"), document.get("n")
-    if not isinstance(uris, list) or not 0 < len(uris) <= _MAX_REDIRECT_URIS:
-        return None
-    if not all(isinstance(u, str) and _redirect_uri_allowed(u) for u in uris):
-        return None
-    if name is not None and not isinstance(name, str):
-        return None
-    try:
-        return OAuthClientInformationFull(
-            client_id=client_id,
-            redirect_uris=uris,
-            client_name=name,
-            token_endpoint_auth_method="none",
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        )
-    except ValidationError:
-        return None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -163,10 +110,11 @@ class OAuthState:
     """What the authorization server of one daemon process keeps in memory: parked requests and
     unspent codes (by their SHA-256), both short-lived and bounded."""
 
-    __slots__ = ("_codes", "_pending", "_spent", "auth")
+    __slots__ = ("_codes", "_pending", "_spent", "auth", "clients")
 
     def __init__(self, auth: DaemonAuth) -> None:
         self.auth = auth
+        self.clients = OAuthClients()
         self._pending: OrderedDict[str, Pending] = OrderedDict()
         self._codes: dict[str, _Code] = {}
         # Spent code hashes -> the session each one started, for their lifetime: a code that
@@ -299,21 +247,19 @@ class OAuthProvider:
         self._peer = peer
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        """Return the client a `dcr1.` client id describes, or None."""
-        return _decode_client(client_id)
+        """Return the client a `dcr1.` client id describes, or the one a client ID metadata
+        document at an HTTPS client id describes (fetched, checked, cached), or None."""
+        return await self._state.clients.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         """Make `client_info` (the SDK's registration answer) a public client whose id is its
         own registration; refuse redirect URIs that are neither HTTPS nor loopback HTTP."""
         uris = [str(uri) for uri in client_info.redirect_uris or ()]
-        if not uris or len(uris) > _MAX_REDIRECT_URIS:
-            raise RegistrationError("invalid_redirect_uri", "give 1 to 8 redirect URIs")
-        if not all(_redirect_uri_allowed(uri) for uri in uris):
-            raise RegistrationError(
-                "invalid_redirect_uri", "a redirect URI must be HTTPS or HTTP to loopback"
-            )
-        name = clean_text(client_info.client_name or "", _MAX_CLIENT_NAME) or None
-        client_id = _encode_client(uris, name)
+        problem = redirect_uris_problem(uris)
+        if problem is not None:
+            raise RegistrationError("invalid_redirect_uri", problem)
+        name = client_name(client_info.client_name)
+        client_id = encode_client(uris, name)
         if len(client_id) > MAX_CLIENT_ID_CHARS:
             raise RegistrationError("invalid_client_metadata", "the registration is too large")
         # RFC 7591 §3.2.1: the server may replace requested metadata; the SDK answers with
@@ -366,7 +312,7 @@ class OAuthProvider:
             user_agent=clean_text(self._user_agent, MAX_USER_AGENT_CHARS),
             peer=self._peer,
             client_id=client.client_id,
-            client_name=clean_text(client.client_name or "", _MAX_CLIENT_NAME) or None,
+            client_name=client_name(client.client_name),
             refresh_sha256=_sha256(refresh),
         )
         try:

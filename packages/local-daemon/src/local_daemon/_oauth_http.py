@@ -205,6 +205,7 @@ class OAuthEndpoints:
             token_endpoint_auth_methods_supported=["none"],
             code_challenge_methods_supported=["S256"],
             authorization_response_iss_parameter_supported=True,
+            client_id_metadata_document_supported=True,
         )
         return _json(metadata)
 
