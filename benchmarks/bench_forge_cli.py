@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packages" / "forge-automation" / "tests"))
 
+from fakeforge import ForgeServer  # noqa: E402
 from forge_automation._ghenv import GH_CHILD_DEFAULTS  # noqa: E402
-from forge_support import ForgeServer  # noqa: E402
 
 REPO = "acme/widgets"
 ROUNDS = 7

@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packages" / "forge-automation" / "tests"))
 
+from fakeforge import ForgeServer  # noqa: E402
 from forge_automation import forge_port, gh_cli_wire  # noqa: E402
 from forge_automation._ghenv import GH_CHILD_DEFAULTS  # noqa: E402
-from forge_support import ForgeServer  # noqa: E402
 
 REPO = "acme/widgets"
 ROUNDS = 5

@@ -1,5 +1,5 @@
 """The forge the forge-automation README's gh examples run against: the real `gh`, logged in to
-the local forge API of the package's own tests (`forge_support.ForgeServer`), which holds
+the local forge API of the package's own tests (`fakeforge.ForgeServer`), which holds
 `acme/widgets` with PR #42 (required check `ci` green, `lint` failed without a log but with an
 annotation, strict base), and `acme/gadgets` (strict base, `ci` required), where the merge example merges PR #5 (green, two
 commits, one by a co-author) and the train example runs over #6 (green), #7 (red) and #8 (green),
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from forge_support import ForgeServer, ForgeState
+from fakeforge import ForgeServer, ForgeState
 
 __all__ = ["readme_forge"]
 

@@ -26,8 +26,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from demo_product.product import build_registry
+from fakeforge import ForgeServer
 from forge_automation import ExecOptions, ExecResult, forge_port, gh_cli_wire
-from forge_support import ForgeServer
 from integration_support import next_event, rpc, running_daemon
 
 REPO = "acme/widgets"

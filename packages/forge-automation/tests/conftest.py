@@ -1,16 +1,33 @@
-"""Fixtures for the forge package: the local forge API server."""
+"""Fixtures for the forge package: the local forge API server and "a green PR" builders.
+
+- `server` (alias `forge_server`): a fresh `fakeforge.ForgeServer` for one test; `repo`:
+  `acme/widgets` on it with `main` at a root commit; `green_pr(...)`: PR #1 on that repo, CI green.
+- `open_pr(...)`: a `PullRequest` record, open and clean, `feature` into `main`; `green_fake(...)`:
+  the in-memory `fake_forge()` holding that PR with a ruleset requiring `ci` and `ci` green.
+- `forge_cli(server, *args)`: forge-cli run as a subprocess against a local forge.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from forge_support import ForgeServer, RepoState
+from fakeforge import ForgeServer, RepoState
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    FakeForge,
+    PullRequest,
+    RequiredChecks,
+    RequiredContext,
+    fake_forge,
+)
 
 # Every gh child of every test, subprocesses of forge-cli included, inherits these: recent gh
 # builds a telemetry payload per call and checks for updates; nothing may leave loopback.
@@ -40,6 +57,94 @@ def repo(server: ForgeServer) -> RepoState:
     state = server.state.repo(REPO)
     state.branches["main"] = state.add_commit("root")
     return state
+
+
+# Builders: each fixture returns a function, so a test states only what differs from green.
+GreenPr = Callable[..., str]
+OpenPr = Callable[..., PullRequest]
+GreenFake = Callable[..., FakeForge]
+
+
+@pytest.fixture
+def green_pr(repo: RepoState) -> GreenPr:
+    """Return `build(*, required=("ci",), strict=False, conclusion="success") -> head sha`.
+
+    It opens PR #1 from `feature` at a new commit on `main`, has a ruleset require `required`
+    (none when empty), and reports `ci` with `conclusion` on the head (no run when None).
+    """
+
+    def build(
+        *,
+        required: Sequence[str] = ("ci",),
+        strict: bool = False,
+        conclusion: str | None = "success",
+    ) -> str:
+        head = repo.add_commit("head", parents=[repo.branches["main"]])
+        repo.add_pr(1, head_ref="feature", head_sha=head)
+        if required:
+            repo.set_rulesets("main", list(required), strict=strict)
+        if conclusion is not None:
+            repo.add_run(head, "ci", conclusion)
+        return head
+
+    return build
+
+
+def pull_request(head: str, **fields: Any) -> PullRequest:
+    """Return PR #1 at `head`: open, clean, `feature` into `main` of `acme/widgets`; `fields` differ."""
+    defaults: dict[str, Any] = {
+        "number": 1,
+        "state": "open",
+        "head_ref": "feature",
+        "head_repo": REPO,
+        "base_ref": "main",
+        "mergeable_state": "clean",
+    }
+    return PullRequest(head_sha=head, **{**defaults, **fields})
+
+
+def check_run(
+    name: str,
+    conclusion: str | None = "success",
+    *,
+    head_sha: str,
+    app_id: int | None = ACTIONS_APP_ID,
+    run_id: int = 1,
+    status: str | None = None,
+    completed_at: str | None = None,
+) -> CheckRun:
+    """Return a check run `name` on `head_sha`: completed with `conclusion`, else in progress."""
+    return CheckRun(
+        id=run_id,
+        name=name,
+        status=status or ("completed" if conclusion else "in_progress"),
+        conclusion=conclusion,
+        app_id=app_id,
+        head_sha=head_sha,
+        completed_at=completed_at,
+    )
+
+
+@pytest.fixture
+def open_pr() -> OpenPr:
+    """Return `pull_request`: `build(head, **fields)`, PR #1 open and clean into `main`."""
+    return pull_request
+
+
+@pytest.fixture
+def green_fake(open_pr: OpenPr) -> GreenFake:
+    """Return `build(head="a" * 40) -> FakeForge`: `open_pr(head)` on the in-memory fake, a
+    ruleset requiring `ci` on `main`, and `ci` green (GitHub Actions) on the head."""
+
+    def build(head: str = "a" * 40) -> FakeForge:
+        fake = fake_forge()
+        fake.add_pr(REPO, open_pr(head))
+        fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="ci"),)))
+        run = check_run("ci", head_sha=head)
+        fake.set_runs(head, [run])
+        return fake
+
+    return build
 
 
 # A forge-cli command run against a local forge: its completed process (stdout, stderr as text).

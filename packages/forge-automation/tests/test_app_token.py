@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import NameOID
 
+from fakeforge import gh_env
 from forge_automation import (
     ExecOptions,
     ExecResult,
@@ -47,7 +48,6 @@ from forge_automation import (
     gh_cli_wire,
     run_gh,
 )
-from forge_support import gh_env
 
 NOW = 1_767_323_045  # 2026-01-02T03:04:05Z
 # The exchange's `post` seam: (url, headers, timeout) -> (status, body).

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from fakeforge import ForgeServer, RepoState
+from fakeforge.graphql import cursor
 from forge_automation import (
     BACKSTOP_CAPS,
     DONE_OVERLAP_MS,
@@ -23,8 +25,6 @@ from forge_automation import (
     read_backstop_snapshot,
     snapshot_requests,
 )
-from forge_graphql import cursor
-from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 SINCE = "2024-01-01T00:00:00Z"

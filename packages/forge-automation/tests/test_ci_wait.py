@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import OpenPr
+from fakeforge import ForgeServer
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -18,7 +20,6 @@ from forge_automation import (
     forge_port,
     gh_cli_wire,
 )
-from forge_support import ForgeServer
 
 REPO = "acme/widgets"
 SHA = "5" * 40
@@ -202,22 +203,6 @@ def test_green_through_real_gh(forge_server: ForgeServer) -> None:
 # -- the flags of issue 19: fail-fast, grace, required, a head that moves (in-memory fake) -------
 
 
-def _pr(fake: FakeForge, head: str = SHA) -> None:
-    from forge_automation import PullRequest
-
-    fake.add_pr(
-        REPO,
-        PullRequest(
-            number=1,
-            state="open",
-            head_sha=head,
-            head_ref="feature",
-            head_repo=REPO,
-            base_ref="main",
-        ),
-    )
-
-
 def test_without_fail_fast_red_waits_for_the_rest_to_finish() -> None:
     fake, clock = fake_forge(), Clock()
     fake.set_runs(SHA, [_run("failure", 1, "a"), _run(None, 2, "b")])
@@ -315,9 +300,9 @@ def test_nothing_reported_at_all_after_the_grace_is_red() -> None:
     assert (result.verdict, result.polls, result.reasons) == ("red", 1, ("CI=never reported",))
 
 
-def test_the_pr_form_ends_moved_when_the_head_moves() -> None:
+def test_the_pr_form_ends_moved_when_the_head_moves(open_pr: OpenPr) -> None:
     fake, clock = fake_forge(), Clock()
-    _pr(fake)
+    fake.add_pr(REPO, open_pr(SHA))
     fake.set_runs(SHA, [_run(None)])
     new = "6" * 40
 
@@ -338,11 +323,13 @@ def test_the_pr_form_ends_moved_when_the_head_moves() -> None:
     assert (result.verdict, result.polls, result.sha, result.moved_to) == ("moved", 2, SHA, new)
 
 
-def test_the_pr_form_with_required_counts_only_the_bases_required_checks() -> None:
+def test_the_pr_form_with_required_counts_only_the_bases_required_checks(
+    open_pr: OpenPr,
+) -> None:
     from forge_automation import RequiredChecks
 
     fake, clock = fake_forge(), Clock()
-    _pr(fake)
+    fake.add_pr(REPO, open_pr(SHA))
     fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="test"),)))
     fake.set_runs(SHA, [_run("success", 1, "test"), _run("failure", 2, "optional")])
     kwargs = {"clock": lambda: clock.now, "sleep": clock.sleep, "budget": _idle_budget()}

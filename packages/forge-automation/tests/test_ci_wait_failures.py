@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import pytest
 
+from fakeforge import ForgeServer, GhFaults
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -27,8 +28,6 @@ from forge_automation import (
     fake_forge,
     forge_port,
 )
-from forge_support import ForgeServer
-from gh_faults import GhFaults
 
 REPO = "acme/widgets"
 SHA = "a" * 40

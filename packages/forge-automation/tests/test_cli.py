@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from fakeforge import ForgeServer, RepoState
 from forge_automation import _readiness
 from forge_automation import cli as cli_module
 from forge_automation.cli import _common
 from forge_automation.cli._common import USAGE_EXIT
-from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_support import ForgeServer, RepoState
+from fakeforge import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_support import ForgeServer, RepoState
+from fakeforge import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -90,6 +90,7 @@ def test_a_required_check_that_never_reports_is_red_after_the_grace(
     assert (done.returncode, done.stdout) == (1, f"RED {REPO} {head} ci=never reported\n")
 
 
+@pytest.mark.slow  # the wait without --fail-fast runs to its 1 s deadline
 def test_fail_fast_ends_red_on_the_first_failure(server: ForgeServer, repo: RepoState) -> None:
     head = _head(repo)
     repo.set_rulesets("main", ["ci", "lint"])

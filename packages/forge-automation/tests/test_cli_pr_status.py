@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from conftest import GreenPr
+from fakeforge import ForgeServer, RepoState
 from forge_automation import ExecOptions
 from forge_automation.cli import _pr_status
-from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -66,12 +67,9 @@ def reasons(data: dict[str, Any]) -> list[str]:
 
 
 def test_the_usual_pr_is_one_graphql_request_and_its_protection(
-    server: ForgeServer, repo: RepoState
+    green_pr: GreenPr, server: ForgeServer, repo: RepoState
 ) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"], strict=True)
-    repo.add_run(head, "ci", "success")
+    head = green_pr(strict=True)
     server.clear_log()
     done = cli(server, "pr-status", f"{REPO}#1")
     assert (done.returncode, done.stderr) == (0, "")
@@ -175,10 +173,10 @@ def test_rulesets_requiring_nothing_read_classic_protection(
     ]
 
 
-def test_no_required_check_anywhere_is_refused(server: ForgeServer, repo: RepoState) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.add_run(head, "ci", "success")
+def test_no_required_check_anywhere_is_refused(
+    green_pr: GreenPr, server: ForgeServer, repo: RepoState
+) -> None:
+    green_pr(required=())
     data = status(server)
     assert reasons(data) == ["no-required-checks"]
 
@@ -198,11 +196,10 @@ def test_more_than_one_page_of_runs_is_read_whole_by_sha(
     assert requested(server) == ["POST /graphql", PROTECTION, by_sha(head, 1), by_sha(head, 2)]
 
 
-def test_a_graphql_error_reads_every_part_over_rest(server: ForgeServer, repo: RepoState) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"], strict=True)
-    repo.add_run(head, "ci", "success")
+def test_a_graphql_error_reads_every_part_over_rest(
+    green_pr: GreenPr, server: ForgeServer, repo: RepoState
+) -> None:
+    head = green_pr(strict=True)
     server.state.graphql_faults.append({"type": "FORBIDDEN", "message": "Resource not accessible"})
     server.clear_log()
     data = status(server)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_support import ForgeServer
+from fakeforge import ForgeServer
 
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 REPO = "acme/widgets"

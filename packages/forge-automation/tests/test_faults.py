@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fakeforge import ForgeServer, GhFaults, RepoState, gh_exec
 from forge_automation import (
     ForgeCliError,
     forge_port,
@@ -23,8 +24,6 @@ from forge_automation import (
     load_required_contexts,
     premerge,
 )
-from forge_support import ForgeServer, RepoState, gh_exec
-from gh_faults import GhFaults
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -169,6 +168,7 @@ def test_without_faults_each_pr_status_world_makes_its_rest_read(
     assert any(read in r.url for r in world.server.requests()), read
 
 
+@pytest.mark.slow  # waits out the fault's Retry-After
 def test_a_secondary_rate_limit_once_is_retried_after_retry_after(world: World) -> None:
     world.faults.add("rules/branches", "secondary", once=True)
     world.faults.add("pulls/1", "502", once=True)
@@ -191,7 +191,17 @@ def test_a_free_plan_with_classic_protection_uses_it(world: World) -> None:
     assert (done.returncode, json.loads(done.stdout)["required"]) == (0, ["ci"]), done.stdout
 
 
-@pytest.mark.parametrize("fault", ["secondary", "exit1", "502", "empty200", "truncated"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        # Retried after its Retry-After until the wire's deadline.
+        pytest.param("secondary", marks=pytest.mark.slow),
+        "exit1",
+        "502",
+        "empty200",
+        "truncated",
+    ],
+)
 def test_load_required_contexts_never_reads_a_failure_as_none(world: World, fault: str) -> None:
     world.faults.add("rules/branches", fault)
     wire = gh_cli_wire(gh_exec({**world.server.env(), **world.faults.env()}), timeout=20)
@@ -200,6 +210,7 @@ def test_load_required_contexts_never_reads_a_failure_as_none(world: World, faul
     assert caught.value.kind != "free-plan"
 
 
+@pytest.mark.slow  # a hung gh: waits out the 2 s deadline
 def test_a_hung_read_fails_premerge_within_the_wires_timeout(world: World) -> None:
     world.faults.add("rules/branches", "hang")
     wire = gh_cli_wire(gh_exec({**world.server.env(), **world.faults.env()}), timeout=2)
@@ -208,6 +219,7 @@ def test_a_hung_read_fails_premerge_within_the_wires_timeout(world: World) -> No
     assert any("cannot read CI" in r and "timed out" in r for r in result.reasons)
 
 
+@pytest.mark.slow  # a hung gh: waits out the 2 s deadline
 @pytest.mark.parametrize(("kind", "read"), PR_STATUS_READS)
 def test_a_hung_read_never_makes_pr_status_ready(
     world: World, kind: str, read: str, capsys: pytest.CaptureFixture[str]
@@ -223,6 +235,7 @@ def test_a_hung_read_never_makes_pr_status_ready(
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.slow  # waits out ci-wait's 5 s deadline
 @pytest.mark.parametrize("fault", ["hang", "exit1", "502", "secondary"])
 def test_ci_wait_with_a_failing_gh_ends_as_timeout_near_its_deadline(
     world: World, fault: str

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import ForgeCli
-from forge_support import ForgeServer, RepoState
+from fakeforge import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 REVIEW_REASONS = {

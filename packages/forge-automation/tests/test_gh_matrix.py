@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_support import ForgeServer
+from fakeforge import ForgeServer
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

@@ -6,7 +6,7 @@ import pytest
 from graphql import GraphQLError, parse, validate
 from graphql.validation import NoDeprecatedCustomRule
 
-from github_api import graphql_schema, package_documents
+from fakeforge.schema import graphql_schema, package_documents
 
 DOCUMENTS = package_documents()
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from fakeforge import USER_TOKEN, ForgeServer, RepoState
+from fakeforge.schema import match_operation, request_errors, response_errors
 from forge_automation import (
     ExecOptions,
     ForcePushesTruncated,
@@ -20,8 +22,6 @@ from forge_automation import (
     gh_graphql_api,
     run_gh,
 )
-from forge_support import USER_TOKEN, ForgeServer, RepoState
-from github_api import match_operation, request_errors, response_errors
 
 REPO = "acme/widgets"
 

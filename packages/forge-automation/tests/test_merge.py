@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+from fakeforge import ForgeServer, RepoState, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -25,7 +26,6 @@ from forge_automation import (
     forge_port,
     guarded_merge,
 )
-from forge_support import ForgeServer, RepoState, sha_of
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

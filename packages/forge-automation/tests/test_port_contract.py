@@ -8,6 +8,7 @@ from typing import Any, Protocol, cast
 
 import pytest
 
+from fakeforge import ForgeServer, RepoState, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -43,7 +44,6 @@ from forge_automation import (
     load_review_state,
     merge_readiness,
 )
-from forge_support import ForgeServer, RepoState, sha_of
 
 REPO = "acme/widgets"
 APP_ID = 777

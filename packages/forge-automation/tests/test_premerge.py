@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import GreenFake
+from fakeforge import ForgeServer, RepoState
 from forge_automation import ForgeInputError, ForgePort, forge_port, gh_cli_wire, premerge
-from forge_support import ForgeServer, RepoState
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -296,6 +297,7 @@ def test_an_unreachable_approved_head_fails(world: World) -> None:
     assert "is not a merge of the base" in out
 
 
+@pytest.mark.slow  # waits out the re-reads at 1, 2 and 4 s
 def test_unknown_that_stays_unknown_fails_after_the_re_reads(world: World) -> None:
     world.green(world.head)
     world.repo.prs[1]["mergeable_state"] = "unknown"
@@ -447,37 +449,9 @@ def test_a_review_read_that_fails_fails_closed(world: World) -> None:
     )
 
 
-def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
-    from forge_automation import CheckRun, PullRequest, RequiredChecks, RequiredContext, fake_forge
-
-    fake = fake_forge()
+def test_a_review_read_that_fails_fails_closed_on_the_fake(green_fake: GreenFake) -> None:
     head = "a" * 40
-    fake.add_pr(
-        REPO,
-        PullRequest(
-            number=1,
-            state="open",
-            head_sha=head,
-            head_ref="feature",
-            head_repo=REPO,
-            base_ref="main",
-            mergeable_state="clean",
-        ),
-    )
-    fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="ci"),)))
-    fake.set_runs(
-        head,
-        [
-            CheckRun(
-                id=1,
-                name="ci",
-                status="completed",
-                conclusion="success",
-                app_id=15368,
-                head_sha=head,
-            )
-        ],
-    )
+    fake = green_fake(head)
     port = forge_port(fake.wire)
     assert premerge(port, REPO, 1, head, approved_head=head).ok
     fake.read_faults.reviews = True
@@ -489,37 +463,11 @@ def test_a_review_read_that_fails_fails_closed_on_the_fake() -> None:
 
 
 @pytest.mark.parametrize("status", [500, 401])
-def test_a_review_rule_read_that_fails_fails_closed_on_the_fake(status: int) -> None:
-    from forge_automation import CheckRun, PullRequest, RequiredChecks, RequiredContext, fake_forge
-
-    fake = fake_forge()
+def test_a_review_rule_read_that_fails_fails_closed_on_the_fake(
+    green_fake: GreenFake, status: int
+) -> None:
     head = "a" * 40
-    fake.add_pr(
-        REPO,
-        PullRequest(
-            number=1,
-            state="open",
-            head_sha=head,
-            head_ref="feature",
-            head_repo=REPO,
-            base_ref="main",
-            mergeable_state="clean",
-        ),
-    )
-    fake.set_rulesets(REPO, "main", RequiredChecks(contexts=(RequiredContext(context="ci"),)))
-    fake.set_runs(
-        head,
-        [
-            CheckRun(
-                id=1,
-                name="ci",
-                status="completed",
-                conclusion="success",
-                app_id=15368,
-                head_sha=head,
-            )
-        ],
-    )
+    fake = green_fake(head)
     # Classic protection is layered on the rulesets; its one read (checks and reviews) fails.
     fake.set_classic_review_rules(REPO, "main", status)
     result = premerge(forge_port(fake.wire), REPO, 1, head, approved_head=head)

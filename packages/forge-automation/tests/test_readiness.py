@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
     Blocker,
@@ -21,15 +22,7 @@ HEAD = "a" * 40
 OLD = "b" * 40
 APP = ACTIONS_APP_ID
 OTHER = 777
-PR = PullRequest(
-    number=5,
-    state="open",
-    head_sha=HEAD,
-    head_ref="feature",
-    head_repo="acme/widgets",
-    base_ref="main",
-    mergeable_state="clean",
-)
+PR = pull_request(HEAD, number=5)
 
 
 def run(
@@ -41,13 +34,8 @@ def run(
     run_id: int = 1,
     status: str | None = None,
 ) -> CheckRun:
-    return CheckRun(
-        id=run_id,
-        name=name,
-        status=status or ("completed" if conclusion else "in_progress"),
-        conclusion=conclusion,
-        app_id=app_id,
-        head_sha=head_sha,
+    return check_run(
+        name, conclusion, head_sha=head_sha, app_id=app_id, run_id=run_id, status=status
     )
 
 

@@ -7,11 +7,11 @@ from typing import get_args
 
 import pytest
 
+from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
     Actor,
     Blocker,
-    CheckRun,
     PullRequest,
     Readiness,
     RequiredContext,
@@ -25,26 +25,8 @@ from forge_automation import (
 
 HEAD = "a" * 40
 OLD = "b" * 40
-PR = PullRequest(
-    number=5,
-    state="open",
-    head_sha=HEAD,
-    head_ref="feature",
-    head_repo="acme/widgets",
-    base_ref="main",
-    mergeable_state="clean",
-    author="ann",
-)
-GREEN = [
-    CheckRun(
-        id=1,
-        name="test",
-        status="completed",
-        conclusion="success",
-        app_id=ACTIONS_APP_ID,
-        head_sha=HEAD,
-    )
-]
+PR = pull_request(HEAD, number=5, author="ann")
+GREEN = [check_run("test", head_sha=HEAD)]
 
 
 def approve(who: str, commit: str = HEAD, *, push: bool = True, state: str = "APPROVED") -> Review:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import ForgeCli
-from forge_faults import GRAPHQL_FAULTS, REST_FAULTS
-from forge_support import ForgeServer, RepoState
+from fakeforge import ForgeServer, RepoState
+from fakeforge.faults import GRAPHQL_FAULTS, REST_FAULTS
 
 REPO = "acme/widgets"
 LABEL = "merge-train"
@@ -97,6 +97,7 @@ def test_without_a_fault_every_gate_passes_and_the_train_merges(world: World) ->
     assert world.repo.prs[1]["merged"] is True
 
 
+@pytest.mark.slow  # premerge, pr-status, merge and train through real gh per fault: 10-25 s
 @pytest.mark.parametrize(("part", "fault"), CASES)
 def test_a_failed_review_read_never_passes_and_never_drops(
     world: World, part: str, fault: str

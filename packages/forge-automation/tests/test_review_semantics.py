@@ -22,11 +22,10 @@ from typing import Any
 
 import pytest
 
+from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
-    CheckRun,
     ClassicProtection,
-    PullRequest,
     RequiredChecks,
     RequiredContext,
     Review,
@@ -40,26 +39,8 @@ from forge_automation import (
 
 HEAD = "a" * 40
 OLD = "b" * 40
-PR = PullRequest(
-    number=5,
-    state="open",
-    head_sha=HEAD,
-    head_ref="feature",
-    head_repo="acme/widgets",
-    base_ref="main",
-    mergeable_state="clean",
-    author="ann",
-)
-GREEN = [
-    CheckRun(
-        id=1,
-        name="ci",
-        status="completed",
-        conclusion="success",
-        app_id=ACTIONS_APP_ID,
-        head_sha=HEAD,
-    )
-]
+PR = pull_request(HEAD, number=5, author="ann")
+GREEN = [check_run("ci", head_sha=HEAD)]
 
 
 def r(who: str, state: str = "APPROVED", commit: str = HEAD, *, push: bool = True) -> Review:

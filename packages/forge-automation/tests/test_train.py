@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import pytest
 
+from fakeforge import ForgeServer, RepoState, ancestors, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -35,7 +36,6 @@ from forge_automation import (
     run_train,
     train_marker,
 )
-from forge_support import ForgeServer, RepoState, _ancestors, sha_of
 from test_premerge import commit, git
 
 REPO = "acme/widgets"
@@ -366,6 +366,7 @@ def _cli(server: ForgeServer, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow  # whole trains through real gh, killed and rerun
 def test_cli_train_with_a_kill_9_after_a_merge_then_a_rerun_through_gh() -> None:
     with ForgeServer() as server:
         repo = _served(server)
@@ -457,8 +458,7 @@ def _merges_checked(repo: RepoState) -> list[str]:
         pr = repo.prs[number]
         head, merged = pr["head"]["sha"], pr["merge_commit_sha"]
         base_before = repo.commits[merged][0][0]
-        ancestors = _ancestors(repo, head)
-        if base_before not in ancestors:
+        if base_before not in ancestors(repo, head):
             wrong.append(f"#{number} merged behind {base_before}")
         runs = [r for r in repo.check_runs if r["head_sha"] == head and r["name"] == "ci"]
         if not runs or runs[-1]["conclusion"] != "success":
@@ -504,6 +504,7 @@ def _rerun_until_done(server: ForgeServer, every: list[str]) -> None:
     pytest.fail(f"the train never finished: {every}")
 
 
+@pytest.mark.slow  # whole trains through real gh, killed and rerun
 def test_cli_train_killed_inside_update_branchs_window_then_rerun_through_gh() -> None:
     with ForgeServer() as server:
         repo = _served(server)
@@ -544,6 +545,7 @@ class _KillAt:
             os.kill(self.run.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow  # whole trains through real gh, killed and rerun
 @pytest.mark.parametrize("seed", [1, 2])
 def test_cli_train_killed_at_random_requests_then_rerun_through_gh(seed: int) -> None:
     chooser = random.Random(seed)
@@ -563,6 +565,7 @@ def test_cli_train_killed_at_random_requests_then_rerun_through_gh(seed: int) ->
         _converged(server, repo, wrong, every)
 
 
+@pytest.mark.slow  # whole trains through real gh, killed and rerun
 def test_cli_train_updates_again_when_the_base_moves_between_premerge_and_merge() -> None:
     with ForgeServer() as server:
         repo = _served(server)

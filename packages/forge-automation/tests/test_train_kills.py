@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 
+from fakeforge import sha_of
 from forge_automation import (
     FakeForge,
     ForgeCliError,
@@ -28,7 +29,6 @@ from forge_automation import (
     forge_port,
     run_train,
 )
-from forge_support import sha_of
 from test_train import AGAIN_THEN_MERGED, _words
 from test_train import _fake_train as _forge
 

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from fakeforge import ForgeServer
 from forge_automation import ForgeInputError, ForgePort, fake_forge, forge_port, gh_cli_wire
-from forge_support import ForgeServer
 
 REPO = "acme/widgets"
 SHA = "a" * 40

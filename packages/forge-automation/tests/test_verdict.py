@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import check_run
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -26,14 +27,15 @@ def run(
     run_id: int = 1,
     status: str | None = None,
 ) -> CheckRun:
-    return CheckRun(
-        id=run_id,
-        name=name,
-        status=status or ("completed" if conclusion else "in_progress"),
-        conclusion=conclusion,
-        app_id=app_id,
+    completed_at = "2026-01-02T03:04:05Z" if conclusion else None
+    return check_run(
+        name,
+        conclusion,
         head_sha=SHA,
-        completed_at="2026-01-02T03:04:05Z" if conclusion else None,
+        app_id=app_id,
+        run_id=run_id,
+        status=status,
+        completed_at=completed_at,
     )
 
 

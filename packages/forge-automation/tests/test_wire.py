@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from fakeforge import USER_TOKEN, ForgeServer
 from forge_automation import (
     CheckRunRequest,
     ExecOptions,
@@ -22,7 +23,6 @@ from forge_automation import (
     redact_split,
     run_gh,
 )
-from forge_support import USER_TOKEN, ForgeServer
 
 REPO = "acme/widgets"
 APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"

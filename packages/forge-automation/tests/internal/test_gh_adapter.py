@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from fakeforge import ForgeServer
 from forge_automation import ExecOptions, ExecResult, ForgeCliError
 from forge_automation._gh import (
     API_VERSION,
@@ -21,7 +22,6 @@ from forge_automation._gh import (
     parse_gh_response,
 )
 from forge_automation._ghenv import rest_args
-from forge_support import ForgeServer
 
 APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"
 OK = b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}"

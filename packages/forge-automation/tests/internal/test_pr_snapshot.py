@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from conftest import GreenPr
+from fakeforge import ForgeServer, RepoState, gh_exec
 from forge_automation import ForgeCliError, forge_port, gh_cli_wire
 from forge_automation._github.graphql import PR_SNAPSHOT_QUERY
 from forge_automation._pr_snapshot import parse_pr_snapshot
-from forge_support import ForgeServer, RepoState, gh_exec
 
 REPO = "acme/widgets"
 
@@ -24,12 +25,9 @@ def _answer(server: ForgeServer, repo: RepoState) -> dict[str, Any]:
 
 
 def test_a_last_commit_other_than_the_head_leaves_runs_and_ancestry_unknown(
-    server: ForgeServer, repo: RepoState
+    green_pr: GreenPr, server: ForgeServer, repo: RepoState
 ) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(head, "ci", "success")
+    green_pr()
     answer = _answer(server, repo)
     snapshot = parse_pr_snapshot(answer)
     assert snapshot is not None
@@ -89,12 +87,9 @@ def test_the_documents_rules_read_as_the_rest_rules_do(
 
 
 def test_another_page_of_rules_or_suites_leaves_that_part_to_rest(
-    server: ForgeServer, repo: RepoState
+    green_pr: GreenPr, server: ForgeServer, repo: RepoState
 ) -> None:
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    repo.set_rulesets("main", ["ci"])
-    repo.add_run(head, "ci", "success")
+    green_pr()
     answer = _answer(server, repo)
     pull = answer["data"]["repository"]["pullRequest"]
     pull["baseRef"]["rules"]["pageInfo"]["hasNextPage"] = True

@@ -1,51 +1,29 @@
-"""The test forge's GraphQL endpoint: documents executed against GitHub's published schema.
+"""The test forge's GraphQL objects, built per request over its REST-shaped state.
 
-Every document is parsed and validated against npm `@octokit/graphql-schema` (graphql-core), its
-connections are checked the way GitHub checks them before running anything (`first` or `last` is
-required, at most 100), its cost is computed with GitHub's documented formula, and it is answered
-by executing it with resolvers over the forge's state. A document GitHub would refuse gets GitHub's
-kind of answer (HTTP 200, `errors` and no `data`) and is recorded as a violation, which fails the
-test that sent it (see ForgeServer.__exit__). A field this fake does not model is a violation too.
-
-State stays REST-shaped (RepoState); the GraphQL objects are built per request.
+Connections page as GitHub's do (`first`/`last`, opaque cursors, `pageInfo`); a field this fake
+does not model raises, so a test cannot pass on a field the forge would answer otherwise.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphql import (
-    DocumentNode,
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLError,
-    GraphQLNamedType,
     GraphQLResolveInfo,
-    InlineFragmentNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    execute_sync,
-    get_named_type,
-    parse,
-    validate,
 )
-from graphql.utilities import value_from_ast_untyped
 
-from github_api import graphql_schema
+from fakeforge.state import RATE_LIMIT, ForgeState, RepoState, ancestors, latest_statuses
 
-if TYPE_CHECKING:
-    from forge_support import ForgeState, RepoState
-
-__all__ = ["CONNECTION_LIMIT", "GraphqlAnswer", "answer_graphql", "cursor", "query_requests"]
+__all__ = ["CONNECTION_LIMIT", "UNMODELED", "Graph", "connection", "cursor", "offset_of"]
 
 CONNECTION_LIMIT = 100
-_UNMODELED = "FORGE_UNMODELED"
+
+
+UNMODELED = "FORGE_UNMODELED"
 
 
 def cursor(offset: int) -> str:
@@ -53,7 +31,7 @@ def cursor(offset: int) -> str:
     return base64.b64encode(f"cursor:v2:{offset}".encode()).decode()
 
 
-def _offset(value: str | None) -> int:
+def offset_of(value: str | None) -> int:
     if value is None:
         return 0
     try:
@@ -63,127 +41,7 @@ def _offset(value: str | None) -> int:
         raise GraphQLError(f"`{value}` does not appear to be a valid cursor.") from None
 
 
-@dataclass
-class GraphqlAnswer:
-    """One answer: the JSON body, the points it cost, and the violations it recorded."""
-
-    body: dict[str, Any]
-    cost: int
-    operation: str | None
-    violations: list[str] = field(default_factory=list)
-
-
-# -- cost and connection limits (before execution, as GitHub does) -----------------------------
-
-
-def _argument(node: FieldNode, name: str, variables: Mapping[str, Any]) -> Any:
-    for argument in node.arguments or ():
-        if argument.name.value == name:
-            return value_from_ast_untyped(argument.value, dict(variables))
-    return None
-
-
-def _included(
-    node: FieldNode | InlineFragmentNode | FragmentSpreadNode, vs: Mapping[str, Any]
-) -> bool:
-    for directive in node.directives or ():
-        name = directive.name.value
-        condition = next((a for a in directive.arguments or () if a.name.value == "if"), None)
-        if condition is None:
-            continue
-        value = value_from_ast_untyped(condition.value, dict(vs))
-        if (name == "include" and not value) or (name == "skip" and value):
-            return False
-    return True
-
-
-def query_requests(
-    document: DocumentNode, operation: OperationDefinitionNode, variables: Mapping[str, Any]
-) -> int:
-    """Return the document's request count by GitHub's formula; raise GraphQLError on a bad page.
-
-    Each connection costs one request per node its parent connections may return (their `first`
-    or `last`); a connection without `first`/`last`, or asking for more than 100, is refused.
-    """
-    schema = graphql_schema()
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    total = 0
-
-    def walk(selections: SelectionSetNode, parent: GraphQLNamedType, multiplier: int) -> None:
-        nonlocal total
-        for selection in selections.selections:
-            if not _included(selection, variables):  # type: ignore[arg-type]
-                continue
-            if isinstance(selection, InlineFragmentNode):
-                target = (
-                    schema.get_type(selection.type_condition.name.value)
-                    if selection.type_condition
-                    else parent
-                )
-                assert target is not None
-                walk(selection.selection_set, target, multiplier)
-            elif isinstance(selection, FragmentSpreadNode):
-                fragment = fragments[selection.name.value]
-                target = schema.get_type(fragment.type_condition.name.value)
-                assert target is not None
-                walk(fragment.selection_set, target, multiplier)
-            elif isinstance(selection, FieldNode):
-                name = selection.name.value
-                fields = getattr(parent, "fields", {})
-                if name.startswith("__") or name not in fields:
-                    continue
-                returned = get_named_type(fields[name].type)
-                inner = multiplier
-                if returned.name.endswith("Connection"):
-                    first = _argument(selection, "first", variables)
-                    last = _argument(selection, "last", variables)
-                    size = first if first is not None else last
-                    if size is None:
-                        raise GraphQLError(
-                            f"You must provide a `first` or `last` value to properly paginate "
-                            f"the `{name}` connection.",
-                            selection,
-                        )
-                    if not 0 <= int(size) <= CONNECTION_LIMIT:
-                        which = "first" if first is not None else "last"
-                        raise GraphQLError(
-                            f"Requesting {size} records on the `{name}` connection exceeds the "
-                            f"`{which}` limit of {CONNECTION_LIMIT} records.",
-                            selection,
-                        )
-                    total += multiplier
-                    inner = multiplier * max(int(size), 1)
-                if selection.selection_set is not None:
-                    walk(selection.selection_set, returned, inner)
-
-    root = schema.query_type if operation.operation.value == "query" else schema.mutation_type
-    assert root is not None
-    walk(operation.selection_set, root, 1)
-    return total
-
-
-def _points(requests: int) -> int:
-    return max(1, (requests + 50) // 100)
-
-
-# -- resolvers -----------------------------------------------------------------------------------
-
-
-def _field_resolver(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> Any:
-    """Read a field from a dict; a missing key is a field this fake does not model."""
-    key = info.field_name
-    if not isinstance(source, Mapping) or key not in source:
-        raise GraphQLError(
-            f"the test forge does not model {info.parent_type.name}.{key}",
-            extensions={"type": _UNMODELED},
-        )
-    value = source[key]
-    return value(info, **args) if callable(value) else value
-
-
-def _connection(
+def connection(
     rows: Sequence[Any],
     build: Callable[[Any], Any] = lambda row: row,
     *,
@@ -194,7 +52,7 @@ def _connection(
 ) -> dict[str, Any]:
     # Only the page's rows are built into objects. `last` takes the final rows (of those after
     # `after`); `before` is not used by the package. The pre-execution check bounded the size.
-    start = _offset(after)
+    start = offset_of(after)
     if first is None and last is not None:
         start = max(start, len(rows) - last)
     size = first if first is not None else last if last is not None else CONNECTION_LIMIT
@@ -217,7 +75,7 @@ def _connection(
 def _connect(
     rows: Callable[[], Sequence[Any]], build: Callable[[Any], Any] = lambda row: row
 ) -> Callable[..., dict[str, Any]]:
-    return lambda info, **args: _connection(rows(), build, **args)
+    return lambda info, **args: connection(rows(), build, **args)
 
 
 def _user(login: str | None) -> dict[str, Any] | None:
@@ -228,7 +86,7 @@ def _upper(value: object) -> str | None:
     return str(value).upper() if value else None
 
 
-class _Graph:
+class Graph:
     """Builds the GraphQL objects of one request over one ForgeState."""
 
     def __init__(self, state: ForgeState, cost: int) -> None:
@@ -243,8 +101,6 @@ class _Graph:
         }
 
     def rate_limit(self, info: GraphQLResolveInfo[Any], dryRun: bool = False) -> dict[str, Any]:
-        from forge_support import RATE_LIMIT
-
         reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.state.reset_at))
         return {
             "cost": self.cost,
@@ -317,7 +173,7 @@ class _Graph:
             rows.sort(key=lambda pr: str(pr.get("updated_at")), reverse=descending)
         elif descending:
             rows.reverse()
-        return _connection(rows, lambda pr: self.pull_object(repo, pr), **page)
+        return connection(rows, lambda pr: self.pull_object(repo, pr), **page)
 
     def pull_request(self, repo: RepoState, number: int) -> dict[str, Any]:
         pr = repo.prs.get(number)
@@ -365,7 +221,7 @@ class _Graph:
             "baseRefOid": repo.branches.get(pr["base"]["ref"], pr["base"].get("sha")),
             "baseRef": lambda info: self.ref(repo, str(pr["base"]["ref"])),
             "mergeStateStatus": lambda info: _merge_state(pr),
-            "commits": lambda info, **args: _connection(
+            "commits": lambda info, **args: connection(
                 _pr_commits(repo, pr),
                 lambda sha: {"__typename": "PullRequestCommit", "commit": self.commit(repo, sha)},
                 **args,
@@ -377,7 +233,7 @@ class _Graph:
                 lambda: list(enumerate(repo.review_threads.get(number, []))),
                 lambda it: self.thread(repo, number, it[0], it[1]),
             ),
-            "timelineItems": lambda info, itemTypes=None, **args: _connection(
+            "timelineItems": lambda info, itemTypes=None, **args: connection(
                 self.timeline(repo, number, itemTypes), **args
             ),
         }
@@ -493,15 +349,13 @@ class _Graph:
             "committedDate": date,
             "statusCheckRollup": lambda info: self.rollup(repo, sha),
             "checkSuites": _connect(lambda: self.suites(repo, sha)),
-            "history": lambda info, since=None, **args: _connection(
+            "history": lambda info, since=None, **args: connection(
                 self.history(repo, sha, since), lambda s: self.commit(repo, s), **args
             ),
         }
 
     def history(self, repo: RepoState, tip: str, since: str | None) -> list[str]:
-        from forge_support import _ancestors
-
-        ancestry = _ancestors(repo, tip)
+        ancestry = ancestors(repo, tip)
         known = [s for s in ancestry if s in repo.commits]
         if since:
             known = [s for s in known if repo.commits[s][2] >= since]
@@ -518,7 +372,7 @@ class _Graph:
             {
                 "__typename": "CheckSuite",
                 "app": {"__typename": "App", "databaseId": app_id},
-                "checkRuns": lambda info, filterBy=None, runs=runs, **args: _connection(
+                "checkRuns": lambda info, filterBy=None, runs=runs, **args: connection(
                     _filter_runs(runs, filterBy), _check_run, **args
                 ),
             }
@@ -526,8 +380,6 @@ class _Graph:
         ]
 
     def rollup(self, repo: RepoState, sha: str) -> dict[str, Any] | None:
-        from forge_support import latest_statuses
-
         latest: dict[tuple[str, int], dict[str, Any]] = {}
         for run in repo.check_runs:
             if run["head_sha"] == sha:
@@ -637,79 +489,3 @@ def _pr_state(pr: Mapping[str, Any]) -> str:
     if pr.get("merged"):
         return "MERGED"
     return "OPEN" if pr["state"] == "open" else "CLOSED"
-
-
-# -- the endpoint --------------------------------------------------------------------------------
-
-
-def _formatted(error: GraphQLError) -> dict[str, Any]:
-    entry: dict[str, Any] = dict(error.formatted)
-    extensions = entry.pop("extensions", None) or {}
-    if "type" in extensions:
-        entry = {"type": extensions["type"], **entry}
-    return entry
-
-
-@functools.lru_cache(maxsize=64)
-def _checked(query: str) -> tuple[DocumentNode, tuple[GraphQLError, ...]]:
-    # A reader re-sends the same few documents page after page: parse and validate each once.
-    document = parse(query)
-    return document, tuple(validate(graphql_schema(), document))
-
-
-def answer_graphql(state: ForgeState, payload: object) -> GraphqlAnswer:
-    """Answer one POST /graphql body as GitHub would, charging the graphql budget of `state`."""
-    if not isinstance(payload, Mapping) or not isinstance(payload.get("query"), str):
-        message = "A query attribute must be specified and must be a string."
-        return GraphqlAnswer({"errors": [{"message": message}]}, 0, None, [message])
-    variables = payload.get("variables") or {}
-    if not isinstance(variables, Mapping):
-        message = "Variables are invalid JSON."
-        return GraphqlAnswer({"errors": [{"message": message}]}, 0, None, [message])
-    operation_name = payload.get("operationName")
-    try:
-        document, errors = _checked(payload["query"])
-    except GraphQLError as error:
-        return _refused([error], None)
-    if errors:
-        return _refused(errors, None)
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    operation = next(
-        (
-            o
-            for o in operations
-            if operation_name is None or (o.name and o.name.value == operation_name)
-        ),
-        None,
-    )
-    if operation is None or (operation_name is None and len(operations) > 1):
-        return _refused([GraphQLError("An operation name is required")], None)
-    name = operation.name.value if operation.name else None
-    try:
-        cost = _points(query_requests(document, operation, dict(variables)))
-    except GraphQLError as error:
-        return _refused([error], name)
-    state.graphql_remaining = max(state.graphql_remaining - cost, 0)
-    graph = _Graph(state, cost)
-    result = execute_sync(
-        graphql_schema(),
-        document,
-        root_value=graph.root(),
-        variable_values=dict(variables),
-        operation_name=operation_name,
-        field_resolver=_field_resolver,
-    )
-    body: dict[str, Any] = {}
-    violations = []
-    if result.errors:
-        body["errors"] = [_formatted(e) for e in result.errors]
-        for problem in result.errors:
-            if (problem.extensions or {}).get("type") != "NOT_FOUND":
-                violations.append(problem.message)
-    body["data"] = result.data
-    return GraphqlAnswer(body, cost, name, violations)
-
-
-def _refused(errors: Sequence[GraphQLError], name: str | None) -> GraphqlAnswer:
-    body = {"errors": [_formatted(e) for e in errors]}
-    return GraphqlAnswer(body, 0, name, [e.message for e in errors])

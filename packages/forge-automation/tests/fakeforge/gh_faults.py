@@ -23,7 +23,7 @@ __all__ = ["FAULTS", "GhFaults"]
 FAULTS = ("exit1", "hang", "empty200", "truncated", "502", "secondary", "freeplan")
 
 _SCRIPT = r"""#!/bin/bash
-# Written by tests/gh_faults.py: answer matching calls with a fault, run the real gh otherwise.
+# Written by tests/fakeforge/gh_faults.py: answer matching calls with a fault, run the real gh otherwise.
 rules="$GH_FAULTS_RULES"
 n=0
 if [ -f "$rules" ]; then

@@ -40,7 +40,7 @@ __all__ = [
     "schema_errors",
 ]
 
-NODE_MODULES = Path(__file__).resolve().parent / "node" / "node_modules"
+NODE_MODULES = Path(__file__).resolve().parents[1] / "node" / "node_modules"
 _OPERATION = re.compile(r"\A\s*(?:query|mutation|subscription)\b")
 
 
