@@ -16,12 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from conftest import GreenPr
 from fakeforge import ForgeServer, RepoState
-from forge_automation import ExecOptions
-from forge_automation.cli import _pr_status
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
@@ -217,41 +213,6 @@ def test_a_graphql_error_reads_every_part_over_rest(
             "POST /graphql",
         ]
     )
-
-
-# -- the read started before the library loads ---------------------------------------------------
-
-
-def test_the_prestarted_child_answers_only_its_own_call(
-    server: ForgeServer, repo: RepoState, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from forge_automation import _gh
-
-    head = repo.add_commit("head", parents=[repo.branches["main"]])
-    repo.add_pr(1, head_ref="feature", head_sha=head)
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    # Its own call (same argv, stdin and environment) gets the child's answer: no gh of its own.
-    early = _pr_status._Prestarted.start(REPO, 1)
-    args, body = early._args, early._input
-    with monkeypatch.context() as patched:
-        patched.setattr(_gh, "run_gh", None)
-        answer = early(args, ExecOptions(input=body, timeout=60.0))
-    assert answer.stdout.startswith(b"HTTP/1.1 200")
-    assert head.encode() in answer.stdout
-    # Any other call, or the same one in another environment, runs gh itself and stops the child.
-    for call, options in [
-        (["api", "-i", f"repos/{REPO}/pulls/1"], ExecOptions(timeout=60.0)),
-        (args, ExecOptions(input=body, env={"GH_TOKEN": "nope"}, timeout=60.0)),
-    ]:
-        early = _pr_status._Prestarted.start(REPO, 1)
-        try:
-            answer = early(call, options)
-            assert early._child is None
-        finally:
-            early.close()
-        status_line = b"HTTP/1.1 401" if options.env else b"HTTP/1.1 200"
-        assert answer.stdout.startswith(status_line)
 
 
 def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> None:
