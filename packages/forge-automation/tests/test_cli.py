@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,11 +45,9 @@ def test_ci_wait_green_red_and_timeout(server: ForgeServer, repo: RepoState) -> 
     green = repo.add_commit("green")
     repo.add_run(green, "test", "success")
     done = cli(server, "ci-wait", REPO, green)
-    assert (done.returncode, done.stdout, done.stderr) == (
-        0,
-        f"GREEN {REPO} {green} test=success\n",
-        "",
-    )
+    assert (done.returncode, done.stdout) == (0, f"GREEN {REPO} {green} test=success\n")
+    # Progress on stderr: each check as it was first seen (the elapsed time is not compared).
+    assert re.fullmatch(rf"ci-wait {REPO}@{green[:7]}: test success \(\d+s\)\n", done.stderr)
 
     red = repo.add_commit("red")
     repo.add_run(red, "test", "success")
@@ -256,3 +255,31 @@ def test_main_in_process_maps_exit_codes() -> None:
     with pytest.raises(SystemExit) as caught:
         cli_module.main(["pr-status", "nope"])
     assert caught.value.code == 64
+
+
+def test_pr_context_json_has_the_documented_keys(server: ForgeServer, repo: RepoState) -> None:
+    head = _pr(repo, body="Why:\nbecause.")
+    repo.pr_files[1] = [
+        {"filename": "src/a.py", "status": "modified", "additions": 1, "deletions": 1},
+        {"filename": "src/b.py", "previous_filename": "src/old.py", "status": "renamed"},
+    ]
+    done = cli(server, "pr-context", f"{REPO}#1", "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {
+        "repo": REPO,
+        "number": 1,
+        "title": "Add a feature",
+        "base": "main",
+        "head": head,
+        "files_count": 2,
+        "files": [
+            {"status": "modified", "path": "src/a.py", "previous_path": None},
+            {"status": "renamed", "path": "src/b.py", "previous_path": "src/old.py"},
+        ],
+        "body": "Why:\nbecause.",
+    }
+    # A listing the forge cannot give whole: no files, and how many there are.
+    repo.prs[1]["changed_files"] = 3412
+    done = cli(server, "pr-context", f"{REPO}#1", "--json")
+    context = json.loads(done.stdout)
+    assert (context["files"], context["files_count"]) == (None, 3412)

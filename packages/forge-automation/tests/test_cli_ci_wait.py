@@ -8,7 +8,9 @@ poll reached it (the server's request log is the event), never after a sleep.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -74,7 +76,11 @@ def test_a_required_check_that_registers_late_is_green(
         out, err = wait.communicate(timeout=60)
     finally:
         wait.kill()
-    assert (wait.returncode, out, err) == (0, f"GREEN {REPO} {head} ci=success\n", "")
+    assert (wait.returncode, out) == (0, f"GREEN {REPO} {head} ci=success\n")
+    # Progress: the required check missing at first, then its result (the optional one that
+    # does not count is never shown).
+    said = [PROGRESS.fullmatch(line) for line in err.splitlines()]
+    assert [m.group(3) if m else None for m in said] == ["ci missing", "ci success"], err
 
 
 def test_a_required_check_that_never_reports_is_red_after_the_grace(
@@ -113,7 +119,7 @@ def test_the_pr_form_ends_moved_with_its_own_code_when_the_head_moves(
     repo.add_run(head, "ci", None)
     new = repo.add_commit("pushed", parents=[head])
     server.clear_log()
-    wait = start(server, f"{REPO}#1", "--interval", "1", "--timeout", "60")
+    wait = start(server, f"{REPO}#1", "--interval", "1", "--timeout", "60", "--quiet")
     try:
         after_first_poll(server, wait)
         with server.lock:
@@ -136,3 +142,133 @@ def test_the_pr_form_refuses_what_it_cannot_wait_for(server: ForgeServer, repo: 
     assert done.stderr == (
         "forge-cli: ci-wait: no verdict: required: main requires no checks; nothing to wait for\n"
     )
+
+
+# ---- progress on stderr while the wait runs ----------------------------------------------------
+
+# One line per change when stderr is not a terminal: `<command> <repo>[#n]@<sha7>: <check>
+# <state> (<elapsed>)`; the elapsed time is left out of the comparison (no timing assertions).
+PROGRESS = re.compile(r"ci-wait (\S+)@([0-9a-f]{7}): (.+) \((?:\d+s|\d+m\d\ds|\d+h\d\dm)\)")
+
+
+def check_run_polls(server: ForgeServer) -> int:
+    return sum("/check-runs" in r.url for r in server.requests("GET"))
+
+
+def after_polls(server: ForgeServer, wait: subprocess.Popen[str], count: int) -> None:
+    """Return once `count` check-run reads reached the forge (bounded: 60 s)."""
+    for _ in range(1200):
+        if check_run_polls(server) >= count:
+            return
+        assert wait.poll() is None, wait.communicate()
+        time.sleep(0.05)
+    pytest.fail(f"the wait never made {count} polls")
+
+
+def _run_changing_checks(
+    server: ForgeServer, repo: RepoState, head: str, *args: str
+) -> tuple[int, str, str]:
+    """Wait on a PR whose checks start and finish one per poll: build runs, test starts, build
+    passes, test passes. Each change lands after a poll reached the forge, so the next poll
+    sees it."""
+    build = repo.add_run(head, "build", None)
+    server.clear_log()
+    wait = start(server, f"{REPO}#1", "--interval", "0.05", "--timeout", "120", *args)
+    try:
+        after_polls(server, wait, 1)
+        with server.lock:
+            test = repo.add_run(head, "test", None)
+        after_polls(server, wait, 2)
+        with server.lock:
+            build.update(status="completed", conclusion="success")
+        after_polls(server, wait, 3)
+        with server.lock:
+            test.update(status="completed", conclusion="success")
+        out, err = wait.communicate(timeout=60)
+    finally:
+        wait.kill()
+    return wait.returncode, out, err
+
+
+def test_progress_lines_come_on_stderr_as_checks_start_and_finish(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    head = _head(repo)
+    code, out, err = _run_changing_checks(server, repo, head)
+    assert (code, out) == (0, f"GREEN {REPO} {head} build=success, test=success\n")
+    lines = err.splitlines()
+    for line in lines:
+        assert PROGRESS.fullmatch(line), line
+    said = [PROGRESS.fullmatch(line).group(3) for line in lines]  # type: ignore[union-attr]
+    # Each change once, in the order it happened: a poll that changed nothing says nothing.
+    assert said == ["build in_progress", "test in_progress", "build success", "test success"]
+    assert {PROGRESS.fullmatch(line).group(1) for line in lines} == {f"{REPO}#1"}  # type: ignore[union-attr]
+    assert {PROGRESS.fullmatch(line).group(2) for line in lines} == {head[:7]}  # type: ignore[union-attr]
+
+
+def test_quiet_prints_no_progress(server: ForgeServer, repo: RepoState) -> None:
+    head = _head(repo)
+    code, out, err = _run_changing_checks(server, repo, head, "--quiet")
+    assert (code, out, err) == (0, f"GREEN {REPO} {head} build=success, test=success\n", "")
+
+
+def test_on_a_terminal_the_table_is_redrawn(server: ForgeServer, repo: RepoState) -> None:
+    head = _head(repo)
+    repo.add_run(head, "build", "success")
+    repo.add_run(head, "lint", "failure")
+    primary, secondary = os.openpty()
+    try:
+        done = subprocess.run(
+            [FORGE_CLI, "ci-wait", f"{REPO}#1", "--interval", "0.05", "--timeout", "120"],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            text=True,
+            env={**os.environ, **server.env()},
+            timeout=120,
+            check=False,
+        )
+        os.close(secondary)
+        screen = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the child's side is closed and everything was read
+                break
+            if not chunk:
+                break
+            screen += chunk
+    finally:
+        os.close(primary)
+    assert (done.returncode, done.stdout) == (1, f"RED {REPO} {head} lint=failure\n")
+    text = screen.decode().replace("\r\n", "\n")
+    assert re.fullmatch(
+        rf"ci-wait {REPO}#1@{head[:7]} · \d+s\n  ✓ build  success\n  X lint   failure\n", text
+    ), text
+
+
+def test_json_prints_the_verdict_as_one_object(server: ForgeServer, repo: RepoState) -> None:
+    head = _head(repo)
+    repo.add_run(head, "ci", "success")
+    done = cli(server, f"{REPO}#1", "--json", "--quiet")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {
+        "verdict": "green",
+        "repo": REPO,
+        "pr": 1,
+        "sha": head,
+        "moved_to": None,
+        "reasons": ["ci=success"],
+        "polls": 1,
+    }
+    repo.add_run(head, "lint", "failure")
+    done = cli(server, REPO, head, "--json", "--quiet")
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {
+        "verdict": "red",
+        "repo": REPO,
+        "pr": None,
+        "sha": head,
+        "moved_to": None,
+        "reasons": ["lint=failure"],
+        "polls": 1,
+    }

@@ -26,21 +26,21 @@ TOP_USAGE = "usage: forge-cli [-h] [--debug] [--version] COMMAND ..."
 USAGE = {
     "ci-wait": (
         "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] [--required] [--fail-fast] "
-        "[--grace S] [--base BRANCH] REPO|REPO#N [SHA]"
+        "[--grace S] [--base BRANCH] [--quiet] [--json] REPO|REPO#N [SHA]"
     ),
     "pr-status": "usage: forge-cli pr-status [-h] [--json] REPO#N",
-    "pr-context": "usage: forge-cli pr-context [-h] REPO#N",
+    "pr-context": "usage: forge-cli pr-context [-h] [--json] REPO#N",
     "ci-failures": "usage: forge-cli ci-failures [-h] [--job ID] [--lines N] [--json] REPO#N|REPO",
     "premerge": (
         "usage: forge-cli premerge [-h] --approved-head SHA [--clone DIR] [--json] REPO#N HEAD_SHA"
     ),
     "merge": (
-        "usage: forge-cli merge [-h] --approved-head SHA [--clone DIR] [--task-id ID] REPO#N "
-        "HEAD_SHA"
+        "usage: forge-cli merge [-h] --approved-head SHA [--clone DIR] [--task-id ID] [--json] "
+        "REPO#N HEAD_SHA"
     ),
     "train": (
         "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
-        "[--interval S] [--grace S] REPO"
+        "[--interval S] [--grace S] [--quiet] [--json] REPO"
     ),
 }
 
@@ -234,6 +234,45 @@ def test_a_bad_invocation_names_its_problem(
     assert (done.returncode, done.stdout) == (code, "")
     assert done.stderr.splitlines() == [f"forge-cli: {problem}", usage]
     assert server.requests() == []
+
+
+# Bad invocations only the forge can tell (a name that is not there): one line naming the thing
+# not found and where, no usage line, nothing written, no verdict.
+FOUND_BAD = [
+    (
+        ["ci-wait", REPO, SHA, "--required", "--base", "nosuch"],
+        f"ci-wait: no branch 'nosuch' in {REPO} (--base names the branch whose required checks "
+        "count)",
+        64,
+    ),
+    (
+        ["ci-wait", REPO, SHA, "--required", "--base", "feature/gone"],
+        f"ci-wait: no branch 'feature/gone' in {REPO} (--base names the branch whose required "
+        "checks count)",
+        64,
+    ),
+    (
+        ["train", "acme/nope", "--label", "q"],
+        "train: no repository acme/nope (or no access to it)",
+        2,
+    ),
+    (
+        ["train", "acme/nope", "--label", "q", "--dry-run"],
+        "train: no repository acme/nope (or no access to it)",
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "problem", "code"), FOUND_BAD)
+def test_a_name_the_forge_does_not_know_is_named(args: list[str], problem: str, code: int) -> None:
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        repo.branches["main"] = repo.add_commit("root")
+        done = run(server, *args)
+        assert [r.method for r in server.requests() if r.method != "GET"] == []
+    assert (done.returncode, done.stdout) == (code, "")
+    assert done.stderr == f"forge-cli: {problem}\n"
 
 
 @pytest.mark.parametrize("help", ["-h", "--help"])

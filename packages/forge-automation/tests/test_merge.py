@@ -6,6 +6,7 @@ the local forge API (held to GitHub's OpenAPI description).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -226,3 +227,39 @@ def test_cli_merge_refuses_a_moved_head_with_exit_3_and_a_failing_one_with_1() -
         assert done.returncode == 1
         assert done.stdout.startswith(f"FAIL {REPO}#7: CI is pending")
         assert server.state.effects["merge_pr"] == 0
+
+
+def test_cli_merge_json_has_the_documented_keys_for_each_outcome() -> None:
+    keys = ["status", "repo", "number", "head", "sha", "merge", "branch", "reasons"]
+    with ForgeServer() as server:
+        repo, head = _served(server)
+        pushed = repo.add_commit("pushed", parents=[head])
+        repo.prs[7]["head"]["sha"] = pushed
+        done = _cli(server, "merge", f"{REPO}#7", head, "--approved-head", head, "--json")
+        assert (done.returncode, done.stderr) == (3, "")
+        moved = json.loads(done.stdout)
+        assert list(moved) == keys
+        assert moved == {
+            "status": "moved",
+            "repo": REPO,
+            "number": 7,
+            "head": pushed,
+            "sha": None,
+            "merge": None,
+            "branch": None,
+            "reasons": [f"head is {pushed}, expected {head}"],
+        }
+        repo.prs[7]["head"]["sha"] = head
+        done = _cli(server, "merge", f"{REPO}#7", head, "--approved-head", head, "--json")
+        assert (done.returncode, done.stderr) == (0, "")
+        assert json.loads(done.stdout) == {
+            "status": "merged",
+            "repo": REPO,
+            "number": 7,
+            "head": head,
+            "sha": repo.branches["main"],
+            "merge": "done",
+            "branch": "deleted",
+            "reasons": [],
+        }
+        assert done.stdout.count("\n") == 1  # one object on one line

@@ -9,6 +9,7 @@ The crash comes right after #4's merge landed, before its branch is deleted and 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -356,9 +357,12 @@ def _served(server: ForgeServer) -> RepoState:
     return repo
 
 
-def _cli(server: ForgeServer, *args: str) -> subprocess.Popen[str]:
+def _cli(server: ForgeServer, *args: str, quiet: bool = True) -> subprocess.Popen[str]:
+    """Run the train through gh; `quiet` (the default here) leaves CI progress off stderr."""
+    flags = ["--quiet"] if quiet else []
+    command = [FORGE_CLI, "train", REPO, "--label", LABEL, "--interval", "0.2", "--timeout", "20"]
     return subprocess.Popen(
-        [FORGE_CLI, "train", REPO, "--label", LABEL, "--interval", "0.2", "--timeout", "20", *args],
+        [*command, *flags, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -383,9 +387,15 @@ def test_cli_train_with_a_kill_9_after_a_merge_then_a_rerun_through_gh() -> None
         assert repo.prs[4]["merged"]
         assert LABEL in repo.labels[4]
 
-        second = _cli(server)
+        second = _cli(server, quiet=False)
         out, err = second.communicate(timeout=120)
-        assert (second.returncode, err) == (0, "")
+        assert second.returncode == 0, err
+        # The CI wait on #5's updated head reports its checks on stderr as it goes, one line per
+        # change (stderr is no terminal here); the elapsed time is not compared.
+        five = repo.prs[5]["head"]["sha"]
+        assert [re.sub(r" \(\d+s\)$", "", line) for line in err.splitlines()] == [
+            f"train {REPO}#5@{five[:7]}: ci success"
+        ]
         lines = out.splitlines()
         four = repo.prs[4]
         assert lines[:2] == [
@@ -444,6 +454,54 @@ def test_cli_train_with_a_clone_fetches_the_base_and_drops_a_git_conflict(tmp_pa
             f"DONE {REPO} merged=0 dropped=1",
         ]
         assert server.state.effects["merge_pr"] == 0
+
+
+def test_cli_train_json_is_one_object_at_the_end_with_the_steps_on_stderr() -> None:
+    with ForgeServer() as server:
+        repo = _served(server)
+        done = _cli(server, "--json", quiet=False)
+        out, err = done.communicate(timeout=120)
+        assert done.returncode == 0, err
+        result = json.loads(out)
+        assert list(result) == ["repo", "label", "dry_run", "merged", "dropped", "stopped", "steps"]
+        assert {k: result[k] for k in ("repo", "label", "dry_run", "stopped")} == {
+            "repo": REPO,
+            "label": LABEL,
+            "dry_run": False,
+            "stopped": None,
+        }
+        assert (result["merged"], result["dropped"]) == ([1, 4, 5], [2, 3])
+        assert _words(result["steps"]) == [
+            *FIRST_RUN,
+            f"MERGED {REPO}#4",
+            f"UPDATED {REPO}#5",
+            f"GREEN {REPO}#5",
+            f"MERGED {REPO}#5",
+            f"DONE {REPO}",
+        ]
+        # Stdout holds the object alone; the steps went to stderr as they happened, between
+        # the CI waits' progress lines.
+        assert out.count("\n") == 1
+        steps = [line for line in err.splitlines() if not line.startswith("train ")]
+        assert steps == result["steps"]
+        assert all(
+            re.fullmatch(rf"train {REPO}#[45]@[0-9a-f]{{7}}: ci success \(\d+s\)", line)
+            for line in err.splitlines()
+            if line.startswith("train ")
+        ), err
+        assert repo.prs[5]["merged"]
+
+
+def test_cli_train_json_quiet_dry_run_writes_nothing_and_says_nothing_on_stderr() -> None:
+    with ForgeServer() as server:
+        _served(server)
+        done = _cli(server, "--json", "--dry-run")  # _cli passes --quiet
+        out, err = done.communicate(timeout=120)
+        assert (done.returncode, err) == (0, "")
+        result = json.loads(out)
+        assert (result["dry_run"], result["merged"], result["dropped"]) == (True, [], [])
+        assert result["steps"][0].endswith("(dry run: nothing is written)")
+        assert sum(server.state.effects.values()) == 0
 
 
 # -- SIGKILL at random requests, inside update-branch's window, and a base moving under the merge --

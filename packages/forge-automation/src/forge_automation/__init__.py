@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         snapshot_requests,
     )
     from ._budget import RateBudget, shared_rate_budget
-    from ._ci_wait import CiWaitResult, ci_wait, ci_wait_pr
+    from ._ci_wait import CiPoll, CiWaitResult, ci_wait, ci_wait_pr
     from ._constants import (
         ACTIONS_APP_ID,
         BACKSTOP_CAPS,
@@ -107,7 +107,7 @@ if TYPE_CHECKING:
         UpdateBranchResult,
         UpsertCommentResult,
     )
-    from ._verdict import CiVerdict, ci_verdict
+    from ._verdict import CiProgress, CiVerdict, ci_verdict
     from ._walk import BaseMerge, HeadWalk, approved_head_walk
     from ._wire import AppTokenProvider, ForgeWire, gh_cli_wire, run_gh
 
@@ -125,7 +125,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "snapshot_requests",
     ),
     "_budget": ("RateBudget", "shared_rate_budget"),
-    "_ci_wait": ("CiWaitResult", "ci_wait", "ci_wait_pr"),
+    "_ci_wait": ("CiPoll", "CiWaitResult", "ci_wait", "ci_wait_pr"),
     "_constants": (
         "ACTIONS_APP_ID",
         "BACKSTOP_CAPS",
@@ -205,7 +205,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UpdateBranchResult",
         "UpsertCommentResult",
     ),
-    "_verdict": ("CiVerdict", "ci_verdict"),
+    "_verdict": ("CiProgress", "CiVerdict", "ci_verdict"),
     "_walk": ("BaseMerge", "HeadWalk", "approved_head_walk"),
     "_wire": ("AppTokenProvider", "ForgeWire", "gh_cli_wire", "run_gh"),
 }
@@ -230,6 +230,8 @@ __all__ = [  # noqa: RUF022
     "CheckConclusion",
     "CheckRun",
     "CheckRunRequest",
+    "CiPoll",
+    "CiProgress",
     "CiVerdict",
     "CiWaitResult",
     "ClassicProtection",

@@ -15,6 +15,9 @@ What ends the wait:
   a failure already seen is still `red`;
 - `moved`: `ci_wait_pr` only, the PR's head is no longer the sha the wait judges;
 - `timeout`: the deadline passed without any of the above.
+
+`on_poll` sees every poll as a `CiPoll` (where CI stands, or the transient failure), before the
+wait decides: progress reports (`forge-cli ci-wait`'s table) hang off it, never the verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ._budget import RateBudget, shared_rate_budget
@@ -31,9 +34,16 @@ from ._port import ForgePort, forge_port
 from ._rules import load_required_contexts
 from ._types import RequiredContext
 from ._validate import validate_branch, validate_number, validate_repo, validate_sha
-from ._verdict import ci_progress
+from ._verdict import CiProgress, ci_progress
 
-__all__ = ["DEADLINE_GRACE", "CiWaitResult", "NoRequiredChecks", "ci_wait", "ci_wait_pr"]
+__all__ = [
+    "DEADLINE_GRACE",
+    "CiPoll",
+    "CiWaitResult",
+    "NoRequiredChecks",
+    "ci_wait",
+    "ci_wait_pr",
+]
 
 # Seconds past the wait's deadline that a poll started just before it may still take.
 DEADLINE_GRACE = 3.0
@@ -51,6 +61,25 @@ class CiWaitResult:
     polls: int
     sha: str = ""
     moved_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiPoll:
+    """One poll of a CI wait, for progress reports.
+
+    `progress` is where the sha's CI stands (`ci_progress`: every label judged, failed and
+    waiting), or None when the poll's read failed transiently (`failure` says how; the wait
+    polls again). `elapsed` is seconds since the wait began, by the wait's clock; `pr` is the
+    PR whose head `sha` is, when the caller knows it (`ci_wait_pr`, the train).
+    """
+
+    repo: str
+    sha: str
+    poll: int
+    elapsed: float
+    progress: CiProgress | None
+    failure: str | None = None
+    pr: int | None = None
 
 
 class NoRequiredChecks(ForgeInputError):
@@ -85,13 +114,15 @@ def ci_wait(
     fail_fast: bool = False,
     grace: float | None = None,
     head: Callable[[], str] | None = None,
+    on_poll: Callable[[CiPoll], None] | None = None,
 ) -> CiWaitResult:
     """Poll check runs and statuses of `sha` until green, red or moved, or time runs out.
 
     `rules` limits the verdict to those required contexts. `fail_fast` ends red on the first
     failure instead of once nothing that counts is still running. `grace` (seconds) turns a
     required context with no run or status yet into `red` once the wait is that old. `head`
-    (read before each poll) ends the wait `moved` when it names another sha.
+    (read before each poll) ends the wait `moved` when it names another sha. `on_poll` is
+    called with each poll's `CiPoll`.
     """
     validate_repo(repo)
     validate_sha(sha)
@@ -128,8 +159,25 @@ def ci_wait(
             failure = str(exc)
         if failure is not None:
             reasons = (*failed, f"last poll failed: {failure[:300]}")
+            if on_poll is not None:
+                on_poll(
+                    CiPoll(
+                        repo=repo,
+                        sha=sha,
+                        poll=poll,
+                        elapsed=clock() - start,
+                        progress=None,
+                        failure=failure[:300],
+                    )
+                )
         else:
             progress = ci_progress(rules=rules, runs=runs, statuses=statuses)
+            if on_poll is not None:
+                on_poll(
+                    CiPoll(
+                        repo=repo, sha=sha, poll=poll, elapsed=clock() - start, progress=progress
+                    )
+                )
             waiting = progress.waiting
             failed = progress.failed
             if grace is not None and clock() - start >= grace and progress.missing:
@@ -164,6 +212,7 @@ def ci_wait_pr(
     sleep: Callable[[float], None] = time.sleep,
     fail_fast: bool = False,
     grace: float | None = None,
+    on_poll: Callable[[CiPoll], None] | None = None,
 ) -> CiWaitResult:
     """Wait on CI for a PR's head; end `moved` as soon as the head is another commit.
 
@@ -190,6 +239,7 @@ def ci_wait_pr(
         fail_fast=fail_fast,
         grace=grace,
         head=lambda: port.wire.get_pr(repo, number).head_sha,
+        on_poll=None if on_poll is None else lambda seen: on_poll(replace(seen, pr=number)),
     )
 
 

@@ -43,9 +43,9 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ._ci_wait import check_wait_bounds, ci_wait
+from ._ci_wait import CiPoll, check_wait_bounds, ci_wait
 from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._forge_walk import forge_head_walk
@@ -142,13 +142,17 @@ def run_train(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     delays: Sequence[float] = UNKNOWN_REREAD_DELAYS,
+    on_poll: Callable[[CiPoll], None] | None = None,
 ) -> TrainResult:
     """Merge the PRs carrying `label`, oldest first, one at a time; print one line per step.
 
+    `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
     `grace` (seconds) is how long a CI wait treats a required check with no run yet as pending
     before it drops the PR (`<context>=never reported`).
     With `dry_run` nothing is written (not even the clone) and each line says what would happen.
+    A repository the forge answers 404 for raises that ForgeCliError (status 404): there is no
+    train to stop.
     """
     validate_repo(repo)
     validate_label(label)
@@ -167,6 +171,7 @@ def run_train(
         sleep=sleep,
         clock=clock,
         delays=delays,
+        on_poll=on_poll,
     )
     return train.run()
 
@@ -188,12 +193,18 @@ class _Train:
         sleep: Callable[[float], None],
         clock: Callable[[], float],
         delays: Sequence[float],
+        on_poll: Callable[[CiPoll], None] | None,
     ) -> None:
         self.port, self.repo, self.label, self.emit = port, repo, label, emit
         self.clone, self.dry_run = clone, dry_run
         self.timeout, self.interval, self.grace = timeout, interval, grace
         self.git, self.sleep, self.clock, self.delays = git, sleep, clock, delays
+        self.on_poll = on_poll
         self.result = TrainResult(repo=repo, label=label)
+
+    def _polled(self, seen: CiPoll, number: int) -> None:
+        assert self.on_poll is not None  # only wired when given
+        self.on_poll(replace(seen, pr=number))
 
     def run(self) -> TrainResult:
         try:
@@ -201,6 +212,8 @@ class _Train:
         except ForgeInputError:
             raise
         except ForgeError as exc:
+            if isinstance(exc, ForgeCliError) and exc.status == 404:
+                raise  # no such repository (or none visible): no train to stop or rerun
             self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
             return self.result
         listed = ",".join(f"#{r.number}" for r in rows) or "none"
@@ -383,6 +396,7 @@ class _Train:
             fail_fast=True,
             grace=self.grace,
             head=lambda: self.port.wire.get_pr(self.repo, number).head_sha,
+            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, number),
         )
         reasons = ", ".join(waited.reasons) or "-"
         word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}

@@ -5,9 +5,13 @@ form MOVED (3) when the PR's head is another commit than the one the wait judged
 counts only the base branch's required contexts (the PR's base; for a sha, `--base` or the
 repository's default branch), `--fail-fast` ends RED on the first failure, `--grace S` turns a
 required check that has not reported S seconds in into RED (`<name>=never reported`).
+Progress goes to stderr as checks start and finish (`_progress`; none with `--quiet`);
+`--json` prints the verdict as one JSON object (the README documents its keys).
 """
 
 from __future__ import annotations
+
+import sys
 
 from ._common import (
     EXIT_UNAVAILABLE,
@@ -17,6 +21,7 @@ from ._common import (
     out,
     port,
     pr_ref,
+    print_json,
     repo_name,
 )
 
@@ -36,6 +41,8 @@ def ci_wait_command(
     fail_fast: bool = False,
     grace: float | None = None,
     base: str | None = None,
+    quiet: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Wait for CI: GREEN (0), RED (1), TIMEOUT (2), MOVED (3); no verdict exits 69."""
     from .._ci_wait import (
@@ -48,6 +55,7 @@ def ci_wait_command(
     from .._errors import ForgeCliError, ForgeInputError
     from .._redact import redact_forge_secrets
     from .._types import RequiredContext
+    from ._progress import CiReport
 
     number: int | None = None
     if "#" in target:
@@ -68,6 +76,7 @@ def ci_wait_command(
         raise UsageError(str(exc)) from None
     failure = ""
     forge = port()
+    report = None if quiet else CiReport(sys.stderr, tty=sys.stderr.isatty(), command="ci-wait")
     try:
         if number is not None:
             result = ci_wait_pr(
@@ -79,11 +88,19 @@ def ci_wait_command(
                 interval=interval,
                 fail_fast=fail_fast,
                 grace=grace,
+                on_poll=report,
             )
         else:
             assert sha is not None
             rules: tuple[RequiredContext, ...] = ()
             if required:
+                if base is not None and forge.wire.get_ref_sha(repo, f"heads/{base}") is None:
+                    # Any name reads as a branch without rules: say it is not there instead.
+                    raise CliExit(
+                        EXIT_USAGE,
+                        f"ci-wait: no branch {base!r} in {repo} (--base names the branch whose "
+                        "required checks count)",
+                    )
                 branch = base if base is not None else forge.wire.get_default_branch(repo)
                 rules = required_contexts(forge, repo, branch)
             result = ci_wait(
@@ -95,6 +112,7 @@ def ci_wait_command(
                 interval=interval,
                 fail_fast=fail_fast,
                 grace=grace,
+                on_poll=report,
             )
     except NoRequiredChecks as exc:
         raise CliExit(EXIT_UNAVAILABLE, f"ci-wait: no verdict: {exc}") from None
@@ -113,10 +131,22 @@ def ci_wait_command(
         # Never RED's code without a RED line: a read that failed for good is no verdict.
         what = f"{repo}#{number}" if number is not None else str(sha)
         raise CliExit(EXIT_UNAVAILABLE, f"ci-wait: no verdict for {what}: {failure}")
-    if result.verdict == "moved":
+    code = {"green": 0, "red": 1, "timeout": 2, "moved": EXIT_MOVED}[result.verdict]
+    if as_json:
+        print_json(
+            {
+                "verdict": result.verdict,
+                "repo": repo,
+                "pr": number,
+                "sha": result.sha,
+                "moved_to": result.moved_to,
+                "reasons": list(result.reasons),
+                "polls": result.polls,
+            }
+        )
+    elif result.verdict == "moved":
         out(f"MOVED {repo}#{number} {result.sha} {result.moved_to}")
-        raise CliExit(EXIT_MOVED)
-    reasons = ", ".join(result.reasons) or "-"
-    word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT"}[result.verdict]
-    out(f"{word} {repo} {result.sha} {reasons}")
-    raise CliExit({"green": 0, "red": 1, "timeout": 2}[result.verdict])
+    else:
+        reasons = ", ".join(result.reasons) or "-"
+        out(f"{result.verdict.upper()} {repo} {result.sha} {reasons}")
+    raise CliExit(code)

@@ -1,10 +1,14 @@
-"""forge-cli merge: premerge, then the squash merge at one head, then the head branch's deletion."""
+"""forge-cli merge: premerge, then the squash merge at one head, then the head branch's deletion.
+
+One line (`MERGED`, `FAIL`, `MOVED`), or with `--json` one JSON object (the README documents its
+keys); the exit code is the same either way.
+"""
 
 from __future__ import annotations
 
 import os
 
-from ._common import EXIT_MOVED, CliExit, UsageError, out, port, pr_ref
+from ._common import EXIT_MOVED, CliExit, UsageError, out, port, pr_ref, print_json
 
 __all__ = ["merge_command"]
 
@@ -15,6 +19,8 @@ def merge_command(
     approved_head: str,
     clone: str | None = None,
     task_ids: list[str] | None = None,
+    *,
+    as_json: bool = False,
 ) -> None:
     """Merge a PR at HEAD_SHA after premerge: MERGED (0), FAIL (1) or MOVED (3)."""
     from .._errors import ForgeInputError
@@ -41,5 +47,19 @@ def merge_command(
         clone=clone,
         task_ids=tuple(task_ids or ()),
     )
-    out(outcome.line())
+    if as_json:
+        print_json(
+            {
+                "status": outcome.status,
+                "repo": outcome.repo,
+                "number": outcome.number,
+                "head": outcome.head,
+                "sha": outcome.sha,
+                "merge": outcome.merge,
+                "branch": outcome.branch,
+                "reasons": list(outcome.reasons),
+            }
+        )
+    else:
+        out(outcome.line())
     raise CliExit({"merged": 0, "failed": 1, "moved": EXIT_MOVED}[outcome.status])

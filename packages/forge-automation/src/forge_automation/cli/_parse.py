@@ -181,6 +181,8 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="BRANCH",
         help="with --required and a sha: the branch (default: the repository's default)",
     )
+    _flag(p, "--quiet", "quiet", "no progress on stderr, only the verdict")
+    _flag(p, "--json", "as_json", "print the verdict as one JSON object")
 
     p = command("pr-status", "A PR's state, head, mergeability, checks and blockers, one line.")
     p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
@@ -188,6 +190,7 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
 
     p = command("pr-context", "A PR's title, base, head sha and changed files, then its body.")
     p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
+    _flag(p, "--json", "as_json", "print one JSON object")
 
     p = command("ci-failures", "Why built-in CI failed at a PR's head (at most 5 jobs).")
     p.add_argument("target", metavar="REPO#N|REPO", help="owner/name#number, or owner/name --job")
@@ -213,6 +216,7 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="ID",
         help="a task id for the squash subject and Refs line (repeatable)",
     )
+    _flag(p, "--json", "as_json", "print one JSON object")
 
     p = command(
         "train",
@@ -248,6 +252,8 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="S",
         help="a required check not reported S seconds into a CI wait drops the PR (300)",
     )
+    _flag(p, "--quiet", "quiet", "no CI progress on stderr")
+    _flag(p, "--json", "as_json", "print one JSON object at the end (steps go to stderr)")
     return top, commands
 
 

@@ -1,11 +1,29 @@
-"""forge-cli train: merge the PRs carrying a label one at a time; DONE (0) or STOPPED (1)."""
+"""forge-cli train: merge the PRs carrying a label one at a time; DONE (0) or STOPPED (1).
+
+Each step is a line on stdout as it happens; each CI wait reports its checks on stderr
+(`_progress`; none with `--quiet`). With `--json` stdout holds one JSON object at the end (the
+README documents its keys) and the step lines go to stderr (none with `--quiet`).
+"""
 
 from __future__ import annotations
 
 import math
 import os
 
-from ._common import EXIT_FAILED, CliExit, UsageError, out, port, repo_name
+from ._common import (
+    EXIT_FAILED,
+    USAGE_EXIT,
+    CliExit,
+    UsageError,
+    out,
+    port,
+    print_json,
+    repo_name,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._port import ForgePort
 
 __all__ = ["train_command"]
 
@@ -19,9 +37,11 @@ def train_command(
     timeout: float = 1800.0,
     interval: float = 15.0,
     grace: float | None = None,
+    quiet: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
-    from .._errors import ForgeInputError
+    from .._errors import ForgeCliError, ForgeInputError
     from .._train import DEFAULT_TRAIN_GRACE, run_train
     from .._validate import validate_label
 
@@ -41,21 +61,65 @@ def train_command(
     if clone is not None and not os.path.isdir(clone):
         raise UsageError(f"--clone {clone[:200]!r} is not a directory")
 
+    import sys
+
+    from ._progress import CiReport
+
+    report = None if quiet else CiReport(sys.stderr, tty=sys.stderr.isatty(), command="train")
+    steps: list[str] = []
+
     def emit(line: str) -> None:
-        out(line)
-        import sys
+        steps.append(line)
+        if report is not None:
+            report.detach()  # the step line follows the wait's table, never under a redraw
+        if not as_json:
+            out(line)
+            sys.stdout.flush()  # each step as it happens: a train runs for minutes
+        elif not quiet:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
-        sys.stdout.flush()  # each step as it happens: a train runs for minutes
-
-    result = run_train(
-        port(),
-        repo,
-        label,
-        emit=emit,
-        clone=clone,
-        dry_run=dry_run,
-        timeout=timeout,
-        interval=interval,
-        grace=grace,
-    )
+    forge = port()
+    try:
+        result = run_train(
+            forge,
+            repo,
+            label,
+            emit=emit,
+            clone=clone,
+            dry_run=dry_run,
+            timeout=timeout,
+            interval=interval,
+            grace=grace,
+            on_poll=report,
+        )
+    except ForgeCliError as exc:
+        if exc.status == 404 and _no_repository(forge, repo):
+            raise CliExit(
+                USAGE_EXIT["train"], f"train: no repository {repo} (or no access to it)"
+            ) from None
+        raise
+    if as_json:
+        print_json(
+            {
+                "repo": result.repo,
+                "label": result.label,
+                "dry_run": dry_run,
+                "merged": result.merged,
+                "dropped": result.dropped,
+                "stopped": result.stopped,
+                "steps": steps,
+            }
+        )
     raise CliExit(EXIT_FAILED if result.stopped is not None else 0)
+
+
+def _no_repository(forge: ForgePort, repo: str) -> bool:
+    """Whether the forge answers 404 for the repository itself (after a read of it failed 404)."""
+    from .._errors import ForgeCliError
+
+    try:
+        forge.wire.get_default_branch(repo)
+    except ForgeCliError as exc:
+        return exc.status == 404
+    return False
