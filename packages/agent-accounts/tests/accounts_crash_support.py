@@ -11,14 +11,17 @@ call, as strace counts), and the next two runs must clean up after it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from accounts_refresh_support import (
     CANARY,
@@ -30,9 +33,59 @@ from accounts_refresh_support import (
     leftovers,
     write_file,
 )
-from agent_accounts._journal import JournalEntry, parse_journal_line
-from agent_accounts.io._explain import explain_profile
-from agent_accounts.io._journal import JOURNAL_NAME, ROTATED_NAME
+
+# The journal as the README documents it: these two files in the config dir, one JSON object a
+# line with `t`, `pid`, `proc` and `event`; a login is named by its generation.
+JOURNAL_NAME = ".oauth_refresh.journal"
+ROTATED_NAME = ".oauth_refresh.journal.1"
+
+
+def generation(token: str) -> str:
+    """A login's name in the journal: the first 8 hex digits of its refresh token's SHA-256."""
+    return hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+def journal_lines(config: Path) -> list[dict[str, Any] | None]:
+    """Each line of both journal files, oldest first: its JSON object, or None for a bad line."""
+    raw = b"".join(
+        (config / name).read_bytes()
+        for name in (ROTATED_NAME, JOURNAL_NAME)
+        if (config / name).exists()
+    )
+    lines: list[dict[str, Any] | None] = []
+    for line in raw.split(b"\n"):
+        if not line:
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        whole = isinstance(doc, dict) and {"t", "pid", "proc", "event"} <= doc.keys()
+        lines.append(doc if whole else None)
+    return lines
+
+
+def journal_entry_line(**fields: object) -> bytes:
+    """One journal line as this library writes it (compact JSON, ASCII, a newline)."""
+    return (json.dumps(fields, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def explain_row(env: dict[str, str], label: str = "default") -> dict[str, Any]:
+    """One profile's row of `account-cli explain --json`, run as a user runs it."""
+    done = subprocess.run(
+        [account_cli(), "explain", label, "--json"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b""), done
+    assert CANARY.encode() not in done.stdout
+    (row,) = json.loads(done.stdout)["profiles"]
+    assert isinstance(row, dict)
+    return row
+
 
 # Calls that change what the next run (or the token server) sees, and the response read that
 # opens the one window no design can close.
@@ -197,17 +250,13 @@ def _refresh_token(path: Path) -> str | None:
     return token if isinstance(token, str) else None
 
 
-def _journal_entries(config: Path, point: str) -> list[JournalEntry]:
+def _journal_entries(config: Path, point: str) -> list[dict[str, Any]]:
     """The journal after a crash: every line whole and valid (one write each), no token in it."""
-    raw = b"".join(
-        (config / name).read_bytes()
-        for name in (ROTATED_NAME, JOURNAL_NAME)
-        if (config / name).exists()
-    )
-    assert CANARY.encode() not in raw, point
-    lines = [line for line in raw.split(b"\n") if line]
-    entries = [parse_journal_line(line) for line in lines]
-    assert None not in entries, (point, raw[-400:])
+    for name in (ROTATED_NAME, JOURNAL_NAME):
+        if (config / name).exists():
+            assert CANARY.encode() not in (config / name).read_bytes(), point
+    entries = journal_lines(config)
+    assert None not in entries, (point, entries[-4:])
     return [e for e in entries if e is not None]
 
 
@@ -226,24 +275,24 @@ def _check_story_after_crash(
     scene: Scene, point: str, crashed_token: str | None, *, lost_in_window: bool
 ) -> None:
     """What `explain` tells right after the crash, before any other run: what happened here."""
-    told = explain_profile(str(scene.config)).explanation
-    assert told.verdict != "changed-elsewhere", (point, told)
-    assert "not by this library" not in " ".join(told.story), (point, told)
+    told = explain_row(scene.env)
+    assert told["verdict"] != "changed-elsewhere", (point, told)
+    assert "not by this library" not in " ".join(told["story"]), (point, told)
     journal = _journal_entries(scene.config, point)
-    outcome = [e for e in journal if e.event in ("refreshed", "failed", "elsewhere")]
+    outcome = [e for e in journal if e["event"] in ("refreshed", "failed", "elsewhere")]
     if crashed_token != scene.original:
         # The new login is in the file: refreshed here, whether or not the outcome was recorded.
-        assert told.verdict == "intact", (point, told)
+        assert told["verdict"] == "intact", (point, told)
         if not outcome:
-            assert "refreshed here" in told.summary, (point, told)
-            assert "the process died before recording the outcome" in told.summary, (point, told)
+            assert "refreshed here" in told["summary"], (point, told)
+            assert "the process died before recording the outcome" in told["summary"], (point, told)
     elif set(scene.server.spent) and not lost_in_window and not outcome:
         # The answer is whole on disk in a temp file: never "it never reached the file".
-        assert told.verdict == "intact", (point, told)
-        assert "its answer is on disk in a temp file" in told.summary, (point, told)
+        assert told["verdict"] == "intact", (point, told)
+        assert "its answer is on disk in a temp file" in told["summary"], (point, told)
     elif lost_in_window:
-        assert told.verdict == "unknown", (point, told)
-        assert "died before its answer was on disk" in told.summary, (point, told)
+        assert told["verdict"] == "unknown", (point, told)
+        assert "died before its answer was on disk" in told["summary"], (point, told)
 
 
 async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
@@ -274,7 +323,7 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
     assert leftovers(scene.config) == [], (point, leftovers(scene.config))
     journal = _journal_entries(scene.config, point)
     # Every change of the file was this library's: none is journaled as made elsewhere.
-    assert not [e for e in journal if e.event in ("changed", "gone")], (point, journal)
+    assert not [e for e in journal if e["event"] in ("changed", "gone")], (point, journal)
     final = _refresh_token(scene.credentials)
     received = Counter(server.received)
     if lost_in_window:
@@ -285,10 +334,10 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
         assert results[1] == "login-required", (point, results)
         assert all(n <= 2 for n in received.values()), (point, received)
         # The journal tells it: the killed run spent the token, the next one was refused.
-        told = explain_profile(str(scene.config)).explanation
-        assert told.verdict == "logged-out", (point, told)
-        assert "was spent by account-cli pid " in told.summary, told
-        assert "its answer never reached the file" in told.summary, told
+        told = explain_row(scene.env)
+        assert told["verdict"] == "logged-out", (point, told)
+        assert "was spent by account-cli pid " in told["summary"], told
+        assert "its answer never reached the file" in told["summary"], told
         category = "window: answer in memory only, login lost"
     else:
         # Any login that reached the disk survives, and no token was ever sent twice.
@@ -298,9 +347,9 @@ async def recover(scene: Scene, point: str, *, killed: bool) -> Outcome:
             category = "before the request: old login kept, refreshed after"
         elif results[0] == "refreshed" and crashed_token == scene.original:
             category = "answer on disk: rolled forward"
-            assert any(e.rolled for e in journal), (point, "the roll-forward is not journaled")
+            assert any(e.get("rolled") for e in journal), (point, "roll-forward not journaled")
         else:
             category = "new login installed before the crash"
-        told = explain_profile(str(scene.config)).explanation
-        assert told.verdict == "intact", (point, told)
+        told = explain_row(scene.env)
+        assert told["verdict"] == "intact", (point, told)
     return Outcome(point=point, killed=killed, category=category, results=results)

@@ -14,9 +14,12 @@ from typing import Any
 
 from aiohttp import web
 
-from agent_accounts.io._layout import LAYOUTS, serialize
-
 CANARY = "CANARY"
+# The refresh's test seam (`AGENT_ACCOUNTS_TEST_PAUSE=<step>:<marker>`, see io/_pause.py; kept in
+# line with it by tests/internal/test_pause_seam.py): a refresh waits at a step while the marker
+# file exists.
+PAUSE_ENV = "AGENT_ACCOUNTS_TEST_PAUSE"
+PAUSE_STEPS = ("config-locked", "locked", "requested", "temp-written", "before-replace", "renamed")
 LOCK_NAMES = (".oauth_refresh.lock", ".oauth_refresh.lock.holder")
 
 
@@ -48,9 +51,11 @@ def credentials(
 
 
 def dump(doc: dict[str, Any], indent: str | None = None) -> bytes:
-    """Serialise as JSON.stringify would (test_layout checks that against node)."""
-    layout = next(x for x in LAYOUTS if x.indent == (indent or ""))
-    return serialize(doc, layout)
+    """Serialise as `JSON.stringify(doc, null, indent)` would for these documents (str keys, no
+    floats that print differently, non-ASCII as is): compact, or one key a line."""
+    if not indent:
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(doc, ensure_ascii=False, indent=indent).encode()
 
 
 def write_file(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -118,7 +118,7 @@ def test_every_public_function_has_a_one_line_imperative_docstring() -> None:
 def test_error_tree() -> None:
     assert issubclass(agent_accounts.AccountsError, Exception)
     assert issubclass(agent_accounts.RedactedError, agent_accounts.AccountsError)
-    doc = importlib.import_module("agent_accounts._errors").__doc__ or ""
+    doc = importlib.import_module(agent_accounts.AccountsError.__module__).__doc__ or ""
     assert "AccountsError" in doc
     assert "RedactedError" in doc
 

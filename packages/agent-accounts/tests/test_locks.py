@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from accounts_refresh_support import (
+    PAUSE_ENV,
+    PAUSE_STEPS,
     TokenServer,
     assert_no_canary,
     canary_token,
@@ -24,17 +26,14 @@ from accounts_refresh_support import (
     leftovers,
     write_file,
 )
-from agent_accounts.io import Profile
-from agent_accounts.io import _refresh as refresh_module
-from agent_accounts.io._refresh import PAUSE_ENV, PAUSE_STEPS, refresh_if_needed
+from agent_accounts.io import Profile, refresh_if_needed
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 MARGIN = 10 * 60 * 1000
 
 DRIVER = """
 import asyncio, sys
-from agent_accounts.io import Profile
-from agent_accounts.io._refresh import refresh_if_needed
+from agent_accounts.io import Profile, refresh_if_needed
 
 async def main() -> None:
     profile = Profile(label="work", config_dir=sys.argv[1])
@@ -213,53 +212,6 @@ async def test_proper_lockfile_sees_our_lock_as_held_and_fresh(
 
 
 # --- heartbeat -------------------------------------------------------------------------------
-
-
-async def test_heartbeat_keeps_mtime_fresh_and_the_record_in_step(
-    profile: Profile, server: TokenServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    seed_due(profile, server)
-    monkeypatch.setattr(refresh_module, "HEARTBEAT_INTERVAL_S", 0.02)
-    marker = tmp_path / "paused"
-    monkeypatch.setenv(PAUSE_ENV, f"requested:{marker}")
-    task = asyncio.create_task(refresh(profile, server))
-    await wait_for(marker)
-    lock = config_lock(profile)
-    first = lock.stat().st_mtime_ns
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        st = lock.stat()
-        rec = json.loads(record(profile).read_bytes())
-        entry = next(e for e in rec["locks"] if e["path"] == str(lock))
-        if st.st_mtime_ns > first and st.st_mtime_ns in entry["mtimes_ns"]:
-            break
-    else:
-        raise AssertionError("the heartbeat never renewed the lock")
-    marker.unlink()
-    assert (await task).status == "refreshed"
-    assert leftovers(Path(profile.config_dir)) == []
-
-
-async def test_a_lock_replaced_while_held_is_neither_touched_nor_removed(
-    profile: Profile, server: TokenServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    seed_due(profile, server)
-    monkeypatch.setattr(refresh_module, "HEARTBEAT_INTERVAL_S", 0.02)
-    marker = tmp_path / "paused"
-    monkeypatch.setenv(PAUSE_ENV, f"requested:{marker}")
-    task = asyncio.create_task(refresh(profile, server))
-    await wait_for(marker)
-    lock = config_lock(profile)
-    lock.rmdir()  # another client judged it stale and took it over
-    lock.mkdir()
-    os.utime(lock, (5, 5))
-    await asyncio.sleep(0.1)
-    assert lock.stat().st_mtime_ns == 5 * 10**9
-    marker.unlink()
-    await task
-    assert lock.is_dir()
-    assert lock.stat().st_mtime_ns == 5 * 10**9
-    lock.rmdir()
 
 
 async def test_release_frees_the_locks_when_the_record_removal_throws(

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import stat
+import subprocess
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +22,7 @@ from aiohttp import web
 
 from accounts_refresh_support import (
     CANARY,
+    PAUSE_ENV,
     assert_no_canary,
     canary_token,
     credentials,
@@ -29,14 +31,10 @@ from accounts_refresh_support import (
     leftovers,
     write_file,
 )
-from agent_accounts.io import Profile
-from agent_accounts.io import _install as install_module
-from agent_accounts.io import _refresh as refresh_module
-from agent_accounts.io._refresh import (
+from agent_accounts.io import (
     DEFAULT_REFRESH_SCOPES,
-    MAX_REFRESH_TIMEOUT_MS,
     OAUTH_CLIENT_ID,
-    PAUSE_ENV,
+    Profile,
     RefreshFailed,
     RefreshFailureDeposit,
     RefreshFresh,
@@ -47,7 +45,6 @@ from agent_accounts.io._refresh import (
     RefreshSkipped,
     refresh_if_needed,
 )
-from agent_accounts.io._refresh_results import RefreshStop, SkipReason
 
 NOW = 1_760_000_000_000
 HOUR_MS = 3_600_000
@@ -136,6 +133,25 @@ def profile(tmp_path: Path) -> Profile:
     return Profile(label="work", config_dir=str(config))
 
 
+NODE_DIR = Path(__file__).resolve().parent / "node"
+
+
+def stringify(doc: dict[str, Any], indent: str | None) -> bytes:
+    """What the agent client's node writes: `JSON.stringify(doc, null, indent)`, by node itself."""
+    script = (
+        "const fs = require('fs');"
+        "process.stdout.write(JSON.stringify(JSON.parse(fs.readFileSync(0)), null, process.argv[1]))"
+    )
+    done = subprocess.run(
+        ["node", "-e", script, indent or ""],
+        input=json.dumps(doc).encode(),
+        capture_output=True,
+        check=True,
+        cwd=NODE_DIR,
+    )
+    return done.stdout
+
+
 def cred_path(profile: Profile) -> Path:
     return Path(profile.config_dir) / ".credentials.json"
 
@@ -199,7 +215,7 @@ async def test_refreshed_changes_only_the_token_keys_in_every_layout(
         extra_block={"refreshTokenExpiresAt": NOW + 99 * HOUR_MS, "rateLimitTier": "tier_x"},
         extra_top={"zeta": [1.5, 1e21, None], "10": "int key"},
     )
-    seed(profile, doc, indent)
+    write_file(cred_path(profile), stringify(doc, indent))
     reply = ok_body(refresh_token_expires_in=7200)
     endpoint.replies.append(reply)
     result, deposits = await run(profile, endpoint)
@@ -213,10 +229,7 @@ async def test_refreshed_changes_only_the_token_keys_in_every_layout(
     block["refreshToken"] = sent["refresh_token"]
     block["expiresAt"] = NOW + 28800 * 1000
     block["refreshTokenExpiresAt"] = NOW + 7200 * 1000
-    from agent_accounts.io._layout import LAYOUTS, serialize
-
-    layout = next(x for x in LAYOUTS if x.indent == (indent or ""))
-    assert cred_path(profile).read_bytes() == serialize(expected, layout)
+    assert cred_path(profile).read_bytes() == stringify(expected, indent)
     assert stat.S_IMODE(cred_path(profile).stat().st_mode) == 0o600
     assert endpoint.requests[0]["refresh_token"] == old_refresh
     assert_clean(profile)
@@ -448,7 +461,7 @@ async def test_skipped_missing_file(profile: Profile, endpoint: Endpoint) -> Non
     ],
 )
 async def test_skipped_reasons(
-    profile: Profile, endpoint: Endpoint, tmp_path: Path, setup: str, reason: SkipReason
+    profile: Profile, endpoint: Endpoint, tmp_path: Path, setup: str, reason: str
 ) -> None:
     path = cred_path(profile)
     doc = credentials(expires_at_ms=NOW - 1)
@@ -481,7 +494,8 @@ async def test_skipped_reasons(
         write_file(path, dump(doc))
     uid = os.getuid() + 4242 if setup == "owner" else None
     result, deposits = await run(profile, endpoint, uid=uid)
-    assert result == RefreshSkipped(reason=reason)
+    assert isinstance(result, RefreshSkipped)
+    assert result.reason == reason
     assert deposits == []
     assert endpoint.requests == []
     assert_clean(profile)
@@ -678,27 +692,6 @@ async def test_network_failure_when_the_transport_raises_with_the_token(
     assert_no_canary(result)
 
 
-async def test_write_failed_when_rotated_and_io_when_not(
-    profile: Profile, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise OSError(28, "No space left on device")
-
-    before = seed(profile, credentials(expires_at_ms=NOW - 1))
-    monkeypatch.setattr(install_module, "rename_exchange", refuse)
-    endpoint.replies.append(ok_body(rotate=True))
-    result, deposits = await run(profile, endpoint)
-    assert result == RefreshFailed(failure="write-failed", deposited=True)
-    assert deposits[0].deposit_id == "token-refresh-work-relogin-2025-10-09"
-    assert cred_path(profile).read_bytes() == before
-    assert_clean(profile)
-    endpoint.replies.append(ok_body(rotate=False))
-    result, deposits = await run(profile, endpoint)
-    assert result == RefreshFailed(failure="io", deposited=True)
-    assert deposits[0].deposit_id == "token-refresh-work-2025-10-09"
-    assert_clean(profile)
-
-
 async def test_io_before_any_request_when_the_temp_cannot_be_created(
     profile: Profile, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -806,32 +799,6 @@ async def test_step6a_writer_kept_the_spent_token_gets_the_new_tokens(
     parsed = json.loads(written)
     assert parsed["newKey"] == {"kept": True}
     assert parsed["agentOauth"]["refreshToken"] == json.loads(reply.body)["refresh_token"]
-    assert_clean(profile)
-
-
-async def test_step6b_half_written_file_is_read_again_after_a_wait(
-    profile: Profile, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seed(profile, credentials(expires_at_ms=NOW - 1))
-    path = cred_path(profile)
-    whole = path.read_bytes()
-    real: Callable[..., bytearray | None] = getattr(install_module, "read_gated")  # noqa: B009
-    calls: list[int] = []
-
-    def flaky(p: str, **kwargs: Any) -> bytearray | None:
-        if p == str(path):
-            calls.append(1)
-        if p == str(path) and len(calls) == 3:
-            path.write_bytes(whole[: len(whole) // 2])  # step 6, first read: half-written
-        elif p == str(path) and len(calls) == 4:
-            path.write_bytes(whole)  # the writer finished
-        return real(p, **kwargs)
-
-    monkeypatch.setattr(install_module, "read_gated", flaky)
-    endpoint.replies.append(ok_body())
-    result, _ = await run(profile, endpoint)
-    assert result.status == "refreshed"
-    assert len(calls) == 4
     assert_clean(profile)
 
 
@@ -954,24 +921,6 @@ async def test_auth_url_must_be_https_or_loopback_http(profile: Profile, url: st
     with pytest.raises(ValueError) as info:
         await refresh_if_needed(profile, margin_ms=MARGIN, now_ms=NOW, auth_url=url)
     assert "pw" not in str(info.value)
-
-
-async def test_timeout_is_capped_at_thirty_seconds(
-    profile: Profile, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seen: list[float] = []
-
-    async def fake_exchange(client: Any, url: str, body: Any, timeout_s: float) -> Any:
-        seen.append(timeout_s)
-        raise RefreshStop(failure="network")
-
-    monkeypatch.setattr(refresh_module, "send_token_request", fake_exchange)
-    seed(profile, credentials(expires_at_ms=NOW - 1))
-    await refresh_if_needed(
-        profile, margin_ms=MARGIN, now_ms=NOW, timeout=3600, auth_url="https://a.test"
-    )
-    await refresh_if_needed(profile, margin_ms=MARGIN, now_ms=NOW, auth_url="https://a.test")
-    assert seen == [MAX_REFRESH_TIMEOUT_MS / 1000, 10.0]
 
 
 async def test_no_canary_anywhere_after_a_full_refresh(

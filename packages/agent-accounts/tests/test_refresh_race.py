@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from accounts_crash_support import JOURNAL_NAME, journal_lines
 from accounts_refresh_support import CANARY, run_race
-from agent_accounts._journal import parse_journal_line
-from agent_accounts.io._journal import JOURNAL_NAME
 
 
 @pytest.mark.slow
@@ -30,7 +29,7 @@ async def test_eight_cli_processes_and_a_writer_spend_each_token_once(tmp_path: 
     # The journal the racing processes shared: whole lines only, no token, each token spent once.
     raw = (tmp_path / "home" / ".agent" / JOURNAL_NAME).read_bytes()
     assert CANARY.encode() not in raw
-    entries = [parse_journal_line(line) for line in raw.split(b"\n") if line]
+    entries = journal_lines(tmp_path / "home" / ".agent")
     assert None not in entries
-    spends = [e.gen for e in entries if e is not None and e.event == "spend"]
+    spends = [e["gen"] for e in entries if e is not None and e["event"] == "spend"]
     assert len(spends) == len(set(spends)) == outcome.exchanges - outcome.writer_refreshes

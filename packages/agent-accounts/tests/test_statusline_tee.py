@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 
 from accounts_support import CANARY, account_cli, check_files, credentials, make_profile
 from agent_accounts.io import read_usage, write_session_reading
-from agent_accounts.io._sessions import session_file_name
 
 DATA = Path(__file__).resolve().parent / "data"
 PAYLOAD = DATA / "statusline_payload.json"
@@ -231,30 +231,30 @@ def test_a_session_id_never_leaves_the_sessions_dir(
 
 def test_ids_that_clean_to_the_same_text_get_their_own_files(home: Path) -> None:
     ids = ["a\nb", "a\0b", "a b", "a_b"]
-    names = [session_file_name(i) for i in ids]
-    assert len(set(names)) == len(ids)
-    assert names[3] == "a_b.json"  # a plain id keeps its plain name
     for index, session_id in enumerate(ids):
         limits = {"five_hour": {"used_percentage": index}, "seven_day": {"used_percentage": 1}}
         assert run(home, payload(session_id=session_id, rate_limits=limits)).err == ""
     stored = {p.name: json.loads(p.read_bytes()) for p in sessions(home).iterdir()}
-    assert {
-        name: stored[name]["rate_limits"]["five_hour"]["used_percentage"] for name in names
-    } == {name: index for index, name in enumerate(names)}
+    used = {
+        name: doc["rate_limits"]["five_hour"]["used_percentage"] for name, doc in stored.items()
+    }
+    assert sorted(used.values()) == [0, 1, 2, 3]  # four files, none overwritten
+    assert used["a_b.json"] == 3  # a plain id keeps its plain name
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=40))
 def test_two_different_ids_never_share_a_file(first: str, second: str) -> None:
-    try:
-        names = {session_file_name(first), session_file_name(second)}
-    except TypeError:
-        return  # refused (token-shaped): no file at all
-    assert len(names) == (1 if first == second else 2)
-    for name in names:
-        assert "/" not in name
-        assert not name.startswith(".")
-        assert name != "usage-poll.json"
+    with tempfile.TemporaryDirectory() as config:
+        try:
+            paths = {write_session_reading(config, i, reading()) for i in (first, second)}
+        except TypeError:
+            return  # refused (token-shaped): no file at all
+        assert len(paths) == (1 if first == second else 2)
+        for path in paths:
+            assert Path(path).parent == Path(config) / "status-cache" / "sessions"
+            assert not Path(path).name.startswith(".")
+            assert Path(path).name != "usage-poll.json"
 
 
 def test_then_starts_with_default_sigpipe_and_sigxfsz(home: Path) -> None:
@@ -441,17 +441,16 @@ def test_write_session_reading_takes_other_windows_and_text_through_the_full_che
 
 
 @pytest.mark.parametrize("bad", [None, 5, "", "x" * 129, "usage-poll", "sk-ant-x", "eyJabc"])
-def test_session_file_name_refuses(bad: object) -> None:
+def test_a_session_id_that_cannot_name_a_file_is_refused(tmp_path: Path, bad: Any) -> None:
     with pytest.raises(TypeError):
-        session_file_name(bad)
+        write_session_reading(tmp_path, bad, reading())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_new_session_removes_session_readings_a_week_stale(home: Path) -> None:
-    from agent_accounts.io._sessions import STALE_SESSION_S
-
     directory = sessions(home)
     directory.mkdir(parents=True)
-    old = time.time() - STALE_SESSION_S - 60
+    old = time.time() - 8 * 86400 - 60  # untouched for the README's 8 days
     keep = {
         "usage-poll.json": old,  # the poller's: never the tee's to remove
         "recent-session.json": time.time() - 3600,

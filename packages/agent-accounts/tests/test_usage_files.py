@@ -25,8 +25,7 @@ from accounts_support import (
     tree_of,
 )
 from agent_accounts import parse_usage_reading
-from agent_accounts.io import UsageFile, read_usage, write_reading
-from agent_accounts.io._backoff import Backoff, write_backoff
+from agent_accounts.io import UsageFile, read_usage, write_reading, write_session_reading
 
 INVALID = "reading must be a valid usage-poll reading"
 SECRET = "reading must not carry secret-shaped text"
@@ -97,8 +96,8 @@ def test_dirs_the_writers_create_are_0700_whatever_the_umask(tmp_path: Path, uma
     assert mode(root) == 0o755  # existed: not the package's to chmod
     # The other writers of status-cache share the helper.
     other = root / "other"
-    assert write_backoff(str(other), Backoff(until=NOW + 60, wait=60))
-    assert (mode(other), mode(other / "status-cache")) == (0o700, 0o700)
+    write_session_reading(other, "s1", reading(NOW))
+    assert (mode(other), mode(other / "status-cache"), mode(sessions(other))) == (0o700,) * 3
 
 
 def test_an_existing_status_cache_keeps_its_mode(config: Path, umask: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from agent_accounts.io._backoff import (
     backoff_after_429,
     backoff_from_bytes,
     read_backoff,
+    retry_after_seconds,
     write_backoff,
 )
 
@@ -86,3 +88,65 @@ def test_a_backoff_file_the_gate_refuses_counts_as_none(tmp_path: Path) -> None:
 def test_an_unwritable_backoff_file_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "status-cache").write_text("a file where the dir should be")
     assert write_backoff(str(tmp_path), backoff_after_429(None, now=NOW)) is False
+
+
+# ---- Retry-After (from test_poll_freshness) -------------------------------------------------
+
+
+def http_date(epoch: float) -> str:
+    return email.utils.formatdate(epoch, usegmt=True)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        (None, None),
+        ("1200", 1200.0),
+        (" 60 ", 60.0),
+        ("0", None),
+        ("-5", None),
+        ("1.5", None),
+        ("junk", None),
+        ("", None),
+        ("9" * 17, None),
+        ("٣٠٠", None),  # digits, but not ASCII ones
+        (http_date(NOW + 900), 900.0),
+        (http_date(NOW - 900), None),
+        ("Mon, 99 Foo 2026 99:99:99 GMT", None),
+        ("x" * 65, None),
+    ],
+)
+def test_retry_after_seconds(header: str | None, seconds: float | None) -> None:
+    assert retry_after_seconds(header, now=NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    ("previous", "retry_after", "wait"),
+    [
+        (None, None, BACKOFF_FIRST_S),
+        (None, 120.0, BACKOFF_FIRST_S),  # shorter than the backoff: the backoff stands
+        (None, 1200.0, 1200.0),
+        (None, 7200.0, 3600.0),  # capped at the spec's hour
+        (Backoff(until=NOW, wait=600.0), 900.0, 1200.0),  # doubling already asks for more
+        (Backoff(until=NOW, wait=600.0), 3000.0, 3000.0),
+        (Backoff(until=NOW, wait=3600.0), 3000.0, 3600.0),
+    ],
+)
+def test_backoff_after_429_honours_a_longer_retry_after(
+    previous: Backoff | None, retry_after: float | None, wait: float
+) -> None:
+    state = backoff_after_429(previous, now=NOW, retry_after=retry_after)
+    assert (state.wait, state.until) == (wait, NOW + wait)
+
+
+def test_the_backoff_file_makes_its_missing_dirs_private(tmp_path: Path) -> None:
+    # The usage files' helper: a missing config dir and status-cache are made 0700 (under a
+    # permissive umask too), as write_reading makes them.
+    other = tmp_path / "other"
+    old = os.umask(0o022)
+    try:
+        assert write_backoff(str(other), Backoff(until=NOW + 60, wait=60))
+    finally:
+        os.umask(old)
+    for made in (other, other / "status-cache"):
+        assert made.stat().st_mode & 0o777 == 0o700, made
