@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from accounts_support import CANARY, UsageServer, account_cli, check_files
+from accounts_support import CANARY, UsageServer, account_cli
 from agent_accounts import Alert, AlertMark, alert_crossings, parse_alert_thresholds
 from test_cli import Home
 
@@ -185,20 +184,6 @@ def test_parse_alert_thresholds(text: str, parsed: tuple[float, ...] | None) -> 
 
 
 # ---- poll --write --alert-at as a real subprocess ------------------------------------------------
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Iterator[Home]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield Home(path=path, url=server.url)
-    check_files(tmp_path)
 
 
 def answer(five: float, resets: str = "2099-01-01T05:00:00Z") -> Any:

@@ -15,32 +15,17 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from accounts_crash_support import Scene, new_scene
-from accounts_support import UsageServer, check_files
+from accounts_support import UsageServer
 from agent_accounts.io import read_usage
 from test_cli import Home, plant_reading
 
 HOURS_2 = 2 * 3600.0
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Iterator[Home]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield Home(path=path, url=server.url)
-    check_files(tmp_path)
 
 
 def answer(five: float, opus: float = 30.0) -> object:

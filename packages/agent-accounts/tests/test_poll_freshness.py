@@ -6,31 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from accounts_support import UsageServer, account_cli, check_files, make_profile
+from accounts_support import UsageServer, account_cli, make_profile
 from agent_accounts.io import poll_all
 from test_cli import Home, plant_reading
 
 DATA = Path(__file__).resolve().parent / "data"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Iterator[Home]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield Home(path=path, url=server.url)
-    check_files(tmp_path)
 
 
 # ---- poll --max-age ------------------------------------------------------------------------------
