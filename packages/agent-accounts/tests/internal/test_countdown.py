@@ -42,6 +42,7 @@ def seconds_of(text: str) -> tuple[int, int]:
 @given(durations)
 @example(0.0)
 @example(0.001)
+@example(5e-324)
 @example(59.999)
 @example(60.0)
 @example(3600.0)

@@ -101,7 +101,7 @@ def countdown(seconds: float) -> str:
     """
     if not seconds > 0:
         return "0m"
-    minutes = math.ceil(seconds / 60)
+    minutes = max(1, math.ceil(seconds / 60))  # a subnormal second / 60 underflows to 0
     if minutes < 60:
         return f"{minutes}m"
     if minutes < 24 * 60:
