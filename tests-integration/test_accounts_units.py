@@ -80,7 +80,7 @@ def test_service_is_a_sandboxed_oneshot_running_poll_write_refresh() -> None:
     service = unit["Service"]
     assert one_directive(unit, "Service", "Type") == "oneshot"
     assert one_directive(unit, "Service", "ExecStart") == (
-        "/bin/sh -c 'exec %h/.local/bin/account-cli poll --write --refresh'"
+        "/bin/sh -c 'exec %h/.local/bin/account-cli poll --write --refresh --period 150'"
     )
     assert one_directive(unit, "Service", "NoNewPrivileges") == "yes"
     assert one_directive(unit, "Service", "UMask") == "0077"

@@ -548,7 +548,9 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 # second line is always the usage of the command in question.
 POLL_USAGE = (
     "usage: account-cli poll [-h] [--write] [--refresh] [--max-age SECONDS]\n"
-    "                        [--alert-at PERCENTS] [--alert-exec CMD] [--json]"
+    "                        [--period SECONDS] [--alert-at PERCENTS]
+"
+    "                        [--alert-exec CMD] [--json]"
 )
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"

@@ -45,6 +45,10 @@ EXPECTED = {
     "choose_best",
     "reading_pace",
     "window_pace",
+    # when `poll --period` polls each profile
+    "MIN_POLL_GAP_S",
+    "poll_phases",
+    "poll_times",
     # functions
     "account_label",
     "login_state_from_credentials",
@@ -66,6 +70,7 @@ PRIVATE_MODULES = [
     "_oauth",
     "_pace",
     "_redact",
+    "_schedule",
     "_types",
     "_usage",
 ]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         window_pace,
     )
     from ._redact import REDACTED, redact_secrets
+    from ._schedule import MIN_POLL_GAP_S, poll_phases, poll_times
     from ._types import RateWindow, UsageReading
     from ._usage import KNOWN_WINDOWS, parse_usage_reading
 
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "window_pace",
     ),
     "_redact": ("REDACTED", "redact_secrets"),
+    "_schedule": ("MIN_POLL_GAP_S", "poll_phases", "poll_times"),
     "_types": ("RateWindow", "UsageReading"),
     "_usage": ("KNOWN_WINDOWS", "parse_usage_reading"),
 }
@@ -101,6 +103,7 @@ __all__ = [
     "DEFAULT_BEST_WINDOWS",
     "FRESH_READING_S",
     "KNOWN_WINDOWS",
+    "MIN_POLL_GAP_S",
     "REDACTED",
     "WINDOW_SECONDS",
     "AccountsError",
@@ -127,6 +130,8 @@ __all__ = [
     "needs_refresh",
     "parse_alert_thresholds",
     "parse_usage_reading",
+    "poll_phases",
+    "poll_times",
     "reading_pace",
     "redact_secrets",
     "usage_from_oauth_response",

@@ -110,6 +110,13 @@ def _poll_arguments(p: _Parser) -> None:
         help="skip a profile whose newest reading (session readings included) is younger",
     )
     p.add_argument(
+        "--period",
+        action=_OnceValue,
+        metavar="SECONDS",
+        help="spread the requests over SECONDS, each profile at its own stable time, and skip "
+        "one a session reports (needs --write; the unit passes its timer's 150)",
+    )
+    p.add_argument(
         "--alert-at",
         action=_OnceValue,
         metavar="PERCENTS",
@@ -329,6 +336,17 @@ def _check_poll(options: argparse.Namespace, usage: str) -> None:
             options.max_age = math.nan
         if not math.isfinite(options.max_age) or options.max_age <= 0:
             raise UsageError("argument --max-age: not a positive number of seconds", usage)
+    if options.period is not None:
+        try:
+            options.period = float(options.period)
+        except ValueError:
+            options.period = math.nan
+        if not math.isfinite(options.period) or not 0 < options.period <= 86400:
+            raise UsageError(
+                "argument --period: not a number of seconds above 0, at most 86400", usage
+            )
+        if not options.write:
+            raise UsageError("--period needs --write", usage)
     from ._alerts import alert_options
 
     alert_options(options, usage)

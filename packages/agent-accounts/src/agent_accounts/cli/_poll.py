@@ -4,7 +4,9 @@
 every profile without a reading younger than `--max-age` is polled; `--write` stores each reading
 (`poll_all`), then the alerts (`_alerts`) run over what was written. `--json` prints one object,
 `{"profiles": [...]}`, one row per profile (`_row`; the README lists the keys) instead of the
-lines; stderr and exit codes are the same.
+lines; stderr and exit codes are the same. `--period S` polls one profile at a time, each at its
+own stable phase of S (`_schedule`), at least a second after the previous answer, deciding at
+that moment whether a fresh reading skips it (`period_skip_reading`).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ if TYPE_CHECKING:
 
     from agent_accounts.io import PollEntry, PollResult, Profile
 
-__all__ = ["API_BASE_ENV", "AUTH_URL_ENV", "REFRESH_MARGIN_MS", "run"]
+__all__ = ["API_BASE_ENV", "AUTH_URL_ENV", "REFRESH_MARGIN_MS", "TURN_WAIT_S", "run"]
 
 REFRESH_MARGIN_MS: Final = 10 * 60 * 1000
 API_BASE_ENV: Final = "AGENT_API_BASE_URL"
 AUTH_URL_ENV: Final = "AGENT_AUTH_URL"
+TURN_WAIT_S: Final = 15.0
+"""How long a spread poll waits for another run polling the same profile (its 10 s timeout)."""
 
 
 def run(options: Namespace) -> int:
@@ -175,13 +179,18 @@ async def _poll(options: Namespace) -> int:
         code = await _refresh_all(profiles, os.environ.get(AUTH_URL_ENV) or None, refreshed)
     max_age = options.max_age
     alerting = bool(options.thresholds)
-    fresh = {} if max_age is None else _fresh_readings(profiles, max_age, alerting)
-    targets = [p for p in profiles if str(p.config_dir) not in fresh]
-    if options.write:
+    outcomes: dict[str, tuple[PollResult, PollEntry | None]]
+    if options.period is not None:
+        fresh, outcomes = await _poll_spread(profiles, options.period, max_age, alerting, api_base)
+        targets = []
+    else:
+        fresh = {} if max_age is None else _fresh_readings(profiles, max_age, alerting)
+        targets = [p for p in profiles if str(p.config_dir) not in fresh]
+    if options.period is not None:
+        pass
+    elif options.write:
         entries = await poll_all(profiles=targets, api_base=api_base) if targets else []
-        outcomes: dict[str, tuple[PollResult, PollEntry | None]] = {
-            str(p.config_dir): (e.result, e) for p, e in zip(targets, entries, strict=True)
-        }
+        outcomes = {str(p.config_dir): (e.result, e) for p, e in zip(targets, entries, strict=True)}
     else:
         import httpx
 
@@ -215,3 +224,77 @@ async def _poll(options: Namespace) -> int:
 
         codes.append(run_alerts(profiles, options.thresholds, options.alert_exec))
     return max([code, *codes])
+
+
+def _spread_skip(
+    config_dir: str, fresh_for: float, max_age: float | None, alerting: bool
+) -> tuple[Any, int] | None:
+    """The reading that lets a spread poll skip this profile now, or None (then it polls)."""
+    import time
+
+    from agent_accounts.io._freshness import period_skip_reading, poll_skip_reading
+
+    now = time.time()
+    try:
+        found = period_skip_reading(config_dir, max_age=fresh_for, now=now, alerting=alerting)
+        if found is None and max_age is not None:
+            found = poll_skip_reading(config_dir, max_age=max_age, now=now, alerting=alerting)
+    except (OSError, ValueError):
+        return None  # unreadable: poll it, and let the poll say what is wrong
+    return found
+
+
+async def _poll_spread(
+    profiles: Sequence[Profile],
+    period: float,
+    max_age: float | None,
+    alerting: bool,
+    api_base: str,
+) -> tuple[dict[str, tuple[Any, int]], dict[str, tuple[PollResult, PollEntry | None]]]:
+    """Poll each profile at its phase of `period`, one request at a time; skip the fresh ones.
+
+    The wait is measured on the monotonic clock from the start, so a wall clock stepped during
+    the run neither stretches nor skips it; each request starts at least `MIN_POLL_GAP_S` after
+    the previous one's answer, so no two are closer than that on the wire.
+    """
+    import asyncio
+    import contextlib
+    import time
+
+    import httpx
+
+    from agent_accounts._schedule import MIN_POLL_GAP_S, poll_phases, poll_times
+    from agent_accounts.io import poll_all
+    from agent_accounts.io._atomic import ensure_private_dir
+    from agent_accounts.io._dirlock import dir_locked
+    from agent_accounts.io._readings import sessions_dir
+
+    fresh_for = period if max_age is None else max_age
+    keys = [str(p.config_dir) for p in profiles]
+    phases = poll_phases(keys, period, machine=os.uname().nodename)
+    wall, mono = time.time(), time.monotonic()
+    due = poll_times(phases, period, wall)
+    fresh: dict[str, tuple[Any, int]] = {}
+    outcomes: dict[str, tuple[PollResult, PollEntry | None]] = {}
+    answered: float | None = None
+    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+        for index in sorted(range(len(profiles)), key=lambda i: due[i]):
+            profile, config_dir = profiles[index], str(profiles[index].config_dir)
+            start = mono + (due[index] - wall)
+            if answered is not None:
+                start = max(start, answered + MIN_POLL_GAP_S)
+            await asyncio.sleep(max(0.0, start - time.monotonic()))
+            # One run at a time decides and polls a profile: two timers at the same phase wait
+            # for each other, and the second finds the first's reading fresh. The lock is the
+            # sessions dir's own (made first, as the poll's write would).
+            with contextlib.suppress(OSError):
+                ensure_private_dir(sessions_dir(config_dir))
+            with dir_locked(sessions_dir(config_dir), wait_s=TURN_WAIT_S) as mine:
+                found = _spread_skip(config_dir, fresh_for, max_age, alerting) if mine else None
+                if found is not None:
+                    fresh[config_dir] = found
+                    continue
+                (entry,) = await poll_all(profiles=[profile], api_base=api_base, client=client)
+            outcomes[config_dir] = (entry.result, entry)
+            answered = time.monotonic()
+    return fresh, outcomes

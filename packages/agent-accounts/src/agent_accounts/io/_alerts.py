@@ -27,7 +27,6 @@ Each alert then fires three ways:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -44,6 +43,7 @@ from agent_accounts._numbers import plain_number
 from agent_accounts._redact import redact_secrets
 
 from ._atomic import atomic_write, ensure_private_dir
+from ._dirlock import dir_locked
 from ._gate import GateRefused, read_gated, zero
 from ._profiles import Profile
 from ._readings import newest_windows, status_cache_dir
@@ -135,35 +135,15 @@ def write_alert_marks(config_dir: str, marks: Mapping[str, AlertMark]) -> bool:
 
 @contextlib.contextmanager
 def _marks_locked(config_dir: str) -> Iterator[bool]:
-    """Hold an exclusive flock on the status-cache dir while marks are read and written.
+    """Hold the status-cache dir's flock (`dir_locked`) while marks are read and written.
 
     Two polls at once (the timer and one by hand) would otherwise both read the old marks and
-    both fire. The lock is the dir's own (no lock file); it is tried for at most
-    `MARKS_LOCK_WAIT_S`, and yields False when another process keeps it (or the dir cannot be
-    opened), so that profile's alerts wait for the next run, never repeat.
+    both fire. It is tried for at most `MARKS_LOCK_WAIT_S` and yields False when another process
+    keeps it (or the dir cannot be opened), so that profile's alerts wait for the next run,
+    never repeat; with no status-cache yet it yields True (writing will make it).
     """
-    try:
-        fd = os.open(status_cache_dir(config_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        yield True  # no status-cache yet: nothing to race over, and writing will make it
-        return
-    try:
-        deadline = time.monotonic() + MARKS_LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.02)
-            except OSError:
-                yield False
-                return
-        yield True
-    finally:
-        os.close(fd)  # closing the last descriptor releases the flock
+    with dir_locked(status_cache_dir(config_dir), wait_s=MARKS_LOCK_WAIT_S) as locked:
+        yield locked
 
 
 def _iso(epoch_s: float) -> str:

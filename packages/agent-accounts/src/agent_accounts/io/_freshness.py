@@ -1,4 +1,5 @@
-"""Freshness: the reading that lets `poll --max-age` skip a profile, and what is dated ahead.
+"""Freshness: the reading that lets `poll --max-age` or `poll --period` skip a profile, and what
+is dated ahead.
 
 A poll is skipped only when a fresh reading carries every window the poll would write (those
 of the poller's last reading, `usage-poll.json`; with none on disk the poll is never skipped,
@@ -6,6 +7,8 @@ since what it would write is unknown) and every window an alert watches (each wi
 mark names, when alerts are on). A status-line session's reading carries only `five_hour` and
 `seven_day`, so with per-model windows (`seven_day_opus`) only the poller's own reading can
 skip a poll: skipping on a session reading would stop every per-model reading and alert.
+`poll --period` lets a session's reading skip it while those per-model windows are at most ten
+minutes old (`period_skip_reading`): one request per account in use per ten minutes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import os
 from collections.abc import Iterable
 
+from agent_accounts._best import FRESH_READING_S
 from agent_accounts._types import UsageReading
 
 from ._alerts import read_alert_marks
@@ -27,7 +31,10 @@ from ._readings import (
     windows_by_newest,
 )
 
-__all__ = ["clock_ahead_notes", "older_windows", "poll_skip_reading"]
+__all__ = ["clock_ahead_notes", "older_windows", "period_skip_reading", "poll_skip_reading"]
+
+_SESSION_WINDOWS = ("five_hour", "seven_day")
+"""The windows a status-line session's reading carries."""
 
 
 def older_windows(
@@ -95,3 +102,27 @@ def poll_skip_reading(
     if alerting:
         needed.update(read_alert_marks(config_dir))
     return fresh_reading(config_dir, max_age=max_age, now=now, windows=sorted(needed))
+
+
+def period_skip_reading(
+    config_dir: str, *, max_age: float, now: float, alerting: bool
+) -> tuple[UsageReading, int] | None:
+    """Return the reading (and its age) that lets `poll --period` skip this profile, or None.
+
+    A reading younger than `max_age` (the period, or `--max-age`) that carries the windows a
+    session reports (`five_hour`, `seven_day`, those of them the poll writes) is the account's
+    truth, a status-line session's as much as the poller's own, while every window the poll
+    writes (and every window an alert marks) is at most `FRESH_READING_S` (10 minutes) old: so
+    an account in use is polled once per ten minutes, for its per-model windows, and one no
+    session uses is polled every period.
+    A reading whose date cannot be told never skips (`fresh_reading`).
+    """
+    if not os.path.lexists(os.path.join(sessions_dir(config_dir), USAGE_FILE)):
+        return None  # the poll's windows are unknown until it has written once
+    needed = set(poll_windows(config_dir))
+    if alerting:
+        needed.update(read_alert_marks(config_dir))
+    if fresh_reading(config_dir, max_age=FRESH_READING_S, now=now, windows=sorted(needed)) is None:
+        return None
+    main = [w for w in _SESSION_WINDOWS if w in needed] or sorted(needed)
+    return fresh_reading(config_dir, max_age=max_age, now=now, windows=main)
