@@ -362,6 +362,7 @@ async def test_status_shows_pace_for_every_window_the_per_model_ones_included(ho
         "elapsed_percentage": None,
         "resets_at": None,
         "projected_full_at": None,
+        "forecast": None,  # no history: written by hand, not by the poller
     }
     assert pace["seven_day_sonnet"]["projected_full_at"] == pytest.approx(now + 24 * 3600, abs=60)
 
@@ -556,7 +557,7 @@ STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"
 BEST_USAGE = "usage: account-cli best [-h] [--window NAME] [--json | --path]"
 TOP_USAGE = (
     "usage: account-cli [-h] [--version]\n"
-    "                   {best,explain,poll,run,status,statusline,statusline-tee,units}\n"
+    "                   {best,explain,history,poll,run,status,statusline,statusline-tee,units}\n"
     "                   ..."
 )
 EXPLAIN_USAGE = "usage: account-cli explain [-h] [--json] [LABEL]"
@@ -564,22 +565,22 @@ WINDOWS = "(five_hour, seven_day, seven_day_opus, seven_day_sonnet or seven_day_
 BAD_INVOCATIONS: list[tuple[list[str], str, str]] = [
     (
         [],
-        "missing command (best, explain, poll, run, status, statusline, statusline-tee or units)",
+        "missing command (best, explain, history, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["nope"],
-        "unknown command 'nope' (best, explain, poll, run, status, statusline, statusline-tee or units)",
+        "unknown command 'nope' (best, explain, history, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Poll"],
-        "unknown command 'Poll' (best, explain, poll, run, status, statusline, statusline-tee or units)",
+        "unknown command 'Poll' (best, explain, history, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (
         ["Best"],
-        "unknown command 'Best' (best, explain, poll, run, status, statusline, statusline-tee or units)",
+        "unknown command 'Best' (best, explain, history, poll, run, status, statusline, statusline-tee or units)",
         TOP_USAGE,
     ),
     (["best", "--write"], "unrecognized arguments: --write", BEST_USAGE),

@@ -48,6 +48,8 @@ EXPECTED = API_NAMES | {
     "UsageFile",
     # issue 17: the status-line tee's writer, for other tools that receive status-line payloads
     "write_session_reading",
+    # issue 28: each profile's usage history
+    "read_usage_history",
 }
 
 

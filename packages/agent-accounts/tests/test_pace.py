@@ -115,6 +115,7 @@ def test_reading_pace_covers_every_window_and_has_a_json_form() -> None:
         "elapsed_percentage": 40.0,
         "resets_at": FIVE_RESET,
         "projected_full_at": NOW + 0.5 * H,
+        "forecast": None,  # no history given
     }
     assert paces["seven_day_opus"].to_json()["elapsed_percentage"] == 14.29
     assert paces["extra"] == WindowPace(

@@ -342,3 +342,33 @@ def test_python_m_runs_it_too(home: Home) -> None:
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, f"{work}\n")
+
+
+def test_run_and_best_weigh_the_use_forecast_for_now(home: Home) -> None:
+    from agent_accounts.io import write_reading
+
+    now = time.time()
+    # `fast` read 80% eight minutes ago, climbing 2% a minute: about 96% now.
+    fast = home.add("fast")
+    for i in range(11):
+        t = now - 28 * 60 + i * 120
+        write_reading(
+            fast,
+            {
+                "session_id": "usage-poll",
+                "written_at": t,
+                "rate_limits": {
+                    "five_hour": {"used_percentage": 40 + 4 * i, "resets_at": now + 3 * HOUR},
+                    "seven_day": {"used_percentage": 10, "resets_at": now + DAY},
+                },
+            },
+        )
+    # `steady` has read 88% all along.
+    steady = home.add("steady", five_hour=(88, 3 * HOUR), seven_day=(10, DAY))
+    done = home.run("run", "--", *SHOW_DIR)
+    assert (done.code, done.out) == (0, f"{steady}\n")
+    assert done.err.startswith("account-cli: run: steady: most room, 12% left, ")
+    assert home.run("best").out == "steady\n"
+    # Without its history `fast`'s reading alone (80%) would have won.
+    (fast / "status-cache" / "usage-history.jsonl").unlink()
+    assert home.run("run", "--", *SHOW_DIR).out == f"{fast}\n"

@@ -221,8 +221,12 @@ def test_a_session_id_never_leaves_the_sessions_dir(
     assert run(home, payload(session_id=session_id)).err == ""
     created = set(home.parent.rglob("*")) - before
     assert sessions(home) / file in created
+    history = sessions(home).parent / "usage-history.jsonl"  # a fixed name, beside the dir
     assert all(
-        p == sessions(home) or p.is_relative_to(sessions(home)) or p in sessions(home).parents
+        p == sessions(home)
+        or p.is_relative_to(sessions(home))
+        or p in sessions(home).parents
+        or p == history
         for p in created
     )
     stored = json.loads((sessions(home) / file).read_bytes())

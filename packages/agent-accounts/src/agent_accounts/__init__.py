@@ -37,9 +37,11 @@ if TYPE_CHECKING:
         BestChoice,
         NoBest,
         RejectReason,
+        WindowForecast,
         WindowPace,
         choose_best,
         reading_pace,
+        window_forecast,
         window_pace,
     )
     from ._redact import REDACTED, redact_secrets
@@ -71,9 +73,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BestChoice",
         "NoBest",
         "RejectReason",
+        "WindowForecast",
         "WindowPace",
         "choose_best",
         "reading_pace",
+        "window_forecast",
         "window_pace",
     ),
     "_redact": ("REDACTED", "redact_secrets"),
@@ -122,6 +126,7 @@ __all__ = [
     "RefusalReason",
     "RejectReason",
     "UsageReading",
+    "WindowForecast",
     "WindowPace",
     "account_label",
     "alert_crossings",
@@ -135,5 +140,6 @@ __all__ = [
     "reading_pace",
     "redact_secrets",
     "usage_from_oauth_response",
+    "window_forecast",
     "window_pace",
 ]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias, cast, get_args
 
 from ._best import FRESH_READING_S, finite, rank_rows
+from ._forecast import forecast_window
 from ._login import LoginExpired, LoginPresent, LoginState
 from ._types import RateWindow, UsageReading
 
@@ -24,9 +25,11 @@ __all__ = [
     "BestChoice",
     "NoBest",
     "RejectReason",
+    "WindowForecast",
     "WindowPace",
     "choose_best",
     "reading_pace",
+    "window_forecast",
     "window_pace",
 ]
 
@@ -45,6 +48,62 @@ DEFAULT_BEST_WINDOWS: Final = ("five_hour", "seven_day")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WindowForecast:
+    """When a window fills at the pace of its history (epoch seconds; None: not before reset).
+
+    `full_at` extends the least-squares slope of the whole current window so far from its newest
+    point to 100%; `earliest` and `latest` take the steeper and the gentler of that slope and
+    the recent one (the last tenth of the window's length). `rate_per_hour` is the overall slope
+    in percentage points per hour; `points` how many readings it rests on.
+    """
+
+    window: str
+    full_at: float | None
+    earliest: float | None
+    latest: float | None
+    rate_per_hour: float
+    points: int
+
+    def to_json(self) -> dict[str, object]:
+        """Return the JSON form `account-cli status --json` and `history --json` print."""
+        return {
+            "full_at": self.full_at,
+            "earliest": self.earliest,
+            "latest": self.latest,
+            "rate_per_hour": round(self.rate_per_hour, 3),
+            "points": self.points,
+        }
+
+
+def window_forecast(
+    name: str, history: Iterable[UsageReading], now: float
+) -> WindowForecast | None:
+    """Forecast when window `name` fills from a profile's usage history, at `now`.
+
+    None when the history holds no slope for the current window (fewer than two readings of
+    it, spanning under five minutes) or the window has reset by `now`. Raises ValueError for a
+    bad `now`.
+    """
+    if finite(now) is None:
+        raise ValueError("now must be a finite number of epoch seconds")
+    readings = list(history)
+    found = forecast_window(name, readings, now)
+    if found is None:
+        return None
+    from ._forecast import forecast_points
+
+    full_at, earliest, latest, rate = found[0], found[1], found[2], found[3]
+    return WindowForecast(
+        window=name,
+        full_at=full_at,
+        earliest=earliest,
+        latest=latest,
+        rate_per_hour=rate,
+        points=len(forecast_points(name, readings, now)),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WindowPace:
     """One window's pace at `now`.
 
@@ -60,6 +119,7 @@ class WindowPace:
     elapsed_percentage: float | None
     resets_at: float | None
     projected_full_at: float | None
+    forecast: WindowForecast | None = None
 
     def to_json(self) -> dict[str, object]:
         """Return the JSON form `account-cli status --json` prints."""
@@ -70,6 +130,7 @@ class WindowPace:
             else round(self.elapsed_percentage, 2),
             "resets_at": self.resets_at,
             "projected_full_at": self.projected_full_at,
+            "forecast": None if self.forecast is None else self.forecast.to_json(),
         }
 
 
@@ -107,9 +168,23 @@ def window_pace(name: str, window: RateWindow, now: float) -> WindowPace:
     )
 
 
-def reading_pace(reading: UsageReading, now: float) -> dict[str, WindowPace]:
-    """Compute the pace of every window of a reading at `now`, keyed by window name."""
-    return {name: window_pace(name, window, now) for name, window in reading["rate_limits"].items()}
+def reading_pace(
+    reading: UsageReading, now: float, *, history: Iterable[UsageReading] = ()
+) -> dict[str, WindowPace]:
+    """Compute the pace of every window of a reading at `now`, keyed by window name.
+
+    With the profile's usage `history`, each window's pace carries its `forecast`.
+    """
+    readings = list(history)
+    paces = {}
+    for name, window in reading["rate_limits"].items():
+        pace = window_pace(name, window, now)
+        if readings:
+            found = window_forecast(name, readings, now)
+            if found is not None:
+                pace = replace(pace, forecast=found)
+        paces[name] = pace
+    return paces
 
 
 # ---- the best account now ------------------------------------------------------------------

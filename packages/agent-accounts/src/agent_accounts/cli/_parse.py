@@ -98,6 +98,20 @@ def _explain_arguments(p: _Parser) -> None:
     p.add_argument("--json", action=_Once, help="print JSON")
 
 
+def _history_arguments(p: _Parser) -> None:
+    p.add_argument("label", nargs="?", metavar="LABEL", help="one profile's label")
+    p.add_argument(
+        "--window", action=_OnceValue, metavar="NAME", help="only this window (default: all)"
+    )
+    p.add_argument(
+        "--since",
+        action=_OnceValue,
+        metavar="TIME",
+        help="from this ISO 8601 time, or this long ago (90s, 30m, 2h, 7d; default: 24h)",
+    )
+    p.add_argument("--json", action=_Once, help="print JSON (every reading and the forecasts)")
+
+
 def _poll_arguments(p: _Parser) -> None:
     p.add_argument("--write", action=_Once, help="store each reading as usage-poll.json")
     p.add_argument(
@@ -202,6 +216,11 @@ _SUBCOMMANDS: Final = {
         "tell from the refresh journal what happened to each login (or LABEL's)",
         _explain_arguments,
     ),
+    "history": (
+        "_history",
+        "show each profile's stored readings and when each window fills (no request)",
+        _history_arguments,
+    ),
     "poll": ("_poll", "poll the usage endpoint for every profile", _poll_arguments),
     "run": (
         "_run",
@@ -284,6 +303,8 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
             "--format and --no-color are for the tee's own line, not --then's",
             command.format_usage(),
         )
+    elif options.command == "history":
+        _check_history(options, command.format_usage())
     elif options.command == "best":
         from agent_accounts._usage import KNOWN_WINDOWS
 
@@ -323,6 +344,42 @@ def _check_run(options: argparse.Namespace, usage: str) -> None:
             raise UsageError(
                 "argument --switch-at: not a percentage above 0 and at most 100", usage
             )
+
+
+_SPANS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _since(text: str) -> float | None:
+    """An ISO 8601 time (a zone-less one is UTC) or a span ago (`90s`, `30m`, `2h`, `7d`)."""
+    import time
+
+    if len(text) > 1 and text[-1] in _SPANS and text[:-1].isdigit() and text.isascii():
+        return time.time() - int(text[:-1]) * _SPANS[text[-1]]
+    from datetime import UTC, datetime
+
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def _check_history(options: argparse.Namespace, usage: str) -> None:
+    """Check history's flags: a window name and a time."""
+    from agent_accounts._usage import is_window_name
+
+    if options.window is not None and not is_window_name(options.window):
+        raise UsageError(f"argument --window: not a window name: {options.window!r}", usage)
+    if options.since is not None:
+        since = _since(options.since)
+        if since is None or not math.isfinite(since):
+            raise UsageError(
+                f"argument --since: not a time (ISO 8601, or 90s, 30m, 2h, 7d): {options.since!r}",
+                usage,
+            )
+        options.since = since
 
 
 def _check_poll(options: argparse.Namespace, usage: str) -> None:

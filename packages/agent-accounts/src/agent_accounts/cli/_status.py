@@ -65,7 +65,29 @@ def _pace_line(name: str, pace: dict[str, Any], now: float) -> str:
         parts.append("100% not projected")
     else:
         parts.append(f"100% projected at {local_time(full, now=now)}")
+    forecast = pace.get("forecast")
+    if forecast is not None:
+        parts.append(_forecast_part(forecast))
     return f"  {name}: {', '.join(parts)}"
+
+
+def _forecast_part(forecast: dict[str, Any]) -> str:
+    """`forecast full at T (E .. L)` from the history's slope, or `not full before reset`."""
+    if forecast["full_at"] is None:
+        return "forecast not full before reset"
+    low = "?" if forecast["earliest"] is None else iso(forecast["earliest"])
+    high = "after reset" if forecast["latest"] is None else iso(forecast["latest"])
+    return f"forecast full at {iso(forecast['full_at'])} ({low} .. {high})"
+
+
+def _history(config_dir: str, now: float) -> list[Any]:
+    """The profile's usage history for the forecasts; an unreadable one gives none."""
+    from agent_accounts.io import read_usage_history
+
+    try:
+        return read_usage_history(config_dir, now=now, since=now - 7 * 86400)
+    except OSError:
+        return []
 
 
 def _status(*, as_json: bool) -> int:
@@ -135,7 +157,9 @@ def _status(*, as_json: bool) -> int:
                     "pace": {
                         name: pace.to_json()
                         for name, pace in sorted(
-                            reading_pace(usage.reading, now).items(),
+                            reading_pace(
+                                usage.reading, now, history=_history(profile.config_dir, now)
+                            ).items(),
                             key=lambda item: window_order(item[0]),
                         )
                     },

@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._discovery import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV
     from ._files import UsageFile, read_login_state, read_usage, write_reading
+    from ._history import read_usage_history
     from ._poll import (
         EXPIRY_MARGIN_MS,
         PollEntry,
@@ -48,6 +49,7 @@ _LAZY = {
     **dict.fromkeys(("Profile", "discover_profiles"), "._profiles"),
     "DEFAULT_API_BASE": "._urls",
     "write_session_reading": "._sessions",
+    "read_usage_history": "._history",
     **dict.fromkeys(
         (
             "EXPIRY_MARGIN_MS",
@@ -124,6 +126,7 @@ __all__ = [
     "poll_usage",
     "read_login_state",
     "read_usage",
+    "read_usage_history",
     "refresh_if_needed",
     "write_reading",
     "write_session_reading",

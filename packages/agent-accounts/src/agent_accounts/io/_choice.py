@@ -11,6 +11,7 @@ from agent_accounts._best import FRESH_READING_S, rank_rows
 
 from ._credentials import read_login_facts
 from ._discovery import profile_dirs
+from ._history import read_usage_history
 from ._readings import newest_reading
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agent_accounts._best import Row
+    from agent_accounts._types import UsageReading
 
 __all__ = ["profile_rows", "rank_profiles"]
 
@@ -53,5 +55,32 @@ def profile_rows(windows: Sequence[str], *, now: float) -> tuple[list[tuple[str,
                 usage = newest_reading(config_dir, now=now, redact_text=False)
         except OSError:
             usage = None
-        rows.append((label, status, can_refresh, None if usage is None else usage[0]))
+        reading = None if usage is None else _as_of_now(config_dir, usage[0], windows, now)
+        rows.append((label, status, can_refresh, reading))
     return profiles, rows
+
+
+def _as_of_now(
+    config_dir: str, reading: UsageReading, windows: Sequence[str], now: float
+) -> UsageReading:
+    """Return the reading with each named window's use as its history forecasts it for `now`.
+
+    A reading is up to ten minutes old: an account filling fast has less room now than it said
+    then (`use_now`, the window's slope over its history; never lower than the reading). No
+    history, or an unreadable one, leaves the reading as it is.
+    """
+    from agent_accounts._forecast import use_now
+
+    try:
+        history = read_usage_history(config_dir, now=now, since=now - 7 * 86400)
+    except OSError:
+        return reading
+    if not history:
+        return reading
+    limits = dict(reading["rate_limits"])
+    for name in windows:
+        window = limits.get(name)
+        estimate = None if window is None else use_now(name, [*history, reading], now)
+        if window is not None and estimate is not None and estimate > window["used_percentage"]:
+            limits[name] = {**window, "used_percentage": estimate}
+    return {**reading, "rate_limits": limits}

@@ -20,6 +20,7 @@ from agent_accounts import (
 from ._atomic import atomic_write, ensure_private_dir
 from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES, read_credentials
 from ._gate import GateRefused
+from ._history import append_history
 from ._readings import USAGE_FILE, newest_reading, sessions_dir
 
 __all__ = [
@@ -69,9 +70,12 @@ def write_reading(config_dir: str | os.PathLike[str], reading: object) -> str:
     directory = sessions_dir(os.fspath(config_dir))
     try:
         ensure_private_dir(directory)
-        return atomic_write(directory, USAGE_FILE, text.encode())
+        written = atomic_write(directory, USAGE_FILE, text.encode())
     except OSError as exc:
         failure = redact_secrets(exc)
+    else:
+        append_history(config_dir, parsed)  # never raises: a full disk keeps the reading
+        return written
     raise failure  # outside the handler, so no __context__ links the original
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from agent_accounts._oauth import TokenAnswer
 
 from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
 from ._gate import GateRefused, read_gated, zero
+from ._linelog import append_line_data, read_line_data, rotated_name
 from ._lock_dirs import pid_is_gone
 from ._refresh_results import (
     RefreshFailed,
@@ -61,12 +61,9 @@ __all__ = [
 ]
 
 JOURNAL_NAME: Final = ".oauth_refresh.journal"
-ROTATED_NAME: Final = JOURNAL_NAME + ".1"
+ROTATED_NAME: Final = rotated_name(JOURNAL_NAME)
 JOURNAL_MAX_BYTES: Final = 64 * 1024
 _READ_MAX: Final = 2 * JOURNAL_MAX_BYTES  # another writer's lines may push it past the cap
-_OPEN_FLAGS: Final = (
-    os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-)
 
 _process_name: str | None = None
 
@@ -99,73 +96,21 @@ def marks_of(document: object) -> LoginMarks | None:
     )
 
 
-def _owned(st: os.stat_result, uid: int) -> bool:
-    return (
-        stat.S_ISREG(st.st_mode)
-        and st.st_uid == uid
-        and not st.st_mode & 0o077
-        and st.st_nlink == 1
-    )
-
-
-def _open(path: str, uid: int) -> tuple[int, os.stat_result] | None:
-    fd = os.open(path, _OPEN_FLAGS, 0o600)
-    try:
-        st = os.fstat(fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    if not _owned(st, uid):  # a planted file: never written through
-        os.close(fd)
-        return None
-    return fd, st
-
-
-def _append(config_dir: str, uid: int, data: bytes) -> None:
-    path = os.path.join(config_dir, JOURNAL_NAME)
-    opened = _open(path, uid)
-    if opened is None:
-        return
-    fd, st = opened
-    try:
-        if st.st_size and st.st_size + len(data) > JOURNAL_MAX_BYTES:
-            # Rotate only the file this descriptor holds (another process may have rotated it).
-            current = os.lstat(path)
-            if (current.st_dev, current.st_ino) == (st.st_dev, st.st_ino):
-                os.rename(path, os.path.join(config_dir, ROTATED_NAME))
-            os.close(fd)
-            fd = -1
-            opened = _open(path, uid)
-            if opened is None:
-                return
-            fd, st = opened
-        if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
-            data = b"\n" + data  # a line cut short by a full disk stays one bad line
-        os.write(fd, data)  # one write: appenders interleave whole lines
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
 def append_entries(config_dir: str, uid: int, entries: Sequence[JournalEntry]) -> None:
     """Append entries as whole lines in one write; never raises (it never fails a refresh)."""
     if not entries:
         return
     with contextlib.suppress(Exception):
-        _append(config_dir, uid, b"".join(journal_line(e) for e in entries))
+        data = b"".join(journal_line(e) for e in entries)
+        append_line_data(config_dir, JOURNAL_NAME, data, uid=uid, max_bytes=JOURNAL_MAX_BYTES)
 
 
 def _lines(path: str, uid: int) -> list[JournalEntry]:
     try:
-        raw = read_gated(path, uid=uid, max_bytes=_READ_MAX, strict=True)
-    except (GateRefused, OSError):
+        lines = read_line_data(path, uid=uid, max_bytes=_READ_MAX)
+    except OSError:
         return []
-    if raw is None:
-        return []
-    try:
-        return [e for line in bytes(raw).split(b"\n") if (e := parse_journal_line(line))]
-    finally:
-        zero(raw)
+    return [e for line in lines if (e := parse_journal_line(line))]
 
 
 def journal_refusal(config_dir: str, *, uid: int | None = None) -> str | None:

@@ -136,11 +136,16 @@ def write_session_reading(
     directory = sessions_dir(os.fspath(config_dir))
     try:
         ensure_private_dir(directory)
-        return atomic_write(directory, name, text.encode())
+        written = atomic_write(directory, name, text.encode())
     except OSError as exc:
         from agent_accounts._redact import redact_secrets
 
         failure = redact_secrets(exc)
+    else:
+        from ._history import append_history
+
+        append_history(config_dir, parsed)  # never raises: a full disk keeps the reading
+        return written
     raise failure  # outside the handler, so no __context__ links the original
 
 

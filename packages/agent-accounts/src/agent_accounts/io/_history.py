@@ -1,0 +1,151 @@
+"""Usage history: every stored reading, one JSON line each, in `status-cache/usage-history.jsonl`.
+
+`write_reading` (the poller) and `write_session_reading` (the status-line tee) append each
+reading they store, through the capped line log (`_linelog`: one `write` per line on an
+`O_APPEND` descriptor, rotated to `.1` past `HISTORY_MAX_BYTES`, this user's own file only). A
+reading whose windows equal the last line's (same source, the same use and reset in each window)
+is not appended unless that line is `HISTORY_HEARTBEAT_S` old: an idle account or a session
+redrawing its status line every few seconds adds nothing. Appending never fails a write: a full
+disk, a read-only mount or a planted file skips the line. Read back through the strict gate;
+a line that does not parse (cut short by a full disk) is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from agent_accounts._usage import parse_usage_reading
+
+from ._atomic import ensure_private_dir
+from ._linelog import append_line_data, read_line_data, rotated_name
+from ._readings import CLOCK_AHEAD_S, status_cache_dir
+
+TYPE_CHECKING = False  # not typing's: `best` and `run` read the history at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Final
+
+    from agent_accounts._types import UsageReading
+
+__all__ = [
+    "HISTORY_FILE",
+    "HISTORY_HEARTBEAT_S",
+    "HISTORY_LINE_MAX",
+    "HISTORY_MAX_BYTES",
+    "append_history",
+    "history_line",
+    "read_usage_history",
+]
+
+HISTORY_FILE: Final = "usage-history.jsonl"
+HISTORY_MAX_BYTES: Final = 1024 * 1024
+"""Past this the file is rotated to `.1`: a profile's history holds at most about 2 MiB."""
+HISTORY_LINE_MAX: Final = 2048
+HISTORY_HEARTBEAT_S: Final = 600.0
+"""An unchanged reading is still appended once the last line is this old."""
+_TAIL_BYTES: Final = 2 * HISTORY_LINE_MAX
+
+
+def history_line(reading: UsageReading) -> bytes | None:
+    """Return the history line of a valid reading (compact JSON, no `account`); None if too long."""
+    kept: dict[str, object] = {
+        "session_id": reading["session_id"],
+        "written_at": reading["written_at"],
+        "rate_limits": reading["rate_limits"],
+    }
+    if "source" in reading:
+        kept["source"] = reading["source"]
+    data = json.dumps(kept, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    return data if len(data) <= HISTORY_LINE_MAX else None
+
+
+def _parse_line(line: bytes) -> UsageReading | None:
+    if not line or len(line) > HISTORY_LINE_MAX:
+        return None
+    try:
+        reading = parse_usage_reading(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
+    if reading is None or not reading["rate_limits"]:
+        return None
+    return reading
+
+
+def _same_as(reading: UsageReading) -> Callable[[bytes], bool]:
+    def unchanged(last: bytes) -> bool:
+        before = _parse_line(last)
+        if before is None or before.get("source") != reading.get("source"):
+            return False
+        if not 0 <= reading["written_at"] - before["written_at"] < HISTORY_HEARTBEAT_S:
+            return False
+        return before["rate_limits"] == reading["rate_limits"]
+
+    return unchanged
+
+
+def append_history(config_dir: str | os.PathLike[str], reading: UsageReading) -> bool:
+    """Append a stored reading to the profile's history; False when skipped. Never raises."""
+    try:
+        data = history_line(reading)
+        if data is None:
+            return False
+        directory = status_cache_dir(os.fspath(config_dir))
+        ensure_private_dir(directory)
+        return append_line_data(
+            directory,
+            HISTORY_FILE,
+            data,
+            uid=os.getuid(),
+            max_bytes=HISTORY_MAX_BYTES,
+            unless_last=_same_as(reading),
+            tail_bytes=_TAIL_BYTES,
+        )
+    except Exception:  # a full disk, a read-only mount: the reading itself is stored
+        return False
+
+
+def read_usage_history(
+    config_dir: str | os.PathLike[str],
+    *,
+    now: float | None = None,
+    since: float | None = None,
+    uid: int | None = None,
+) -> list[UsageReading]:
+    """Return a profile's history, oldest first: the rotated file's lines, then the current's.
+
+    Lines that do not parse are skipped; so is a line dated more than a minute ahead of `now`
+    (a clock that was ahead: its place in time cannot be told) and, with `since`, one written
+    before it. Both files are read through the strict gate (this user's own, owner-only, singly
+    linked regular file; anything else reads as empty). Raises ValueError for a non-finite
+    `now` or `since`, and an unexpected filesystem error redacted, without a cause.
+    """
+    import time
+
+    current = time.time() if now is None else now
+    if not math.isfinite(current) or (since is not None and not math.isfinite(since)):
+        raise ValueError("now and since must be finite numbers of epoch seconds")
+    owner = os.getuid() if uid is None else uid
+    directory = status_cache_dir(os.fspath(config_dir))
+    readings: list[UsageReading] = []
+    try:
+        for name in (rotated_name(HISTORY_FILE), HISTORY_FILE):
+            path = os.path.join(directory, name)
+            for line in read_line_data(path, uid=owner, max_bytes=2 * HISTORY_MAX_BYTES):
+                reading = _parse_line(line)
+                if reading is None or reading["written_at"] > current + CLOCK_AHEAD_S:
+                    continue
+                if since is not None and reading["written_at"] < since:
+                    continue
+                readings.append(reading)
+    except OSError as exc:
+        from agent_accounts._redact import redact_secrets
+
+        failure: BaseException | None = redact_secrets(exc)
+    else:
+        failure = None
+    if failure is not None:
+        raise failure
+    readings.sort(key=lambda r: r["written_at"])
+    return readings
