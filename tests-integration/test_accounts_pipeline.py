@@ -88,6 +88,11 @@ async def test_poll_write_reaches_the_product_and_its_event_stream(
             assert profile["label"] == "work"
             assert profile["login"]["status"] == "present"
             assert profile["usage"]["rate_limits"]["five_hour"]["used_percentage"] >= 0
+            # The reading also went to the profile's history: one point so far, no forecast yet.
+            used = profile["usage"]["rate_limits"]["five_hour"]["used_percentage"]
+            assert [point[1] for point in profile["history"]["five_hour"]] == [used]
+            assert profile["forecast"]["five_hour"] is None
+            assert before["data"]["profiles"][0]["history"] == {}
             assert usage.calls == ["/api/oauth/usage"]
     finally:
         await usage.close()

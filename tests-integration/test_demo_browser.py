@@ -105,6 +105,22 @@ def test_page_shows_bars_and_updates_live(demo: dict[str, str], tmp_path: Path) 
             assert rows == ["1", "2", "3", "4"]
             assert page.inner_text("#prs tbody tr[data-number='1'] td.ready-yes") == "ready"
             assert "check-failed" in page.inner_text("#prs tbody tr[data-number='2']")
+            # Each window's history is drawn as a small chart that grows as the poller writes,
+            # with the forecast of when it fills beside it.
+            page.wait_for_function(
+                "[...document.querySelectorAll('.card svg.history[data-window=five_hour]')]"
+                ".filter(s => Number(s.dataset.points) >= 2"
+                " && s.querySelector('polyline')).length === 3",
+                timeout=30_000,
+            )
+            forecasts = page.eval_on_selector_all(
+                ".trend[data-window=five_hour] .forecast", "fs => fs.map(f => f.textContent)"
+            )
+            assert len(forecasts) == 3
+            assert all(
+                f == "no forecast yet" or f == "not full before it resets" or f.startswith("full ~")
+                for f in forecasts
+            ), forecasts
             # A live update: the forge moves and the poller writes; the page re-renders by itself.
             renders = int(page.evaluate("document.body.dataset.renders || '0'"))
             page.wait_for_function(

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_accounts.io import Profile, discover_profiles, read_login_state, read_usage
+from agent_accounts import window_forecast
+from agent_accounts.io import (
+    Profile,
+    discover_profiles,
+    read_login_state,
+    read_usage,
+    read_usage_history,
+)
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -30,6 +37,33 @@ from local_daemon import CommandError, Registry
 __all__ = ["build_registry", "forge_errors_as_command_errors", "why_the_forge_failed"]
 
 _PASSING = frozenset({"success", "neutral", "skipped"})
+_CHART_POINTS = 60
+_CHART_SPAN_S = 24 * 3600
+
+
+def _history_and_forecast(config_dir: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each window's last day as at most 60 `[t, used]` points, and its forecast (or None)."""
+    import time
+
+    now = time.time()
+    try:
+        history = read_usage_history(config_dir, now=now, since=now - 7 * 86400)
+    except OSError:
+        return {}, {}
+    names = sorted({name for reading in history for name in reading["rate_limits"]})
+    charts: dict[str, Any] = {}
+    forecasts: dict[str, Any] = {}
+    for name in names:
+        points = [
+            [r["written_at"], r["rate_limits"][name]["used_percentage"]]
+            for r in history
+            if name in r["rate_limits"] and r["written_at"] >= now - _CHART_SPAN_S
+        ]
+        step = max(1, len(points) // _CHART_POINTS)
+        charts[name] = [*points[-1::-step][::-1]]
+        found = window_forecast(name, history, now)
+        forecasts[name] = None if found is None else found.to_json()
+    return charts, forecasts
 
 
 def forge_errors_as_command_errors(exc: ForgeError) -> CommandError:
@@ -106,7 +140,8 @@ def build_registry(
 
     @registry.command
     def accounts() -> dict[str, Any]:
-        """Every local profile's login state and newest usage reading (no request is sent)."""
+        """Every local profile's login state, newest usage reading, the last day of its usage
+        history per window and when each window fills (no request is sent)."""
         rows = []
         found = list_profiles()
         if not found:
@@ -120,10 +155,13 @@ def build_registry(
             except OSError:
                 login = {"status": "unreadable"}
             usage = read_usage(profile.config_dir)
+            charts, forecasts = _history_and_forecast(str(profile.config_dir))
             rows.append(
                 {
                     "label": profile.label,
                     "login": login,
+                    "history": charts,
+                    "forecast": forecasts,
                     "usage": None
                     if usage is None
                     else {

@@ -28,6 +28,32 @@ function bar(name, window) {
     el("div", { class: "bar" }, fill));
 }
 
+// A window's last day as a small line chart (SVG built node by node, never from markup).
+const SVG = "http://www.w3.org/2000/svg";
+function chart(name, points) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "history");
+  svg.setAttribute("data-window", name);
+  svg.setAttribute("data-points", String(points.length));
+  svg.setAttribute("viewBox", "0 0 100 24");
+  svg.setAttribute("preserveAspectRatio", "none");
+  if (points.length > 1) {
+    const t0 = points[0][0];
+    const span = Math.max(1, points[points.length - 1][0] - t0);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", points.map(([t, used]) =>
+      `${(((t - t0) / span) * 100).toFixed(2)},${(24 - (Math.max(0, Math.min(100, used)) / 100) * 24).toFixed(2)}`).join(" "));
+    svg.append(line);
+  }
+  return svg;
+}
+
+function forecastText(forecast) {
+  if (!forecast) return "no forecast yet";
+  if (forecast.full_at === null) return "not full before it resets";
+  return `full ~${new Date(forecast.full_at * 1000).toLocaleTimeString()}`;
+}
+
 // An empty section always says why: the command's own `problem`, a failed request, or no rows.
 function note(id, text) {
   const node = document.getElementById(id);
@@ -43,7 +69,13 @@ function renderAccounts(data) {
     const card = el("article", { class: "card", "data-label": p.label },
       el("h3", {}, el("span", { text: p.label }), el("span", { class: "login", text: p.login.status })));
     if (p.usage) {
-      for (const [name, w] of Object.entries(p.usage.rate_limits)) card.append(bar(name, w));
+      for (const [name, w] of Object.entries(p.usage.rate_limits)) {
+        card.append(bar(name, w));
+        const history = (p.history || {})[name] || [];
+        const forecast = (p.forecast || {})[name] || null;
+        card.append(el("div", { class: "trend", "data-window": name },
+          chart(name, history), el("span", { class: "forecast", text: forecastText(forecast) })));
+      }
       card.append(el("div", { class: "age", text: `reading ${p.usage.age_seconds}s old` }));
     } else {
       card.append(el("div", { class: "age", text: "no reading yet" }));
