@@ -549,8 +549,7 @@ async def test_statusline_imports_neither_httpx_nor_typer(home: Home) -> None:
 # second line is always the usage of the command in question.
 POLL_USAGE = (
     "usage: account-cli poll [-h] [--write] [--refresh] [--max-age SECONDS]\n"
-    "                        [--period SECONDS] [--alert-at PERCENTS]
-"
+    "                        [--period SECONDS] [--alert-at PERCENTS]\n"
     "                        [--alert-exec CMD] [--json]"
 )
 STATUS_USAGE = "usage: account-cli status [-h] [--json | --statusline]"

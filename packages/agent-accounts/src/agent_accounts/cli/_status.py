@@ -11,6 +11,7 @@ from ._exits import EXIT_FAILED, EXIT_LOGIN, EXIT_OK, err
 from ._output import (
     config_dir_problem,
     countdown,
+    iso,
     local_time,
     percent,
     say_none_found,
