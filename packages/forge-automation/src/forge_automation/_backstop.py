@@ -24,13 +24,13 @@ from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
 from ._errors import BackstopTruncated, ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, gh_call, graphql_args, run_gh
+from ._github.failures import graphql_failure
 from ._github.graphql import (
     BACKSTOP_CONTEXTS_QUERY,
     BACKSTOP_QUERY,
     BACKSTOP_REVIEWS_QUERY,
     OPEN_PAGE,
 )
-from ._redact import redact_forge_secrets
 from ._validate import validate_branch, validate_repo, validate_sha, validate_since
 
 __all__ = [
@@ -186,9 +186,9 @@ def gh_graphql_api(
         response = gh_call(runner, graphql_args(), input=body, read=True, timeout=timeout)
         data = response.json()
         if not isinstance(data, Mapping):
-            raise ForgeCliError(
-                "GraphQL answered no object", status=response.status, kind="malformed"
-            )
+            failure = graphql_failure(data, response.status)
+            assert failure is not None  # anything but an object is a failure
+            raise failure
         return data
 
     return call
@@ -226,15 +226,10 @@ class _Reader:
     def send(self, query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
         answer: object = self.api(query, {"owner": self.owner, "name": self.name, **variables})
         self.queries += 1
-        if not isinstance(answer, Mapping):
-            raise ForgeCliError("GraphQL answered no object", kind="malformed")
-        errors = answer.get("errors")
-        if errors:
-            first = errors[0] if isinstance(errors, list) else errors
-            message = first.get("message") if isinstance(first, Mapping) else str(first)
-            raise ForgeCliError(
-                redact_forge_secrets(f"GraphQL error: {str(message)[:300]}"), kind="http"
-            )
+        failure = graphql_failure(answer)
+        if failure is not None:
+            raise failure
+        assert isinstance(answer, Mapping)  # graphql_failure refuses anything else
         data = answer.get("data")
         if not isinstance(data, Mapping):
             raise ForgeCliError("GraphQL answered no data", kind="malformed")

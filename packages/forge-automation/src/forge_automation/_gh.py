@@ -1,11 +1,12 @@
-"""The one transport to `gh`: the child itself, argv, `-i` parsing, failure kinds, read retries.
+"""The one transport to `gh`, the thin adapter under `_github`: it runs `gh api -i` and hands back
+status, headers and body (`GhResponse`).
 
 Every gh child of the package starts here (`start_gh`; `run_gh` is start-and-finish): the wire's
 REST and GraphQL calls, the backstop's GraphQL reads, forge-cli's own reads (job logs, a check run
 by id) and pr-status's read started before the library is imported. The calls go through
-`gh_call`. `-i` makes gh print the status line and headers before the body: that is how a 304
-reads as "not modified" (gh exits 1 on it) and how every failure gets its HTTP status, its kind
-and its Retry-After.
+`gh_call` (`send` for a `_github.rest.RestRequest`). `-i` makes gh print the status line and
+headers before the body: that is how a 304 reads as "not modified" (gh exits 1 on it) and how
+every failure gets its HTTP status; `_github.failures` maps it to its kind and Retry-After.
 
 A read (never a write) that fails with a secondary rate limit, an exhausted primary limit or a 5xx
 is made again after the wait the forge asked for (Retry-After, the limit's reset, else 1 then 2 s),
@@ -22,8 +23,8 @@ import re
 import subprocess
 import time
 
-from ._errors import ForgeCliError, failure_of_status
-from ._ghenv import API_VERSION, gh_child_env, rest_args
+from ._errors import ForgeCliError
+from ._ghenv import gh_child_env
 
 # Not `typing.TYPE_CHECKING`: importing typing would delay pr-status's first read.
 TYPE_CHECKING = False
@@ -31,11 +32,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    from ._errors import ForgeFailure
     from ._exec import ExecOptions, ExecResult, GhExec
+    from ._github.rest import RestRequest
 
 __all__ = [
-    "API_VERSION",
     "DEFAULT_TIMEOUT",
     "GhChild",
     "GhResponse",
@@ -43,8 +43,9 @@ __all__ = [
     "gh_call",
     "graphql_args",
     "parse_gh_response",
-    "rest_args",
+    "request_args",
     "run_gh",
+    "send",
     "start_gh",
 ]
 
@@ -53,15 +54,9 @@ DEFAULT_TIMEOUT = 60.0
 # How often one read is made at most, and the waits between 5xx answers without Retry-After.
 MAX_ATTEMPTS = 3
 _SERVER_BACKOFF = (1.0, 2.0)
-# A secondary rate limit without Retry-After: GitHub documents "wait at least one minute".
-_SECONDARY_WAIT = 60.0
 
 _STATUS_LINE = re.compile(rb"\AHTTP/[0-9.]+ (\d{3})[^\r\n]*\r?\n")
 _LINK_NEXT = re.compile(r'<[^>]*>\s*;\s*rel="next"')
-_FREE_PLAN = re.compile(
-    r"upgrade to github pro|make this repository public to enable this feature", re.I
-)
-_RATE_LIMITED = re.compile(r"rate limit", re.I)
 # gh 2.97 and later refuse to print a body holding terminal escape sequences (an ANSI-coloured
 # Actions log) unless given this flag, which older gh does not know: it exits 1 after printing
 # the headers, and says so on stderr. That answer is the detection; the flag is then passed to
@@ -229,17 +224,37 @@ def parse_gh_response(stdout: bytes) -> GhResponse | None:
     return GhResponse(status=int(match.group(1)), headers=headers, body=body)
 
 
+def _header_args(headers: Sequence[tuple[str, str]]) -> list[str]:
+    return [arg for name, value in headers for arg in ("-H", f"{name}: {value}")]
+
+
 def graphql_args() -> list[str]:
     """Return the argv of one GraphQL call; the document and variables go on stdin as JSON."""
-    return ["api", "graphql", "-i", "--input", "-", "-H", f"X-GitHub-Api-Version: {API_VERSION}"]
+    from ._github.headers import graphql_headers
+
+    return ["api", "graphql", "-i", "--input", "-", *_header_args(graphql_headers())]
+
+
+def request_args(request: RestRequest) -> list[str]:
+    """Return the argv of one REST call (`gh api -i`); a body goes on stdin (`--input -`)."""
+    args = ["api", "-i", "--method", request.method, request.path]
+    args += _header_args(request.all_headers())
+    if request.body is not None:
+        args += ["--input", "-"]
+    return args
 
 
 def failure_of(
     result: ExecResult, response: GhResponse | None, secrets: Sequence[str] = ()
 ) -> ForgeCliError:
-    """Return the ForgeCliError for a call that did not succeed, its kind and wait included."""
+    """Return the ForgeCliError for a call that did not succeed, its kind and wait included.
+
+    An HTTP answer is mapped by `_github.failures.response_failure`; gh exiting without one is
+    kind `no-answer`.
+    """
     # Imported here: a call that succeeds (pr-status's every call, mostly) never needs it.
-    from ._redact import redact_forge_secrets, redact_split
+    from ._github.failures import response_failure
+    from ._redact import redact_split
 
     if response is None:
         out, err = redact_split(
@@ -251,66 +266,9 @@ def failure_of(
         return ForgeCliError(
             f"gh exited {result.returncode}: {joined or 'no output'}", kind="no-answer"
         )
-    message = _message_of(response.body)
-    kind, wait = _classify(response.status, response.headers, message)
-    text = f"gh api failed with HTTP {response.status}: {message or 'no message'}"
-    return ForgeCliError(
-        redact_forge_secrets(text, extra=secrets)[:2000],
-        status=response.status,
-        kind=kind,
-        retry_after=wait,
+    return response_failure(
+        response.status, response.headers, response.body, secrets=secrets, now=time.time()
     )
-
-
-def _message_of(body: bytes) -> str:
-    import contextlib
-    import json
-    from collections.abc import Mapping
-
-    decoded: object = None
-    with contextlib.suppress(ValueError):
-        decoded = json.loads(body)
-    if not isinstance(decoded, Mapping):
-        return body[:500].decode("utf-8", "replace").strip()
-    message = str(decoded.get("message") or "")
-    errors = decoded.get("errors")
-    if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
-        detail = errors[0].get("message") or errors[0].get("code")
-        if detail:
-            message = f"{message}: {detail}" if message else str(detail)
-    return message
-
-
-def _seconds(value: str | None) -> float | None:
-    import contextlib
-
-    if value is None:
-        return None
-    with contextlib.suppress(ValueError):
-        seconds = float(value)
-        if 0 <= seconds < 1e9:
-            return seconds
-    return None
-
-
-def _classify(
-    status: int, headers: Mapping[str, str], message: str
-) -> tuple[ForgeFailure, float | None]:
-    if status >= 500:
-        return "server", _seconds(headers.get("retry-after"))
-    if status not in (403, 429):
-        return failure_of_status(status), None
-    retry_after = _seconds(headers.get("retry-after"))
-    if retry_after is not None:
-        return "rate-limited", retry_after
-    if headers.get("x-ratelimit-remaining") == "0":
-        reset = _seconds(headers.get("x-ratelimit-reset"))
-        return "rate-limited", None if reset is None else max(reset - time.time(), 0.0)
-    if status == 429 or _RATE_LIMITED.search(message):
-        return "rate-limited", _SECONDARY_WAIT
-    if _FREE_PLAN.search(message):
-        return "free-plan", None
-    return "forbidden", None
 
 
 def _refused_escapes(result: ExecResult) -> bool:
@@ -384,3 +342,31 @@ def gh_call(
     if error is not None:
         raise error from None
     raise ForgeCliError("gh call not made: its deadline had passed", kind="timeout")
+
+
+def send(
+    exec: GhExec,
+    request: RestRequest,
+    *,
+    env: Mapping[str, str] | None = None,
+    deadline: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    secrets: Sequence[str] = (),
+    observe: Callable[[Mapping[str, str]], None] | None = None,
+) -> GhResponse:
+    """Make one REST `request` through `gh_call` and return its 2xx (or `request.ok`) answer."""
+    import json
+
+    body = None if request.body is None else json.dumps(request.body).encode()
+    return gh_call(
+        exec,
+        request_args(request),
+        input=body,
+        env=env,
+        read=request.read,
+        deadline=deadline,
+        timeout=timeout,
+        ok=request.ok,
+        secrets=secrets,
+        observe=observe,
+    )

@@ -1,7 +1,7 @@
-"""What every `gh` child gets: a few environment defaults under the caller's, and REST argv.
+"""What every `gh` child gets: a few environment defaults under the caller's.
 
 A module of its own, importing only `os`, so that forge-cli can start gh children with exactly the
-wire's environment and argv before the rest of the library is imported.
+wire's environment before the rest of the library is imported.
 """
 
 from __future__ import annotations
@@ -9,18 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = [
-    "API_VERSION",
-    "GH_CHILD_DEFAULTS",
-    "JSON_ACCEPT",
-    "gh_child_env",
-    "protection_path",
-    "rest_args",
-]
-
-# Pinned here, not left to gh: gh sends this header by default only from 2.88 on.
-API_VERSION = "2022-11-28"
-JSON_ACCEPT = "application/vnd.github+json"
+__all__ = ["GH_CHILD_DEFAULTS", "gh_child_env"]
 
 # Under the caller's environment, which wins. TCELL_MINIMIZE: gh links tcell, whose init builds a
 # rune-width table over all of Unicode unless this is set; that is over half the CPU time of a
@@ -43,28 +32,3 @@ GH_CHILD_DEFAULTS: Mapping[str, str] = {
 def gh_child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return the environment `run_gh` gives a child: defaults, os.environ, then `extra`."""
     return {**GH_CHILD_DEFAULTS, **os.environ, **(extra or {})}
-
-
-def protection_path(repo: str, branch: str) -> str:
-    """Return the REST path of a branch's classic protection, each piece quoted as the wire's.
-
-    Here rather than in the wire so that pr-status can start this read before the wire loads.
-    """
-    from urllib.parse import quote
-
-    return f"repos/{quote(repo, safe='/')}/branches/{quote(branch, safe='/')}/protection"
-
-
-def rest_args(
-    method: str,
-    path: str,
-    *,
-    accept: str = JSON_ACCEPT,
-    headers: Mapping[str, str] | None = None,
-) -> list[str]:
-    """Return the argv of one REST call (`gh api -i`), the API version pinned."""
-    args = ["api", "-i", "--method", method, path, "-H", f"Accept: {accept}"]
-    args += ["-H", f"X-GitHub-Api-Version: {API_VERSION}"]
-    for name, value in (headers or {}).items():
-        args += ["-H", f"{name}: {value}"]
-    return args

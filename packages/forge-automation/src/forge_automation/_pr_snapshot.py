@@ -21,220 +21,30 @@ whole is read again over REST, exactly as before (`pr_snapshot`):
   review state through `ForgePort.review_state` (every page).
 A failed or malformed read raises ForgeCliError; "no such PR or repository" is its 404.
 
-Readers that need more of the PR add fields to `PR_SNAPSHOT_QUERY` and read them from
-`PrSnapshot.data` (the raw `pullRequest` object). Module-level imports: none beyond `__future__`,
-so forge-cli can start the read before the library loads.
+The answer is read by `_github.snapshot` (`parse_pr_snapshot`); readers that need more of the PR
+add fields to the document and read them from `PrSnapshot.data` (the raw `pullRequest` object).
+Module-level imports: none beyond `__future__`, so forge-cli can start the read before the
+library loads.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
-
     from ._exec import GhExec
+    from ._github.snapshot import PrSnapshot
     from ._port import ForgePort
-    from ._records import CheckRun, ClassicProtection, PullRequest, RequiredChecks, ReviewState
+    from ._records import CheckRun, ClassicProtection, ReviewState
     from ._rules import BranchRules
 
 __all__ = [
-    "PrSnapshot",
     "complete_pr_snapshot",
-    "parse_pr_snapshot",
     "pr_review_state",
     "pr_snapshot",
-    "pr_snapshot_request",
     "read_classic_protection",
     "read_pr_snapshot",
     "rest_port",
 ]
-
-NO_SUCH_PR = "GraphQL: no such repository or pull request"
-
-
-def pr_snapshot_request(repo: str, number: int) -> bytes:
-    """Return the GraphQL request body (stdin of `gh api graphql --input -`) for one PR."""
-    import json
-
-    from ._github.graphql import PR_SNAPSHOT_QUERY
-
-    owner, _, name = repo.partition("/")
-    variables = {"owner": owner, "name": name, "number": number}
-    return json.dumps({"query": PR_SNAPSHOT_QUERY, "variables": variables}).encode()
-
-
-class PrSnapshot:
-    """What the GraphQL read answered whole; None where a part must be read over REST.
-
-    `pr` carries `behind`/`behind_by` only once `pr_snapshot` has settled them. `runs` is every
-    run of the head (superseded ones included), `rules` the rulesets' required checks with at
-    least one context, `up_to_date` True when the base tip is among the head's ancestors read.
-    `data` is the raw `pullRequest` object.
-    """
-
-    __slots__ = ("data", "pr", "rules", "runs", "up_to_date")
-
-    def __init__(
-        self,
-        *,
-        pr: PullRequest,
-        runs: tuple[CheckRun, ...] | None,
-        rules: RequiredChecks | None,
-        up_to_date: bool,
-        data: Mapping[str, Any],
-    ) -> None:
-        self.pr = pr
-        self.runs = runs
-        self.rules = rules
-        self.up_to_date = up_to_date
-        self.data = data
-
-
-def parse_pr_snapshot(body: Any) -> PrSnapshot | None:
-    """Read a GraphQL answer to PR_SNAPSHOT_QUERY; None when it holds an `errors` entry.
-
-    A missing repository or PR raises ForgeCliError with status 404; an answer of another
-    shape raises ForgeCliError (kind `malformed`).
-    """
-    from ._errors import ForgeCliError
-    from ._shape import _mapped_data, _obj
-
-    if isinstance(body, dict) and body.get("errors"):
-        if _not_found(body):
-            raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
-        return None
-    data = _mapped_data("a pull request snapshot", body, lambda d: _obj(_obj(d)["data"]))
-    repository = data.get("repository")
-    if repository is None:
-        raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
-    return _mapped_data("a pull request snapshot", repository, _snapshot)
-
-
-def _not_found(body: Mapping[str, Any]) -> bool:
-    errors = body.get("errors")
-    if not isinstance(errors, list):
-        return False
-    for error in errors:
-        if not isinstance(error, dict) or error.get("type") != "NOT_FOUND":
-            return False
-        if error.get("path") not in (["repository"], ["repository", "pullRequest"]):
-            return False
-    return True
-
-
-def _snapshot(repository: Any) -> PrSnapshot:
-    from ._records import PullRequest
-    from ._shape import _bool, _int, _list, _obj, _opt_obj, _opt_str, _str, _Unmappable
-
-    data = _obj(_obj(repository)["pullRequest"])
-    state = _str(data["state"])
-    if state not in ("OPEN", "CLOSED", "MERGED"):
-        raise _Unmappable
-    merged = _bool(data["merged"])
-    head_sha = _str(data["headRefOid"])
-    head_repo = _opt_obj(data.get("headRepository"))
-    pr = PullRequest(
-        number=_int(data["number"]),
-        state="open" if state == "OPEN" else "closed",
-        head_sha=head_sha,
-        head_ref=_str(data["headRefName"]),
-        head_repo=_str(head_repo["nameWithOwner"]) if head_repo else None,
-        base_ref=_str(data["baseRefName"]),
-        base_sha=_opt_str(data.get("baseRefOid")),
-        mergeable_state=_str(data["mergeStateStatus"]).lower(),
-        merged=merged,
-        merge_sha=_opt_str(_opt_obj(data.get("mergeCommit")).get("oid")),
-        merged_at=_opt_str(data.get("mergedAt")),
-        draft=_bool(data["isDraft"]),
-        title=_opt_str(data.get("title")) or "",
-    )
-    base = _opt_obj(data.get("baseRef"))
-    base_tip = _opt_str(_opt_obj(base.get("target")).get("oid"))
-    commits = _list(_obj(data["commits"])["nodes"])
-    head = _obj(_obj(commits[-1])["commit"]) if commits else None
-    runs = None
-    up_to_date = False
-    if head is not None and _str(head["oid"]) == head_sha:
-        runs = _runs(head, head_sha)
-        ancestors = {_str(_obj(c)["oid"]) for c in _list(_obj(head["history"])["nodes"])}
-        up_to_date = base_tip is not None and (base_tip == head_sha or base_tip in ancestors)
-    return PrSnapshot(
-        pr=pr, runs=runs, rules=_rules(base.get("rules")), up_to_date=up_to_date, data=data
-    )
-
-
-def _runs(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | None:
-    from ._records import CheckRun
-    from ._shape import _app_id, _bool, _int, _list, _obj, _opt_obj, _opt_str, _str
-
-    suites = _obj(commit["checkSuites"])
-    if _bool(_obj(suites["pageInfo"])["hasNextPage"]):
-        return None
-    runs: list[CheckRun] = []
-    for suite in _list(suites["nodes"]):
-        app_id = _app_id(_opt_obj(_obj(suite).get("app")).get("databaseId"))
-        connection = _obj(_obj(suite)["checkRuns"])
-        if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
-            return None
-        for node in _list(connection["nodes"]):
-            run = _obj(node)
-            conclusion = _opt_str(run.get("conclusion"))
-            runs.append(
-                CheckRun(
-                    id=_int(run["databaseId"]),
-                    name=_str(run["name"]),
-                    status=_str(run["status"]).lower(),
-                    conclusion=conclusion.lower() if conclusion is not None else None,
-                    app_id=app_id,
-                    head_sha=head_sha,
-                    completed_at=_opt_str(run.get("completedAt")),
-                    started_at=_opt_str(run.get("startedAt")),
-                    details_url=_opt_str(run.get("detailsUrl")),
-                    external_id=_opt_str(run.get("externalId")) or None,
-                )
-            )
-    # REST lists a commit's runs newest first; the order only matters to readers of ids.
-    return tuple(sorted(runs, key=lambda r: r.id, reverse=True))
-
-
-def _rules(value: object) -> RequiredChecks | None:
-    """Return the rulesets' required checks, or None when they must be read over REST."""
-    from ._records import RequiredChecks, RequiredContext, ReviewRules
-    from ._shape import _app_id, _bool, _int, _list, _obj, _str
-    from ._verdict import merge_required_checks
-
-    if value is None:
-        return None  # no rules connection (no base ref, or not readable): REST decides
-    connection = _obj(value)
-    if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
-        return None
-    found: list[RequiredChecks] = []
-    for node in _list(connection["nodes"]):
-        rule = _obj(node)
-        if _str(rule["type"]) == "PULL_REQUEST":
-            params = _obj(rule["parameters"])
-            reviews = ReviewRules(
-                required_approving_review_count=_int(params["requiredApprovingReviewCount"]),
-                require_code_owner_review=_bool(params["requireCodeOwnerReview"]),
-                require_last_push_approval=_bool(params["requireLastPushApproval"]),
-                dismiss_stale_reviews_on_push=_bool(params["dismissStaleReviewsOnPush"]),
-                required_review_thread_resolution=_bool(params["requiredReviewThreadResolution"]),
-                source="ruleset",
-            )
-            found.append(RequiredChecks(reviews=reviews))
-            continue
-        if _str(rule["type"]) != "REQUIRED_STATUS_CHECKS":
-            continue
-        params = _obj(rule["parameters"])
-        checks = [_obj(c) for c in _list(params["requiredStatusChecks"])]
-        contexts = tuple(
-            RequiredContext(context=_str(c["context"]), app_id=_app_id(c.get("integrationId")))
-            for c in checks
-        )
-        strict = _bool(params["strictRequiredStatusChecksPolicy"])
-        found.append(RequiredChecks(contexts=contexts, strict=strict))
-    return merge_required_checks(found)
 
 
 def pr_snapshot(
@@ -261,6 +71,7 @@ def read_pr_snapshot(
     ForgeCliError too.
     """
     from ._gh import gh_call, graphql_args
+    from ._github.snapshot import PrSnapshot, parse_pr_snapshot, pr_snapshot_request
     from ._validate import validate_number, validate_repo
 
     validate_repo(repo)
@@ -282,13 +93,12 @@ def read_classic_protection(
     None for GitHub's 404 `Branch not protected`; its 404 `Not Found` raises ProtectionHidden;
     any other failed or malformed read raises ForgeCliError.
     """
-    from ._gh import gh_call
-    from ._ghenv import protection_path, rest_args
-    from ._protection_shape import classic_protection_of
+    from ._gh import send
+    from ._github.protection import classic_protection_of
+    from ._github.rest import get_branch_protection
 
-    args = rest_args("GET", protection_path(repo, branch))
-    response = gh_call(exec, args, read=True, timeout=timeout, ok=frozenset({404}))
-    return classic_protection_of(response, repo, branch)
+    response = send(exec, get_branch_protection(repo, branch), timeout=timeout)
+    return classic_protection_of(response.status, response.json(), repo, branch)
 
 
 def rest_port(exec: GhExec, timeout: float | None) -> ForgePort:
@@ -319,6 +129,7 @@ def complete_pr_snapshot(
     from dataclasses import replace
 
     from ._errors import ForgeCliError
+    from ._github.snapshot import PrSnapshot
     from ._parallel import parallel
     from ._rules import load_branch_rules
 
@@ -390,22 +201,13 @@ def pr_review_state(
     """
     from dataclasses import replace
 
-    from ._review_shape import review_state_from_pull
+    from ._github.snapshot import review_state_from_snapshot
     from ._rules import load_branch_rules
-    from ._shape import _list, _mapped_data, _obj, _str
 
     pr = snapshot.pr
-
-    def from_document(data: Any) -> ReviewState | None:
-        commits = _list(_obj(data["commits"])["nodes"])
-        head = _obj(_obj(commits[-1])["commit"]) if commits else None
-        if head is None or _str(head["oid"]) != pr.head_sha:
-            return None  # the head commit's users are not in the document
-        return review_state_from_pull(data, head)
-
     state = None
     if snapshot.data:
-        state = _mapped_data("a pull request snapshot", snapshot.data, from_document)
+        state = review_state_from_snapshot(snapshot.data, pr.head_sha)
     port = None
     if state is None or state.head_sha != pr.head_sha:
         port = rest_port(exec, timeout)

@@ -184,6 +184,6 @@ def load_review_state(
 
 
 def _hidden(repo: str, branch: str) -> ProtectionHidden:
-    from ._protection_shape import protection_hidden
+    from ._github.protection import protection_hidden
 
     return protection_hidden(repo, branch)

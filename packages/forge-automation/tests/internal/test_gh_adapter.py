@@ -14,14 +14,15 @@ import pytest
 from fakeforge import ForgeServer
 from forge_automation import ExecOptions, ExecResult, ForgeCliError
 from forge_automation._gh import (
-    API_VERSION,
     GhResponse,
     failure_of,
     gh_call,
     graphql_args,
     parse_gh_response,
+    request_args,
 )
-from forge_automation._ghenv import rest_args
+from forge_automation._github.headers import API_VERSION
+from forge_automation._github.rest import get_repository, get_user, job_logs
 
 APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"
 OK = b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}"
@@ -72,7 +73,7 @@ class Clock:
 def call(script: Script, clock: Clock, *, read: bool = True, deadline: float | None = None) -> int:
     response = gh_call(
         script,
-        rest_args("GET", "repos/a/b"),
+        request_args(get_repository("a/b")),
         read=read,
         deadline=deadline,
         timeout=60.0,
@@ -148,7 +149,7 @@ def test_a_passed_deadline_starts_no_child() -> None:
 
 
 def test_every_call_pins_the_api_version() -> None:
-    assert f"X-GitHub-Api-Version: {API_VERSION}" in rest_args("GET", "user")
+    assert f"X-GitHub-Api-Version: {API_VERSION}" in request_args(get_user())
     assert f"X-GitHub-Api-Version: {API_VERSION}" in graphql_args()
 
 
@@ -186,7 +187,7 @@ def test_a_refused_escape_sequence_body_is_read_again_with_the_flag_from_then_on
         return ExecResult(returncode=1, stdout=headers, stderr=refusal)
 
     clock = Clock()
-    args = rest_args("GET", "repos/a/b/actions/jobs/1/logs", accept="*/*")
+    args = request_args(job_logs("a/b", 1))
     first = gh_call(gh, args, read=True, clock=clock, sleep=clock.sleep)
     assert first.body == b"\x1b[31mFAILED\x1b[0m x\n"
     second = gh_call(gh, args, read=True, clock=clock, sleep=clock.sleep)

@@ -1,6 +1,6 @@
 """Invariant: a page that says there is more without a cursor is malformed, never the last page.
 
-White-box: the shared GraphQL page reader (`_shape._next_cursor`, used by the reviews and review
+White-box: the shared GraphQL page reader (`_github.shape._next_cursor`, used by the reviews and review
 thread reads) and the backstop's range follower.
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 from forge_automation import BACKSTOP_CAPS, ForgeCliError
 from forge_automation._backstop import _Reader
-from forge_automation._shape import _SHAPE_ERRORS, _next_cursor
+from forge_automation._github.shape import SHAPE_ERRORS, _next_cursor
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_a_page_with_a_cursor_or_without_more_reads(info: Any, cursor: str | Non
     ],
 )
 def test_more_without_a_cursor_is_malformed(info: Any) -> None:
-    with pytest.raises(_SHAPE_ERRORS):  # the wire maps each to "malformed"
+    with pytest.raises(SHAPE_ERRORS):  # the wire maps each to "malformed"
         _next_cursor(info)
 
 

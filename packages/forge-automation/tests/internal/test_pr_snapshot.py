@@ -1,6 +1,6 @@
 """Invariant: pr-status's one GraphQL document reads as a consistent snapshot or not at all.
 
-White-box: `_pr_snapshot`'s document and parser, asked over the local forge's real GraphQL answer
+White-box: pr-status's document and parser (`_github.graphql`, `_github.snapshot`), asked over the local forge's real GraphQL answer
 and then that answer bent: another shape is malformed, never a decision; a part with another page
 or of another commit is left for REST to read.
 """
@@ -15,7 +15,7 @@ from conftest import GreenPr
 from fakeforge import ForgeServer, RepoState, gh_exec
 from forge_automation import ForgeCliError, forge_port, gh_cli_wire
 from forge_automation._github.graphql import PR_SNAPSHOT_QUERY
-from forge_automation._pr_snapshot import parse_pr_snapshot
+from forge_automation._github.snapshot import parse_pr_snapshot
 
 REPO = "acme/widgets"
 

@@ -1,6 +1,6 @@
 """Invariant: a pull request object answers the whole review state or none at all.
 
-White-box: `_review_shape.review_state_from_pull`, which pr-status's one-document read uses; where
+White-box: `_github.reviews.review_state_from_pull`, which pr-status's one-document read uses; where
 another page of reviews or threads exists, it answers None so the caller reads them whole.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge_automation import ReviewThread
-from forge_automation._review_shape import review_state_from_pull
+from forge_automation._github.reviews import review_state_from_pull
 
 HEAD = "a" * 40
 

@@ -16,6 +16,7 @@ from ._common import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .._github.rest import RestRequest
     from .._types import CheckRun
 
 __all__ = ["MAX_FAILED_JOBS", "ci_failures_command"]
@@ -26,16 +27,15 @@ _FAILING = frozenset({"failure", "timed_out", "startup_failure"})
 _ANSWERS = frozenset(range(200, 500)) - {403, 429}
 
 
-def _gh_get(path: str, *, accept: str = "application/vnd.github+json") -> tuple[int, bytes]:
+def _gh_get(request: RestRequest) -> tuple[int, bytes]:
+    """Make `request` (built with `ok=_ANSWERS`) and return its status and body; a 403 that is
+    no rate limit is its status with no body."""
     from .._errors import ForgeCliError
-    from .._gh import gh_call, run_gh
-    from .._ghenv import rest_args
+    from .._gh import run_gh, send
 
     status: int | None = None
     try:
-        response = gh_call(
-            run_gh, rest_args("GET", path, accept=accept), read=True, timeout=120.0, ok=_ANSWERS
-        )
+        response = send(run_gh, request, timeout=120.0)
     except ForgeCliError as exc:
         if exc.kind != "forbidden" or exc.status is None:
             raise
@@ -46,11 +46,9 @@ def _gh_get(path: str, *, accept: str = "application/vnd.github+json") -> tuple[
 
 
 def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
-    from urllib.parse import quote
+    from .._github.rest import job_logs
 
-    status, body = _gh_get(
-        f"repos/{quote(repo, safe='/')}/actions/jobs/{job_id}/logs", accept="*/*"
-    )
+    status, body = _gh_get(job_logs(repo, job_id, ok=_ANSWERS))
     if status != 200:
         return None, f"log unavailable (HTTP {status})"
     return body.decode("utf-8", "replace"), None
@@ -99,12 +97,11 @@ def _annotation(value: object) -> dict[str, object] | None:
 
 def _without_log(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[str, object]]:
     """Return the human lines and JSON fields of a failed job's annotations and output summary."""
-    from urllib.parse import quote
+    from .._github.rest import check_run, check_run_annotations
 
-    base = f"repos/{quote(repo, safe='/')}/check-runs/{run.id}"
     (a_status, a_body), (r_status, r_body) = parallel(
-        lambda: _gh_get(f"{base}/annotations?per_page={MAX_ANNOTATIONS}"),
-        lambda: _gh_get(base),
+        lambda: _gh_get(check_run_annotations(repo, run.id, MAX_ANNOTATIONS, ok=_ANSWERS)),
+        lambda: _gh_get(check_run(repo, run.id, ok=_ANSWERS)),
     )
     human: list[str] = []
     rows = _json_answer(a_status, a_body)
@@ -165,10 +162,9 @@ def _job_report(repo: str, run: CheckRun, lines: int) -> tuple[list[str], dict[s
 
 def _workflow_runs(repo: str, head_sha: str) -> object:
     """Return the Actions workflow runs listing at `head_sha` (one page), None when unreadable."""
-    from urllib.parse import quote
+    from .._github.rest import workflow_runs
 
-    path = f"repos/{quote(repo, safe='/')}/actions/runs?head_sha={head_sha}&per_page=100"
-    return _json_answer(*_gh_get(path))
+    return _json_answer(*_gh_get(workflow_runs(repo, head_sha, ok=_ANSWERS)))
 
 
 def _runs_without_jobs(listing: object, runs: tuple[CheckRun, ...]) -> list[dict[str, object]]:
@@ -205,14 +201,17 @@ def _runs_without_jobs(listing: object, runs: tuple[CheckRun, ...]) -> list[dict
 
 def _one_job(repo: str, job: int) -> CheckRun:
     from .._gh import GhResponse
-    from .._wire import _mapped, _run_from_json
+    from .._github.checks import check_run_from_rest
+    from .._github.failures import parsed
+    from .._github.rest import check_run
 
-    status, body = _gh_get(f"repos/{repo}/check-runs/{job}")
+    status, body = _gh_get(check_run(repo, job, ok=_ANSWERS))
     if status == 404:
         raise CliExit(1, f"no check run {job} in {repo}")
     if status != 200:
         raise CliExit(1, f"cannot read check run {job}: HTTP {status}")
-    return _mapped("a check run", GhResponse(status=status, headers={}, body=body), _run_from_json)
+    data = GhResponse(status=status, headers={}, body=body).json()
+    return parsed("a check run", data, check_run_from_rest, status=status)
 
 
 def ci_failures_command(

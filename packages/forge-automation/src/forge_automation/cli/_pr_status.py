@@ -173,7 +173,7 @@ class _Prestarted:
 
         from .._errors import ForgeCliError
         from .._gh import graphql_args, start_gh
-        from .._pr_snapshot import pr_snapshot_request
+        from .._github.snapshot import pr_snapshot_request
 
         args, body = graphql_args(), pr_snapshot_request(repo, number)
         child = None

@@ -1,7 +1,8 @@
 """Reading a `pullRequest` object's review state: reviews, pending requests, threads.
 
-Shared by the wire's `PullRequestReviewState` read and pr-status's snapshot read; imports only
-`_shape` and `_types`, so a reader can use it without loading the wire.
+Shared by the wire's `PullRequestReviewState` read and pr-status's snapshot read (both spread
+`graphql`'s `ReviewRequests` and `ReviewFields` fragments); imports only `shape` and `_records`,
+so a reader can use it without loading the wire.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ._records import Review, ReviewRequest, ReviewState, ReviewThread
-from ._shape import (
+from .._records import Review, ReviewRequest, ReviewState, ReviewThread
+from .shape import (
     _bool,
     _int,
     _list,
@@ -23,7 +24,7 @@ from ._shape import (
     _Unmappable,
 )
 
-__all__ = ["review_state_from_pull", "reviews_from_pull"]
+__all__ = ["review_state_from_graphql", "review_state_from_pull", "reviews_from_pull"]
 
 
 def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
@@ -124,3 +125,9 @@ def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
             )
         )
     return replace(state, threads=tuple(threads))
+
+
+def review_state_from_graphql(data: Any) -> tuple[ReviewState, str | None]:
+    """Return one page of an answer to REVIEW_STATE_QUERY (see `reviews_from_pull`)."""
+    repository = _obj(data["repository"])
+    return reviews_from_pull(_obj(repository["pullRequest"]), repository.get("object"))

@@ -2,19 +2,16 @@
 
 `GET /repos/{owner}/{repo}/branches/{branch}/protection` answers 404 `Branch not protected` when
 there is none and 404 `Not Found` to every caller without admin rights. Shared by the wire and
-pr-status's own read of it; imports only `_shape`, `_records` and `_errors`, so pr-status reads
-it without loading the wire.
+pr-status's own read of it; imports only `shape`, `failures`, `_records` and `_errors`, so
+pr-status reads it without loading the wire.
 """
 
 from __future__ import annotations
 
-from ._errors import ProtectionHidden
-from ._records import ClassicProtection, RequiredChecks, RequiredContext, ReviewRules
-from ._shape import _app_id, _bool, _int, _list, _mapped_data, _obj, _opt_obj, _str
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ._gh import GhResponse
+from .._errors import ProtectionHidden
+from .._records import ClassicProtection, RequiredChecks, RequiredContext, ReviewRules
+from .failures import parsed
+from .shape import _app_id, _bool, _int, _list, _obj, _opt_obj, _str
 
 __all__ = [
     "NOT_PROTECTED",
@@ -87,15 +84,17 @@ def _classic_reviews_from_json(value: object) -> ReviewRules:
     )
 
 
-def classic_protection_of(response: GhResponse, repo: str, branch: str) -> ClassicProtection | None:
-    """Return the protection a 200 or 404 answer holds: None for `Branch not protected`.
+def classic_protection_of(
+    status: int, data: object, repo: str, branch: str
+) -> ClassicProtection | None:
+    """Return the protection a 200 or 404 answer (`data`, its JSON body) holds: None for
+    `Branch not protected`.
 
     GitHub's other 404 (`Not Found`) raises ProtectionHidden; a body of another shape raises
     ForgeCliError kind `malformed`.
     """
-    data = response.json()
-    if response.status == 404:
-        if _mapped_data("branch protection", data, _message) == NOT_PROTECTED:
+    if status == 404:
+        if parsed("branch protection", data, _message) == NOT_PROTECTED:
             return None
         raise protection_hidden(repo, branch)
-    return _mapped_data("branch protection", data, _classic_protection_from_json)
+    return parsed("branch protection", data, _classic_protection_from_json)

@@ -1,32 +1,30 @@
-"""Reading forge JSON: a field of another type is "cannot read", never another exception.
+"""Reading GitHub's JSON: a field of another type is "cannot read", never another exception.
 
-The wire (its REST and GraphQL answers) and pr-status's snapshot read share these checks: each
-raises `_Unmappable` on a missing field or a wrong JSON type, and `_mapped_data` turns that (and
-any lookup or type error) into ForgeCliError (kind `malformed`). Imports only `_errors`, so a
-reader can use them without loading the wire.
+Every parser of `_github` reads through these checks: each raises `_Unmappable` on a missing
+field, a wrong JSON type or a value outside its set, and `failures.parsed` turns that (and any
+lookup or type error, `SHAPE_ERRORS`) into ForgeCliError (kind `malformed`). Imports nothing
+of the package, so a reader can use them without loading the wire.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._errors import ForgeCliError
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Collection
     from typing import Any, TypeVar
 
-    T = TypeVar("T")
+    S = TypeVar("S", bound=str)
 
-__all__: list[str] = []
+__all__ = ["SHAPE_ERRORS"]
 
 
 class _Unmappable(Exception):
-    """A field is missing or of the wrong JSON type (caught by `_mapped`, `_mapped_data`)."""
+    """A field is missing, of the wrong JSON type or outside its set (see `failures.parsed`)."""
 
 
-_SHAPE_ERRORS = (_Unmappable, LookupError, TypeError, ValueError, AttributeError)
+SHAPE_ERRORS = (_Unmappable, LookupError, TypeError, ValueError, AttributeError)
 
 
 def _obj(value: object) -> Mapping[str, Any]:
@@ -53,6 +51,13 @@ def _str(value: object) -> str:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else _str(value)
+
+
+def _one_of(value: object, allowed: Collection[S]) -> S:
+    """Return `value` when it is one of `allowed` (a `Literal`'s values), else `_Unmappable`."""
+    if not isinstance(value, str) or value not in allowed:
+        raise _Unmappable
+    return value  # type: ignore[return-value]
 
 
 def _int(value: object) -> int:
@@ -91,14 +96,3 @@ def _next_cursor(info: Any) -> str | None:
     if not cursor:
         raise _Unmappable
     return cursor
-
-
-def _mapped_data(what: str, data: Any, parse: Callable[[Any], T]) -> T:
-    """Return `parse(data)` for a GraphQL `data` object, or raise ForgeCliError (malformed)."""
-    failed = False
-    try:
-        return parse(data)
-    except _SHAPE_ERRORS:
-        failed = True
-    assert failed
-    raise ForgeCliError(f"forge answered {what} the wire cannot read", kind="malformed")

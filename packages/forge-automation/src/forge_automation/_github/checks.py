@@ -1,0 +1,165 @@
+"""Reading check runs, commit statuses and branch rulesets from GitHub's REST and GraphQL answers.
+
+One parser per wire format: REST's `check-run` and `status` objects, and the GraphQL
+`checkSuites { checkRuns }` and `Ref.rules` connections `PR_SNAPSHOT_QUERY` asks for. A connection
+with another page is None (the caller reads that part over REST), never a short list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._records import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
+from .shape import _app_id, _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str
+
+__all__ = [
+    "check_run_from_rest",
+    "check_runs_from_rest",
+    "commit_statuses_from_rest",
+    "rules_from_graphql",
+    "rules_from_rest",
+    "runs_from_graphql",
+]
+
+
+def check_run_from_rest(value: object) -> CheckRun:
+    """Return the check run a REST `check-run` object describes."""
+    data = _obj(value)
+    app = _opt_obj(data.get("app"))
+    return CheckRun(
+        id=_int(data["id"]),
+        name=_str(data["name"]),
+        status=_str(data["status"]),
+        conclusion=_opt_str(data.get("conclusion")),
+        app_id=_opt_int(app.get("id")),
+        head_sha=_str(data["head_sha"]),
+        completed_at=_opt_str(data.get("completed_at")),
+        started_at=_opt_str(data.get("started_at")),
+        details_url=_opt_str(data.get("details_url")),
+        external_id=_opt_str(data.get("external_id")) or None,
+    )
+
+
+def check_runs_from_rest(value: object) -> tuple[CheckRun, ...]:
+    """Return the runs of one page of `GET .../commits/{ref}/check-runs`."""
+    return tuple(check_run_from_rest(r) for r in _list(_obj(value)["check_runs"]))
+
+
+def commit_statuses_from_rest(value: object) -> tuple[CommitStatus, ...]:
+    """Return the statuses of one page of `GET .../commits/{ref}/status`."""
+    return tuple(
+        CommitStatus(
+            context=_str(_obj(s)["context"]),
+            state=_str(_obj(s)["state"]),
+            created_at=_opt_str(_obj(s).get("created_at")),
+            target_url=_opt_str(_obj(s).get("target_url")),
+        )
+        for s in _list(_obj(value)["statuses"])
+    )
+
+
+def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | None:
+    """Return every run of every check suite of a GraphQL `Commit`, newest first; None when a
+    connection has another page (read the runs over REST)."""
+    suites = _obj(commit["checkSuites"])
+    if _bool(_obj(suites["pageInfo"])["hasNextPage"]):
+        return None
+    runs: list[CheckRun] = []
+    for suite in _list(suites["nodes"]):
+        app_id = _app_id(_opt_obj(_obj(suite).get("app")).get("databaseId"))
+        connection = _obj(_obj(suite)["checkRuns"])
+        if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+            return None
+        for node in _list(connection["nodes"]):
+            run = _obj(node)
+            conclusion = _opt_str(run.get("conclusion"))
+            runs.append(
+                CheckRun(
+                    id=_int(run["databaseId"]),
+                    name=_str(run["name"]),
+                    status=_str(run["status"]).lower(),
+                    conclusion=conclusion.lower() if conclusion is not None else None,
+                    app_id=app_id,
+                    head_sha=head_sha,
+                    completed_at=_opt_str(run.get("completedAt")),
+                    started_at=_opt_str(run.get("startedAt")),
+                    details_url=_opt_str(run.get("detailsUrl")),
+                    external_id=_opt_str(run.get("externalId")) or None,
+                )
+            )
+    # REST lists a commit's runs newest first; the order only matters to readers of ids.
+    return tuple(sorted(runs, key=lambda r: r.id, reverse=True))
+
+
+# A ruleset rule's parameter names in each wire format (REST snake_case, GraphQL camelCase).
+_REST_NAMES = (
+    "required_approving_review_count",
+    "require_code_owner_review",
+    "require_last_push_approval",
+    "dismiss_stale_reviews_on_push",
+    "required_review_thread_resolution",
+    "required_status_checks",
+    "context",
+    "integration_id",
+    "strict_required_status_checks_policy",
+)
+_GRAPHQL_NAMES = (
+    "requiredApprovingReviewCount",
+    "requireCodeOwnerReview",
+    "requireLastPushApproval",
+    "dismissStaleReviewsOnPush",
+    "requiredReviewThreadResolution",
+    "requiredStatusChecks",
+    "context",
+    "integrationId",
+    "strictRequiredStatusChecksPolicy",
+)
+
+
+def _rules(nodes: object, names: tuple[str, ...], *, strict_default: bool) -> list[RequiredChecks]:
+    approvals, owners, last_push, stale, threads, checks, context, app, strict = names
+    found: list[RequiredChecks] = []
+    for entry in _list(nodes):
+        rule = _obj(entry)
+        kind = _str(rule["type"]).lower()
+        if kind == "pull_request":
+            # Every parameter is required by the forge's description: a missing one is malformed.
+            params = _obj(rule["parameters"])
+            reviews = ReviewRules(
+                required_approving_review_count=_int(params[approvals]),
+                require_code_owner_review=_bool(params[owners]),
+                require_last_push_approval=_bool(params[last_push]),
+                dismiss_stale_reviews_on_push=_bool(params[stale]),
+                required_review_thread_resolution=_bool(params[threads]),
+                source="ruleset",
+            )
+            found.append(RequiredChecks(reviews=reviews))
+        elif kind == "required_status_checks":
+            params = _obj(rule["parameters"])
+            contexts = tuple(
+                RequiredContext(context=_str(_obj(c)[context]), app_id=_app_id(_obj(c).get(app)))
+                for c in _list(params[checks])
+            )
+            policy = params.get(strict, False) if strict_default else params[strict]
+            found.append(RequiredChecks(contexts=contexts, strict=_bool(policy)))
+    return found
+
+
+def rules_from_rest(value: object) -> tuple[RequiredChecks, ...]:
+    """Return the rules of one page of `GET .../rules/branches/{branch}` GitHub enforces here:
+    each `pull_request` and `required_status_checks` rule (others are not about merging)."""
+    return tuple(_rules(value, _REST_NAMES, strict_default=True))
+
+
+def rules_from_graphql(value: object) -> RequiredChecks | None:
+    """Return what a GraphQL `Ref.rules` connection requires, merged; None when it is absent
+    (no base ref, or not readable) or has another page: then REST decides."""
+    from .._verdict import merge_required_checks
+
+    if value is None:
+        return None
+    connection = _obj(value)
+    if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+        return None
+    return merge_required_checks(_rules(connection["nodes"], _GRAPHQL_NAMES, strict_default=False))

@@ -1,0 +1,171 @@
+"""Reading pr-status's one GraphQL answer (`graphql.PR_SNAPSHOT_QUERY`): the PR, its head's
+check runs, its base's rulesets and whether the head holds the base tip, and its review state.
+
+What the document cannot answer whole is None in the `PrSnapshot` (a connection with another
+page, a last commit that is not the PR's head): `_pr_snapshot` reads that part over REST. A
+missing repository or PR is ForgeCliError kind `not-found` (status 404); a body of another shape
+kind `malformed`. Module-level imports: none beyond `__future__`, so forge-cli can build and start
+the read before the library loads.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .._records import CheckRun, PullRequest, RequiredChecks, ReviewState
+
+__all__ = [
+    "NO_SUCH_PR",
+    "PrSnapshot",
+    "parse_pr_snapshot",
+    "pr_snapshot_request",
+    "review_state_from_snapshot",
+]
+
+NO_SUCH_PR = "GraphQL: no such repository or pull request"
+
+
+def pr_snapshot_request(repo: str, number: int) -> bytes:
+    """Return the GraphQL request body (stdin of `gh api graphql --input -`) for one PR."""
+    import json
+
+    from .graphql import PR_SNAPSHOT_QUERY
+
+    owner, _, name = repo.partition("/")
+    variables = {"owner": owner, "name": name, "number": number}
+    return json.dumps({"query": PR_SNAPSHOT_QUERY, "variables": variables}).encode()
+
+
+class PrSnapshot:
+    """What the GraphQL read answered whole; None where a part must be read over REST.
+
+    `pr` carries `behind`/`behind_by` only once `pr_snapshot` has settled them. `runs` is every
+    run of the head (superseded ones included), `rules` the rulesets' required checks with at
+    least one context, `up_to_date` True when the base tip is among the head's ancestors read.
+    `data` is the raw `pullRequest` object.
+    """
+
+    __slots__ = ("data", "pr", "rules", "runs", "up_to_date")
+
+    def __init__(
+        self,
+        *,
+        pr: PullRequest,
+        runs: tuple[CheckRun, ...] | None,
+        rules: RequiredChecks | None,
+        up_to_date: bool,
+        data: Mapping[str, Any],
+    ) -> None:
+        self.pr = pr
+        self.runs = runs
+        self.rules = rules
+        self.up_to_date = up_to_date
+        self.data = data
+
+
+def parse_pr_snapshot(body: Any) -> PrSnapshot | None:
+    """Read a GraphQL answer to PR_SNAPSHOT_QUERY; None when it holds an `errors` entry.
+
+    A missing repository or PR raises ForgeCliError with status 404; an answer of another
+    shape raises ForgeCliError (kind `malformed`).
+    """
+    from .._errors import ForgeCliError
+    from .failures import parsed
+    from .shape import _obj
+
+    if isinstance(body, dict) and body.get("errors"):
+        if _not_found(body):
+            raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
+        return None
+    data = parsed("a pull request snapshot", body, lambda d: _obj(_obj(d)["data"]))
+    repository = data.get("repository")
+    if repository is None:
+        raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
+    return parsed("a pull request snapshot", repository, _snapshot)
+
+
+def _not_found(body: Mapping[str, Any]) -> bool:
+    errors = body.get("errors")
+    if not isinstance(errors, list):
+        return False
+    for error in errors:
+        if not isinstance(error, dict) or error.get("type") != "NOT_FOUND":
+            return False
+        if error.get("path") not in (["repository"], ["repository", "pullRequest"]):
+            return False
+    return True
+
+
+def _snapshot(repository: Any) -> PrSnapshot:
+    from .checks import rules_from_graphql, runs_from_graphql
+    from .shape import _list, _obj, _opt_obj, _opt_str, _str
+
+    data = _obj(_obj(repository)["pullRequest"])
+    pr = pull_from_graphql(data)
+    head_sha = pr.head_sha
+    base = _opt_obj(data.get("baseRef"))
+    base_tip = _opt_str(_opt_obj(base.get("target")).get("oid"))
+    head = _head_commit(data, head_sha)
+    runs = None
+    up_to_date = False
+    if head is not None:
+        runs = runs_from_graphql(head, head_sha)
+        ancestors = {_str(_obj(c)["oid"]) for c in _list(_obj(head["history"])["nodes"])}
+        up_to_date = base_tip is not None and (base_tip == head_sha or base_tip in ancestors)
+    rules = rules_from_graphql(base.get("rules"))
+    return PrSnapshot(pr=pr, runs=runs, rules=rules, up_to_date=up_to_date, data=data)
+
+
+def _head_commit(data: Mapping[str, Any], head_sha: str) -> Mapping[str, Any] | None:
+    """Return the PR's last commit when it is the head `head_sha`, else None."""
+    from .shape import _list, _obj, _str
+
+    commits = _list(_obj(data["commits"])["nodes"])
+    head = _obj(_obj(commits[-1])["commit"]) if commits else None
+    if head is None or _str(head["oid"]) != head_sha:
+        return None
+    return head
+
+
+def pull_from_graphql(data: Mapping[str, Any]) -> PullRequest:
+    """Return the PR a GraphQL `PullRequest` (PR_SNAPSHOT_QUERY's fields) describes."""
+    from .._records import PullRequest
+    from .shape import _bool, _int, _opt_obj, _opt_str, _str, _Unmappable
+
+    state = _str(data["state"])
+    if state not in ("OPEN", "CLOSED", "MERGED"):
+        raise _Unmappable
+    head_repo = _opt_obj(data.get("headRepository"))
+    return PullRequest(
+        number=_int(data["number"]),
+        state="open" if state == "OPEN" else "closed",
+        head_sha=_str(data["headRefOid"]),
+        head_ref=_str(data["headRefName"]),
+        head_repo=_str(head_repo["nameWithOwner"]) if head_repo else None,
+        base_ref=_str(data["baseRefName"]),
+        base_sha=_opt_str(data.get("baseRefOid")),
+        mergeable_state=_str(data["mergeStateStatus"]).lower(),
+        merged=_bool(data["merged"]),
+        merge_sha=_opt_str(_opt_obj(data.get("mergeCommit")).get("oid")),
+        merged_at=_opt_str(data.get("mergedAt")),
+        draft=_bool(data["isDraft"]),
+        title=_opt_str(data.get("title")) or "",
+    )
+
+
+def review_state_from_snapshot(data: Mapping[str, Any], head_sha: str) -> ReviewState | None:
+    """Return the whole review state the snapshot's `pullRequest` object answers; None when a
+    part has another page or its last commit is not `head_sha` (read it through the port)."""
+    from .failures import parsed
+    from .reviews import review_state_from_pull
+
+    def read(pull: Any) -> ReviewState | None:
+        head = _head_commit(pull, head_sha)
+        if head is None:
+            return None  # the head commit's users are not in the document
+        return review_state_from_pull(pull, head)
+
+    return parsed("a pull request snapshot", data, read)
