@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 import tomllib
 import urllib.parse
 import zipfile
@@ -319,6 +320,32 @@ def test_account_cli_status_json_from_its_wheel(
     assert [(p["configDir"], p["login"], p["usage"]) for p in profiles] == [
         (str(home / ".agent"), {"status": "missing"}, None)
     ]
+
+
+def test_account_cli_human_status_line_from_its_wheel(
+    packaging_venvs: dict[str, Path], tmp_path: Path
+) -> None:
+    # A newcomer's first status line: the tee keeps the agent client's reading and prints the
+    # line a person reads; `statusline` then shows the same from the kept reading.
+    cli = str(packaging_venvs["agent-accounts"] / "bin" / "account-cli")
+    home = tmp_path / "home"
+    (home / ".agent").mkdir(parents=True, mode=0o700)
+    env = _isolated_env(home)
+    now = time.time()
+    payload = {
+        "session_id": "3f2a9c1e-4b5d-4e6f-8a7b-9c0d1e2f3a4b",
+        "rate_limits": {
+            # 2 h less 30 s, and 2 d 30 min ahead: the countdowns read 2h and 2d1h however long
+            # the child takes to start (each is rounded up to the unit it shows).
+            "five_hour": {"used_percentage": 61, "resets_at": now + 2 * 3600 - 30},
+            "seven_day": {"used_percentage": 85.5, "resets_at": now + 2 * 86400 + 1800},
+        },
+    }
+    tee = _run([cli, "statusline-tee", "--no-color"], env=env, stdin=json.dumps(payload))
+    assert (tee.returncode, tee.stderr) == (0, ""), tee.stderr
+    assert tee.stdout == "5h 61% 2h · 7d 85% 2d1h\n"
+    line = _run([cli, "statusline", "--no-color"], env=env)
+    assert (line.returncode, line.stdout) == (0, "5h 61% 2h · 7d 85% 2d1h\n"), line.stderr
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))
