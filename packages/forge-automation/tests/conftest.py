@@ -11,31 +11,32 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from fakeforge import ForgeServer, RepoState
 from forge_automation import (
-    ACTIONS_APP_ID,
-    CheckRun,
     FakeForge,
-    PullRequest,
     RequiredChecks,
     RequiredContext,
     fake_forge,
+)
+from forge_builders import (
+    FORGE_CLI,
+    REPO,
+    ForgeCli,
+    GreenFake,
+    GreenPr,
+    OpenPr,
+    check_run,
+    pull_request,
 )
 
 # Every gh child of every test, subprocesses of forge-cli included, inherits these: recent gh
 # builds a telemetry payload per call and checks for updates; nothing may leave loopback.
 GH_QUIET = {"GH_TELEMETRY": "false", "DO_NOT_TRACK": "1", "GH_NO_UPDATE_NOTIFIER": "1"}
 os.environ.update(GH_QUIET)
-
-
-REPO = "acme/widgets"
 
 
 @pytest.fixture
@@ -57,12 +58,6 @@ def repo(server: ForgeServer) -> RepoState:
     state = server.state.repo(REPO)
     state.branches["main"] = state.add_commit("root")
     return state
-
-
-# Builders: each fixture returns a function, so a test states only what differs from green.
-GreenPr = Callable[..., str]
-OpenPr = Callable[..., PullRequest]
-GreenFake = Callable[..., FakeForge]
 
 
 @pytest.fixture
@@ -90,41 +85,6 @@ def green_pr(repo: RepoState) -> GreenPr:
     return build
 
 
-def pull_request(head: str, **fields: Any) -> PullRequest:
-    """Return PR #1 at `head`: open, clean, `feature` into `main` of `acme/widgets`; `fields` differ."""
-    defaults: dict[str, Any] = {
-        "number": 1,
-        "state": "open",
-        "head_ref": "feature",
-        "head_repo": REPO,
-        "base_ref": "main",
-        "mergeable_state": "clean",
-    }
-    return PullRequest(head_sha=head, **{**defaults, **fields})
-
-
-def check_run(
-    name: str,
-    conclusion: str | None = "success",
-    *,
-    head_sha: str,
-    app_id: int | None = ACTIONS_APP_ID,
-    run_id: int = 1,
-    status: str | None = None,
-    completed_at: str | None = None,
-) -> CheckRun:
-    """Return a check run `name` on `head_sha`: completed with `conclusion`, else in progress."""
-    return CheckRun(
-        id=run_id,
-        name=name,
-        status=status or ("completed" if conclusion else "in_progress"),
-        conclusion=conclusion,
-        app_id=app_id,
-        head_sha=head_sha,
-        completed_at=completed_at,
-    )
-
-
 @pytest.fixture
 def open_pr() -> OpenPr:
     """Return `pull_request`: `build(head, **fields)`, PR #1 open and clean into `main`."""
@@ -145,11 +105,6 @@ def green_fake(open_pr: OpenPr) -> GreenFake:
         return fake
 
     return build
-
-
-# A forge-cli command run against a local forge: its completed process (stdout, stderr as text).
-ForgeCli = Callable[..., subprocess.CompletedProcess[str]]
-FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import OpenPr
 from fakeforge import ForgeServer
 from forge_automation import (
     ACTIONS_APP_ID,
@@ -20,6 +19,7 @@ from forge_automation import (
     forge_port,
     gh_cli_wire,
 )
+from forge_builders import OpenPr
 
 REPO = "acme/widgets"
 SHA = "5" * 40

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import GreenPr
 from fakeforge import ForgeServer, RepoState
+from forge_builders import GreenPr
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

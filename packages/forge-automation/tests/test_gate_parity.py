@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conftest import ForgeCli
 from fakeforge import ForgeServer, RepoState
+from forge_builders import ForgeCli
 
 REPO = "acme/widgets"
 REVIEW_REASONS = {

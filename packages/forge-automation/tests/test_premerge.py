@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GreenFake
 from fakeforge import ForgeServer, RepoState
 from forge_automation import ForgeInputError, ForgePort, forge_port, gh_cli_wire, premerge
+from forge_builders import GreenFake
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
     Blocker,
@@ -17,6 +16,7 @@ from forge_automation import (
     RequiredContext,
     merge_readiness,
 )
+from forge_builders import check_run, pull_request
 
 HEAD = "a" * 40
 OLD = "b" * 40

@@ -7,7 +7,6 @@ from typing import get_args
 
 import pytest
 
-from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
     Actor,
@@ -22,6 +21,7 @@ from forge_automation import (
     ReviewThread,
     merge_readiness,
 )
+from forge_builders import check_run, pull_request
 
 HEAD = "a" * 40
 OLD = "b" * 40

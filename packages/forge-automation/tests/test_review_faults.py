@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import ForgeCli
 from fakeforge import ForgeServer, RepoState
 from fakeforge.faults import GRAPHQL_FAULTS, REST_FAULTS
+from forge_builders import ForgeCli
 
 REPO = "acme/widgets"
 LABEL = "merge-train"

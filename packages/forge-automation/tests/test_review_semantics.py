@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from conftest import check_run, pull_request
 from forge_automation import (
     ACTIONS_APP_ID,
     ClassicProtection,
@@ -36,6 +35,7 @@ from forge_automation import (
     layer_rules,
     merge_readiness,
 )
+from forge_builders import check_run, pull_request
 
 HEAD = "a" * 40
 OLD = "b" * 40

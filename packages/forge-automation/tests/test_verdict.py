@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import check_run
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -14,6 +13,7 @@ from forge_automation import (
     RequiredContext,
     ci_verdict,
 )
+from forge_builders import check_run
 
 SHA = "a" * 40
 OTHER_APP = 4242

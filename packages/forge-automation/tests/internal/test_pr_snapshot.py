@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from conftest import GreenPr
 from fakeforge import ForgeServer, RepoState, gh_exec
 from forge_automation import ForgeCliError, forge_port, gh_cli_wire
 from forge_automation._github.graphql import PR_SNAPSHOT_QUERY
 from forge_automation._github.snapshot import parse_pr_snapshot
+from forge_builders import GreenPr
 
 REPO = "acme/widgets"
 
