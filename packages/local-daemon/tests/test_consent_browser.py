@@ -133,6 +133,9 @@ async def test_sign_in_allow_exchange_then_deny(
             assert "Allow Laptop agent?" in await page.inner_text("h1")
             async with page.expect_request(CALLBACK + "*") as allowed:
                 await page.click("#allow")
+            # The redirect to the callback must finish before the next sign-in, or the browser
+            # interrupts that navigation with this one (seen on a loaded CI machine).
+            await page.wait_for_url(CALLBACK + "*")
             result = parse_qs(urlsplit((await allowed.value).url).query)
             assert result["state"] == ["one"]
             assert result["iss"] == [base]
