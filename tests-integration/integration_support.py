@@ -1,9 +1,12 @@
-"""Helpers for the cross-package suite: a daemon in this loop, SSE reading, canary homes."""
+"""Helpers for the cross-package suite: a daemon in this loop or a `serve` process, SSE reading,
+canary homes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from local_daemon import start_daemon
+from local_daemon import daemon_paths, read_pid_file, start_daemon
 
 CLIENT = {"content-type": "application/json", "x-local-client": "integration-suite"}
 
@@ -26,6 +29,27 @@ async def running_daemon(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[
         yield f"http://127.0.0.1:{handle.port}", handle
     finally:
         await handle.close()
+
+
+def served_port(
+    state: Path, process: subprocess.Popen[bytes], *, log: Path | None = None, limit: float = 60.0
+) -> int:
+    """Wait until `process` serves for `state` (its pid file names it); return the port
+    `daemon.meta.json` names. A daemon that exits first fails with its stderr (or `log`)."""
+
+    def story() -> str:
+        if log is not None:
+            return log.read_text(errors="replace")
+        return process.stderr.read().decode(errors="replace") if process.stderr else ""
+
+    paths = daemon_paths(state)
+    deadline = time.monotonic() + limit
+    while read_pid_file(paths) != process.pid:  # bounded: the pid file appears once it serves
+        assert process.poll() is None, story()
+        assert time.monotonic() < deadline, "the daemon never wrote its pid file"
+        time.sleep(0.02)
+    # The metadata file is written before the pid file (the spec's readiness order).
+    return int(json.loads(paths.meta_file.read_bytes())["port"])
 
 
 async def rpc(

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from integration_support import served_port
+
 REMOTE_ADDR = "192.0.2.10"
 # The daemon's fd limit in this test: its cap on unauthenticated connections is a quarter of it.
 DAEMON_FDS = 256
@@ -40,20 +42,6 @@ registry = Registry()
 def ping() -> str:
     return "pong"
 """
-
-
-def _wait_port(state: Path, proc: subprocess.Popen[bytes]) -> int:
-    from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
-
-    paths = daemon_paths(state)
-    for _ in range(3000):
-        assert proc.poll() is None, "daemon exited"
-        if read_pid_file(paths) == proc.pid:
-            meta = read_meta_file(paths)
-            assert meta is not None
-            return int(meta["port"])
-        time.sleep(0.02)
-    raise AssertionError("daemon never ready")
 
 
 def _health(port: int) -> int:
@@ -141,7 +129,7 @@ def flood_scenario(work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     held: list[socket.socket] = []
     try:
-        port = _wait_port(state, proc)
+        port = served_port(state, proc)
         out["fds_before"] = _open_fds(proc.pid)
         held, out["tls_handshakes"] = _flood(port, client)
         out["held"] = len(held)

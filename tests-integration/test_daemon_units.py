@@ -466,10 +466,9 @@ def _exec_under_families(families: list[str], argv: list[str]) -> None:
 # Run inside `unshare -n` (192.0.2.10 on lo) under the families filter: the daemon with its remote
 # listener on 192.0.2.10, and a same-machine client whose source address is 192.0.2.10.
 _PEER_PROBE = r"""
-import asyncio, errno, json, pathlib, socket, ssl, sys
+import asyncio, errno, json, pathlib, socket, ssl, subprocess, sys
 import aiohttp, trustme
 from local_daemon import Registry, RemoteOptions, TlsFiles, ensure_token_file, start_daemon
-from local_daemon._peer import local_interface_addresses
 
 def refused(family, kind):
     try:
@@ -517,7 +516,10 @@ async def main() -> None:
         "peer_local": body["data"]["peer_local"],
         "packet_refused": refused(socket.AF_PACKET, socket.SOCK_DGRAM),
         "netlink_refused": refused(socket.AF_NETLINK, socket.SOCK_RAW),
-        "own_address_listed": "192.0.2.10" in {str(a) for a in local_interface_addresses()},
+        # netlink's address list, as the daemon reads it, under the same filter (`ip` inherits it)
+        "own_address_listed": " 192.0.2.10/32 " in subprocess.run(
+            ["ip", "-o", "-4", "addr", "show", "dev", "lo"], capture_output=True, text=True
+        ).stdout,
     }))
 
 asyncio.run(main())
@@ -556,6 +558,7 @@ def test_peer_local_holds_under_the_units_address_family_filter(tmp_path: Path) 
     (tmp_path / "no-netlink").mkdir()
     without = _peer_probe_under([f for f in families if f != "AF_NETLINK"], tmp_path / "no-netlink")
     assert without["netlink_refused"] is True
+    assert without["own_address_listed"] is False
     assert (without["status"], without["peer_local"]) == (200, False)
 
 

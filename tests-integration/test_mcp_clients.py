@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
+from integration_support import served_port
+from local_daemon import daemon_paths, read_pid_file
 from mcp_clients_product import SIMPLE_TEXT
 
 HERE = Path(__file__).resolve().parent
@@ -92,19 +92,6 @@ def _serve(state: Path, *extra: str, product: str = PRODUCT) -> subprocess.Popen
     )
 
 
-def _port_of(process: subprocess.Popen[bytes], state: Path) -> int:
-    paths = daemon_paths(state)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # bounded: the pid file appears once it serves
-        assert process.poll() is None, process.stderr.read() if process.stderr else b""
-        if read_pid_file(paths) == process.pid:
-            meta = read_meta_file(paths)
-            if meta is not None:
-                return int(meta["port"])
-        time.sleep(0.02)
-    raise AssertionError("the daemon never wrote its pid file")
-
-
 def _stop(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -122,7 +109,7 @@ def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     state = tmp_path_factory.mktemp("daemon")
     process = _serve(state, "--tool-prefix", "")
     try:
-        yield f"http://localhost:{_port_of(process, state)}/mcp"
+        yield f"http://localhost:{served_port(state, process)}/mcp"
     finally:
         _stop(process)
 
@@ -133,7 +120,7 @@ def strict_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     state = tmp_path_factory.mktemp("strict")
     process = _serve(state, "--tool-prefix", "", "--mcp-client-header")
     try:
-        yield f"http://127.0.0.1:{_port_of(process, state)}/mcp"
+        yield f"http://127.0.0.1:{served_port(state, process)}/mcp"
     finally:
         _stop(process)
 
@@ -144,7 +131,7 @@ def attach_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     state = tmp_path_factory.mktemp("attach")
     process = _serve(state, "--tool-prefix", "", product="mcp_counter_product:registry")
     try:
-        _port_of(process, state)
+        served_port(state, process)
         yield state
     finally:
         _stop(process)

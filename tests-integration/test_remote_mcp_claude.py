@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,8 @@ def _scenario(workdir: Path) -> dict[str, Any]:
     """The namespace side: serve, add three servers to Claude Code, list them, stop."""
     import trustme
 
-    from local_daemon._pidfile import daemon_paths, read_meta_file, read_pid_file
-    from local_daemon._tokenfile import ensure_token_file
+    from integration_support import served_port
+    from local_daemon import ensure_token_file
 
     token = ensure_token_file(workdir / "token")
     secret = token.read_text().strip()
@@ -81,15 +80,7 @@ def _scenario(workdir: Path) -> dict[str, Any]:
             stderr=subprocess.STDOUT,
         )
     try:
-        paths = daemon_paths(state)
-        deadline = time.monotonic() + 60
-        while read_pid_file(paths) != daemon.pid:  # bounded: the pid file appears once it serves
-            assert daemon.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.02)
-        meta = read_meta_file(paths)
-        assert meta is not None
-        url = f"https://{ADDR}:{int(meta['port'])}/mcp"
+        url = f"https://{ADDR}:{served_port(state, daemon, log=log)}/mcp"
         home = workdir / "home"
         home.mkdir()
         env = {

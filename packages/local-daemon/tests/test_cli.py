@@ -245,6 +245,20 @@ BAD_INVOCATIONS: list[tuple[list[str], str, int, str | None]] = [
         78,
         None,
     ),
+    # a watch root that is no directory: the path and what to do, not a traceback or exit 70
+    (
+        ["serve", "daemon_support:demo_registry", "--state-dir", "s", "--watch-root", "gone"],
+        "watch root gone does not exist: create the directory before starting the daemon"
+        " (--watch-root)",
+        78,
+        None,
+    ),
+    (
+        ["serve", "daemon_support:demo_registry", "--state-dir", "s", "--watch-root", "plain.txt"],
+        "watch root plain.txt is not a directory: point the watch at a directory (--watch-root)",
+        78,
+        None,
+    ),
 ]
 
 

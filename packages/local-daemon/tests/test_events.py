@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from daemon_support import running
-from local_daemon import EventHub
+from local_daemon import EventHub, WatchRootError
 from sse_client import SseClient
 
 # The spec's cap on the paths of one `change` event.
@@ -115,6 +115,39 @@ async def test_broadcast_reaches_many_streams(count: int) -> None:
         hub.subscribe(sub)
     assert hub.broadcast("change", {}) == count
     assert got == count
+
+
+@pytest.mark.parametrize(
+    ("make", "problem", "text"),
+    [
+        (None, "missing", "does not exist: create the directory before starting the daemon"),
+        ("file", "not_a_directory", "is not a directory: point the watch at a directory"),
+        ("dangling", "missing", "does not exist: create the directory before starting the daemon"),
+        (
+            "under_file",
+            "missing",
+            "does not exist: create the directory before starting the daemon",
+        ),
+    ],
+)
+async def test_a_watch_root_that_is_no_directory_is_refused_before_anything_starts(
+    tmp_path: Path, make: str | None, problem: str, text: str
+) -> None:
+    root = tmp_path / "tree"
+    if make == "file":
+        root.write_text("x")
+    elif make == "dangling":
+        root.symlink_to(tmp_path / "gone")
+    elif make == "under_file":
+        (tmp_path / "plain").write_text("x")
+        root = tmp_path / "plain" / "tree"
+    with pytest.raises(WatchRootError) as caught:
+        async with running(tmp_path, watch_root=root):
+            pass
+    assert (caught.value.path, caught.value.problem) == (root, problem)
+    assert str(caught.value) == f"watch root {root} {text}"
+    # Refused before the state dir is locked or a socket bound: nothing was written.
+    assert not (tmp_path / "state").exists()
 
 
 async def test_change_events_resume_after_the_watch_root_is_recreated(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ EXPECTED = {
     "TlsFileError",
     "TokenFileError",
     "UnknownCommandError",
+    "WatchRootError",
     # options and records
     "AuthRecord",
     "CommandInfo",

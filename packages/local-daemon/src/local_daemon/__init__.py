@@ -15,6 +15,7 @@ from ._errors import (
     TlsFileError,
     TokenFileError,
     UnknownCommandError,
+    WatchRootError,
 )
 from ._health import probe_health
 from ._pidfile import DaemonPaths, daemon_paths, read_pid_file, remove_pid_file, write_pid_file
@@ -69,6 +70,7 @@ __all__: list[str] = [
     "TokenFileError",
     "TreeWatch",
     "UnknownCommandError",
+    "WatchRootError",
     "build_http_app",
     "create_daemon_auth",
     "create_mcp_server",

@@ -197,6 +197,7 @@ def serve(args: ServeArgs) -> None:
         RemoteBindError,
         TlsFileError,
         TokenFileError,
+        WatchRootError,
     )
     from ._guards import Guards
     from ._rpc import RpcBodyLimit
@@ -271,6 +272,8 @@ def serve(args: ServeArgs) -> None:
         raise fail(EX_CONFIG, f"{exc} (problem: {exc.problem})") from None
     except RemoteBindError as exc:
         raise fail(EX_CONFIG, str(exc)) from None
+    except WatchRootError as exc:
+        raise fail(EX_CONFIG, f"{exc} (--watch-root)") from None
     except OSError as exc:
         where = f" {exc.filename}:" if exc.filename else ""
         raise fail(

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -28,7 +29,7 @@ from aiohttp import web
 
 from ._app import Lifecycle, build_app
 from ._config import MAX_WATCH_DEBOUNCE, AppOptions, DaemonConfig
-from ._errors import DaemonPortInUseError
+from ._errors import DaemonPortInUseError, WatchRootError
 from ._events import EventHub, change_event_data
 from ._guards import Guards
 from ._listen import (
@@ -174,6 +175,8 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
         from ._remote import check_remote_options
 
         check_remote_options(remote, loopback_host=host)
+    if config.watch_root is not None:
+        _check_watch_root(config.watch_root)
     paths = daemon_paths(config.state_dir)
     pid = os.getpid()
     # Everything the start makes is pushed here as it is made; a failure anywhere unwinds it all
@@ -244,7 +247,10 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
 
             watcher = watch_tree(root, on_change, debounce=config.watch_debounce)
             made.push_async_callback(watcher.close)
-            await watcher.when_watching(root)
+            try:
+                await watcher.when_watching(root)
+            except RuntimeError:  # the watcher stopped; it logged why
+                raise WatchRootError(root, problem="unwatchable") from None
         write_pid_file(
             paths,
             pid,
@@ -273,6 +279,18 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
     url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     log.info("serving http://%s:%d/ (pid %d)", url_host, bound_port, pid)
     return handle
+
+
+def _check_watch_root(root: Path) -> None:
+    """Refuse a watch root that is not a directory, before anything is locked or bound."""
+    try:
+        mode = os.stat(root).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise WatchRootError(root, problem="missing") from None
+    except OSError:  # a parent it cannot search: the watcher could not read it either
+        raise WatchRootError(root, problem="unwatchable") from None
+    if not stat.S_ISDIR(mode):
+        raise WatchRootError(root, problem="not_a_directory")
 
 
 def _relative(root: Path, changed: list[str]) -> list[str]:

@@ -8,10 +8,16 @@ DaemonError
 ├── RemoteBindError         the remote listener's address or options are refused
 ├── SessionFileError        the gate's sessions file fails a check or cannot be written
 ├── TlsFileError            a certificate or key file fails a check
-└── TokenFileError          the gate's token file fails a check (`problem` says which)
+├── TokenFileError          the gate's token file fails a check (`problem` says which)
+└── WatchRootError          the watch root is missing, not a directory, or cannot be watched
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "CommandError",
@@ -23,6 +29,7 @@ __all__ = [
     "TlsFileError",
     "TokenFileError",
     "UnknownCommandError",
+    "WatchRootError",
 ]
 
 _COMMAND_CODES = frozenset({64, 65, 75, 77})
@@ -94,4 +101,25 @@ class TokenFileError(DaemonError):
 
     def __init__(self, message: str, *, problem: str) -> None:
         super().__init__(message)
+        self.problem = problem
+
+
+WatchRootProblem = Literal["missing", "not_a_directory", "unwatchable"]
+
+_WATCH_ROOT_TEXT: dict[WatchRootProblem, str] = {
+    "missing": "does not exist: create the directory before starting the daemon",
+    "not_a_directory": "is not a directory: point the watch at a directory",
+    "unwatchable": (
+        "cannot be watched (the log says why): check that it is readable and that the "
+        "inotify watch limit (fs.inotify.max_user_watches) is not reached"
+    ),
+}
+
+
+class WatchRootError(DaemonError):
+    """The daemon's watch root cannot be watched; `path` names it, `problem` says why."""
+
+    def __init__(self, path: Path, *, problem: WatchRootProblem) -> None:
+        super().__init__(f"watch root {path} {_WATCH_ROOT_TEXT[problem]}")
+        self.path = path
         self.problem = problem
