@@ -527,21 +527,11 @@ asyncio.run(main())
 
 
 def _peer_probe_under(families: list[str], work: Path) -> dict[str, Any]:
-    script = (
-        "ip link set lo up && ip addr add 192.0.2.10/32 dev lo && "
-        'exec "$PY" "$UNITS" --families-exec "$FAMILIES" "$PY" -c "$PROBE" "$WORK"'
-    )
-    env = {
-        **os.environ, "PY": sys.executable, "UNITS": __file__, "FAMILIES": ",".join(families),
-        "PROBE": _PEER_PROBE, "WORK": str(work),
-    }  # fmt: skip
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    from netns_support import observe_in_namespace
+
+    py = sys.executable
+    argv = [py, __file__, "--families-exec", ",".join(families), py, "-c", _PEER_PROBE, str(work)]
+    return observe_in_namespace(argv, secret_files=[work / "token"])
 
 
 @pytest.mark.slow

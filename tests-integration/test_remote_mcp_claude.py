@@ -138,23 +138,13 @@ def test_claude_code_connects_to_remote_mcp_with_the_bearer_only(tmp_path: Path)
             check=True,
             timeout=600,
         )
-    # `unshare -n` gives a namespace that disappears with its last process: nothing to clean up.
-    script = (
-        f"ip link set lo up && ip addr add {ADDR}/32 dev lo && "
-        f'exec "{sys.executable}" "{THIS}" "{tmp_path}"'
-    )
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script],
-        capture_output=True,
-        text=True,
+    from netns_support import observe_in_namespace  # the namespace side runs without it
+
+    obs = observe_in_namespace(
+        [sys.executable, str(THIS), str(tmp_path)],
+        secret_files=[tmp_path / "token"],
         timeout=TIMEOUT * 2,
-        check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    secret = (tmp_path / "token").read_text().strip()
-    assert secret not in proc.stdout
-    assert secret not in proc.stderr
-    obs: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
     assert obs["added"] == [0, 0, 0]
     assert obs["daemon_served"] is True
     assert obs["daemon_exit"] == 0

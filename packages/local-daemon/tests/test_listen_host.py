@@ -16,6 +16,7 @@ import pytest
 
 from daemon_support import TESTS_DIR, demo_registry, running
 from local_daemon import RemoteBindError, start_daemon
+from netns_support import run_in_namespace
 
 REFUSED_HOSTS = [
     "0.0.0.0",
@@ -94,8 +95,6 @@ def test_help_lists_the_opt_in_flag(tmp_path: Path) -> None:
 
 _OPT_IN_SCRIPT = r"""
 set -e
-ip link set lo up
-ip addr add 192.0.2.10/32 dev lo
 "$PY" -m local_daemon.cli serve daemon_support:demo_registry --state-dir "$STATE" \
     --host 192.0.2.10 --insecure-unauthenticated-host --log-level warning 2>"$STATE.err" &
 pid=$!
@@ -120,11 +119,10 @@ wait $pid
 @pytest.mark.slow
 def test_opt_in_serves_a_non_loopback_host_with_a_loud_warning(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", _OPT_IN_SCRIPT],
+    proc = run_in_namespace(
+        ["sh", "-c", _OPT_IN_SCRIPT],
         env={**os.environ, "PYTHONPATH": str(TESTS_DIR), "PY": sys.executable,
              "STATE": str(state)},
-        capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == '{"status": 200, "host": "192.0.2.10"}'

@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 import ssl
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from local_daemon import (
     revoke_session,
     start_daemon,
 )
+from netns_support import observe_in_namespace
 from oauth_support import DaemonBrowser, MemoryStorage, sdk_handlers
 
 pytestmark = pytest.mark.slow
@@ -147,25 +147,9 @@ def main(argv: list[str]) -> int:
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workdir = tmp_path_factory.mktemp("oauth-remote")
-    script = (
-        f"ip link set lo up && ip addr add {ADDR}/32 dev lo && "
-        f'exec "{sys.executable}" "{THIS}" "{workdir}"'
+    return observe_in_namespace(
+        [sys.executable, str(THIS), str(workdir)], secret_files=[workdir / "token"]
     )
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    secret = gate_support.secret_of(workdir / "token")
-    assert secret not in proc.stdout
-    assert secret not in proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert lines, proc.stdout + proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
 
 
 def test_sdk_client_signs_in_over_tls_and_calls_a_tool(observed: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ from local_daemon import (
     mint_login_code,
     start_daemon,
 )
+from netns_support import observe_in_namespace
 
 pytestmark = pytest.mark.slow
 
@@ -441,26 +442,9 @@ def main(argv: list[str]) -> int:
 
 
 def _in_namespace(scenario: str, workdir: Path) -> dict[str, Any]:
-    # `unshare -n` gives a namespace that disappears with its last process: nothing to clean up.
-    script = (
-        f"ip link set lo up && ip addr add {ADDR}/32 dev lo && "
-        f'exec "{sys.executable}" "{THIS}" {scenario} "{workdir}"'
+    return observe_in_namespace(
+        [sys.executable, str(THIS), scenario, str(workdir)], secret_files=[workdir / "token"]
     )
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    secret = gate_support.secret_of(workdir / "token")
-    assert secret not in proc.stdout
-    assert secret not in proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert lines, proc.stdout + proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import gate_support
+from netns_support import last_json, observe_in_namespace
 
 pytestmark = pytest.mark.slow
 
@@ -28,32 +29,12 @@ def _run(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, timeout=30)
 
 
-def _last_json(stdout: str) -> dict[str, Any]:
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    assert lines, stdout
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
-
-
 @pytest.fixture(scope="module")
 def local_ns_observations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workdir = tmp_path_factory.mktemp("netns-local")
-    script = (
-        "ip link set lo up && ip addr add 192.0.2.10/32 dev lo && "
-        f'exec "{sys.executable}" "{SUPPORT}" local "{workdir}"'
+    return observe_in_namespace(
+        [sys.executable, str(SUPPORT), "local", str(workdir)], secret_files=[workdir / "token"]
     )
-    proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    secret = (workdir / "token").read_text().strip()
-    assert secret not in proc.stdout
-    assert secret not in proc.stderr
-    return _last_json(proc.stdout)
 
 
 class TestLocalPeer:
@@ -217,7 +198,7 @@ def test_peer_on_another_host_is_not_local(
         for stream in (server.stdin, server.stdout, server.stderr):
             if stream is not None:
                 stream.close()
-    obs = _last_json(client.stdout)
+    obs = last_json(client.stdout)
     status, record = obs["bearer"]
     assert status == 200
     assert record == {"credential": "bearer", "issued_at": record["issued_at"], "peer_local": False}
@@ -230,4 +211,4 @@ def test_peer_on_another_host_is_not_local(
     assert obs["no_credential"] == 401
     assert obs["login_again"] == 401
     assert obs["leaked"] is False
-    assert _last_json(out)["log_leaked"] is False
+    assert last_json(out)["log_leaked"] is False
