@@ -6,13 +6,25 @@ Every package's tests dir is on the path and each has its own `conftest.py`, so 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from forge_automation import ACTIONS_APP_ID, CheckRun, FakeForge, PullRequest
+from forge_automation import (
+    ACTIONS_APP_ID,
+    CheckRun,
+    CheckRunConclusion,
+    CheckStatus,
+    ExecOptions,
+    ExecResult,
+    FakeForge,
+    ForgeWire,
+    PullRequest,
+    gh_cli_wire,
+)
 
 REPO = "acme/widgets"
 
@@ -41,12 +53,12 @@ def pull_request(head: str, **fields: Any) -> PullRequest:
 
 def check_run(
     name: str,
-    conclusion: str | None = "success",
+    conclusion: CheckRunConclusion | None = "success",
     *,
     head_sha: str,
     app_id: int | None = ACTIONS_APP_ID,
     run_id: int = 1,
-    status: str | None = None,
+    status: CheckStatus | None = None,
     completed_at: str | None = None,
 ) -> CheckRun:
     """Return a check run `name` on `head_sha`: completed with `conclusion`, else in progress."""
@@ -59,3 +71,15 @@ def check_run(
         head_sha=head_sha,
         completed_at=completed_at,
     )
+
+
+def answering_wire(body: Any) -> ForgeWire:
+    """Return a gh wire whose every call GitHub answers 200 with `body` as JSON (no gh runs)."""
+
+    def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
+        raw = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(body).encode()
+        )
+        return ExecResult(returncode=0, stdout=raw, stderr=b"")
+
+    return gh_cli_wire(exec, timeout=5.0)

@@ -8,6 +8,7 @@ from fakeforge import ForgeServer
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
+    CheckRunConclusion,
     CiWaitResult,
     FakeForge,
     ForgeInputError,
@@ -35,7 +36,7 @@ class Clock:
         self.now += seconds
 
 
-def _run(conclusion: str | None, run_id: int = 1, name: str = "test") -> CheckRun:
+def _run(conclusion: CheckRunConclusion | None, run_id: int = 1, name: str = "test") -> CheckRun:
     return CheckRun(
         id=run_id,
         name=name,

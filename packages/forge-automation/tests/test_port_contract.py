@@ -12,6 +12,7 @@ from fakeforge import ForgeServer, RepoState, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
+    CheckRunConclusion,
     CommitStatus,
     CompareFiles,
     FakeForge,
@@ -24,6 +25,7 @@ from forge_automation import (
     ForgeInputError,
     ForgePort,
     ForgeWire,
+    MergeableState,
     NotModified,
     OpenPrsList,
     ProtectionHidden,
@@ -32,9 +34,12 @@ from forge_automation import (
     RequiredContext,
     Review,
     ReviewComment,
+    ReviewDecision,
     ReviewRequest,
     ReviewRules,
+    ReviewStateName,
     ReviewThread,
+    StatusState,
     fake_forge,
     forge_port,
     gh_cli_wire,
@@ -156,7 +161,7 @@ class FakeBackend:
                 head_repo=head_repo,
                 base_ref="main",
                 title=title,
-                mergeable_state=mergeable_state,
+                mergeable_state=cast(MergeableState, mergeable_state),
             ),
         )
 
@@ -174,7 +179,7 @@ class FakeBackend:
                     id=i + 1,
                     name=n,
                     status="completed" if c else "in_progress",
-                    conclusion=c,
+                    conclusion=cast("CheckRunConclusion | None", c),
                     app_id=a,
                     head_sha=sha,
                 )
@@ -183,7 +188,9 @@ class FakeBackend:
         )
 
     def statuses(self, sha: str, statuses: Sequence[tuple[str, str]]) -> None:
-        self.fake.set_statuses(sha, [CommitStatus(context=c, state=s) for c, s in statuses])
+        self.fake.set_statuses(
+            sha, [CommitStatus(context=c, state=cast(StatusState, s)) for c, s in statuses]
+        )
 
     def rulesets(
         self, branch: str, contexts: Sequence[tuple[str, int | None]], strict: bool
@@ -259,7 +266,8 @@ class FakeBackend:
 
     def reviews(self, number: int, reviews: Sequence[tuple[str, str, str, bool]]) -> None:
         self.fake.reviews[(REPO, number)] = [
-            Review(author=a, state=s, commit_oid=c, author_can_push=p) for a, s, c, p in reviews
+            Review(author=a, state=cast(ReviewStateName, s), commit_oid=c, author_can_push=p)
+            for a, s, c, p in reviews
         ]
 
     def review_requests(
@@ -268,7 +276,7 @@ class FakeBackend:
         self.fake.review_requests[(REPO, number)] = [
             ReviewRequest(reviewer=r, team=t, as_code_owner=o) for r, t, o in requests
         ]
-        self.fake.review_decisions[(REPO, number)] = decision
+        self.fake.review_decisions[(REPO, number)] = cast("ReviewDecision | None", decision)
 
     def commit_users(self, sha: str, author: str | None, committer: str | None) -> None:
         self.fake.commit_users[sha] = tuple(dict.fromkeys(u for u in (author, committer) if u))

@@ -10,6 +10,8 @@ from forge_automation import (
     ACTIONS_APP_ID,
     Blocker,
     CheckRun,
+    CheckRunConclusion,
+    CheckStatus,
     PullRequest,
     Readiness,
     RequiredChecks,
@@ -27,12 +29,12 @@ PR = pull_request(HEAD, number=5)
 
 def run(
     name: str,
-    conclusion: str | None = "success",
+    conclusion: CheckRunConclusion | None = "success",
     *,
     app_id: int | None = APP,
     head_sha: str = HEAD,
     run_id: int = 1,
-    status: str | None = None,
+    status: CheckStatus | None = None,
 ) -> CheckRun:
     return check_run(
         name, conclusion, head_sha=head_sha, app_id=app_id, run_id=run_id, status=status
@@ -116,19 +118,19 @@ def test_detail_names_every_allowed_app_when_unpinned() -> None:
     "conclusion",
     ["neutral", "skipped", "failure", "cancelled", "timed_out", "action_required", "stale"],
 )
-def test_a_required_check_passes_only_on_success(conclusion: str) -> None:
+def test_a_required_check_passes_only_on_success(conclusion: CheckRunConclusion) -> None:
     result = judge([run("test", conclusion)])
     assert reasons(result) == ["check-failed"]
     assert result.blockers[0].detail == f"required test={conclusion} (run 1)"
 
 
 @pytest.mark.parametrize("conclusion", ["neutral", "skipped", "success"])
-def test_an_extra_check_passes_on_neutral_and_skipped(conclusion: str) -> None:
+def test_an_extra_check_passes_on_neutral_and_skipped(conclusion: CheckRunConclusion) -> None:
     assert judge([run("test"), run("docs", conclusion, run_id=2)]).ready
 
 
 @pytest.mark.parametrize("conclusion", ["failure", "cancelled", "timed_out", "action_required"])
-def test_an_extra_check_that_failed_blocks(conclusion: str) -> None:
+def test_an_extra_check_that_failed_blocks(conclusion: CheckRunConclusion) -> None:
     result = judge([run("test"), run("docs", conclusion, run_id=2)])
     assert result.blockers == (Blocker(reason="check-failed", detail=f"docs={conclusion} (run 2)"),)
 

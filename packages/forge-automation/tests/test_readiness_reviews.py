@@ -15,9 +15,11 @@ from forge_automation import (
     Readiness,
     RequiredContext,
     Review,
+    ReviewDecision,
     ReviewRequest,
     ReviewRules,
     ReviewState,
+    ReviewStateName,
     ReviewThread,
     merge_readiness,
 )
@@ -29,7 +31,9 @@ PR = pull_request(HEAD, number=5, author="ann")
 GREEN = [check_run("test", head_sha=HEAD)]
 
 
-def approve(who: str, commit: str = HEAD, *, push: bool = True, state: str = "APPROVED") -> Review:
+def approve(
+    who: str, commit: str = HEAD, *, push: bool = True, state: ReviewStateName = "APPROVED"
+) -> Review:
     return Review(author=who, state=state, commit_oid=commit, author_can_push=push)
 
 
@@ -39,7 +43,7 @@ def snapshot(
     rules: ReviewRules | None = None,
     requests: tuple[ReviewRequest, ...] = (),
     threads: tuple[ReviewThread, ...] = (),
-    decision: str | None = None,
+    decision: ReviewDecision | None = None,
     pushers: tuple[str, ...] = ("ann",),
     head: str = HEAD,
 ) -> ReviewState:
@@ -238,7 +242,7 @@ CODE_OWNERS = [
 @pytest.mark.parametrize(("requests", "decision", "on", "expected"), CODE_OWNERS)
 def test_code_owner_review(
     requests: tuple[ReviewRequest, ...],
-    decision: str | None,
+    decision: ReviewDecision | None,
     on: bool,
     expected: list[tuple[str, str]],
 ) -> None:

@@ -28,9 +28,11 @@ from forge_automation import (
     RequiredChecks,
     RequiredContext,
     Review,
+    ReviewDecision,
     ReviewRequest,
     ReviewRules,
     ReviewState,
+    ReviewStateName,
     ReviewThread,
     layer_rules,
     merge_readiness,
@@ -43,7 +45,9 @@ PR = pull_request(HEAD, number=5, author="ann")
 GREEN = [check_run("ci", head_sha=HEAD)]
 
 
-def r(who: str, state: str = "APPROVED", commit: str = HEAD, *, push: bool = True) -> Review:
+def r(
+    who: str, state: ReviewStateName = "APPROVED", commit: str = HEAD, *, push: bool = True
+) -> Review:
     return Review(author=who, state=state, commit_oid=commit, author_can_push=push)
 
 
@@ -367,7 +371,7 @@ TABLE: list[Any] = [
 def test_review_semantics(
     reviews: tuple[Review, ...],
     rules_: ReviewRules,
-    decision: str | None,
+    decision: ReviewDecision | None,
     requests: tuple[ReviewRequest, ...],
     threads: tuple[ReviewThread, ...],
     pushers: tuple[str, ...],

@@ -26,6 +26,7 @@ from fakeforge import ForgeServer, RepoState, ancestors, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
+    CheckRunConclusion,
     FakeForge,
     ForgeWire,
     PullRequest,
@@ -72,7 +73,7 @@ class _Crash(BaseException):
     """The process dies here (not an error anything may catch)."""
 
 
-def _run(sha: str, conclusion: str, run_id: int = 1) -> CheckRun:
+def _run(sha: str, conclusion: CheckRunConclusion, run_id: int = 1) -> CheckRun:
     return CheckRun(
         id=run_id,
         name="ci",

@@ -7,10 +7,13 @@ import pytest
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
+    CheckRunConclusion,
+    CheckStatus,
     CiVerdict,
     CommitStatus,
     RequiredChecks,
     RequiredContext,
+    StatusState,
     ci_verdict,
 )
 from forge_builders import check_run
@@ -21,11 +24,11 @@ OTHER_APP = 4242
 
 def run(
     name: str,
-    conclusion: str | None = "success",
+    conclusion: CheckRunConclusion | None = "success",
     *,
     app_id: int | None = ACTIONS_APP_ID,
     run_id: int = 1,
-    status: str | None = None,
+    status: CheckStatus | None = None,
 ) -> CheckRun:
     completed_at = "2026-01-02T03:04:05Z" if conclusion else None
     return check_run(
@@ -39,7 +42,7 @@ def run(
     )
 
 
-def status(context: str, state: str = "success") -> CommitStatus:
+def status(context: str, state: StatusState = "success") -> CommitStatus:
     return CommitStatus(context=context, state=state)
 
 

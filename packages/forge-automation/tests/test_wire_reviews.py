@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from forge_automation import (
     ClassicProtection,
-    ExecOptions,
-    ExecResult,
     ForgeCliError,
     ReviewRules,
-    gh_cli_wire,
 )
+from forge_builders import answering_wire
 
 REPO = "acme/widgets"
 HEAD = "a" * 40
@@ -26,16 +22,6 @@ RULE = {
     "required_approving_review_count": 2,
     "required_review_thread_resolution": False,
 }
-
-
-def answering(body: Any) -> Any:
-    def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        raw = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(body).encode()
-        )
-        return ExecResult(returncode=0, stdout=raw, stderr=b"")
-
-    return gh_cli_wire(exec, timeout=5.0)
 
 
 def reviews_data(**pull: Any) -> dict[str, Any]:
@@ -61,7 +47,7 @@ def reviews_data(**pull: Any) -> dict[str, Any]:
 
 
 def test_a_pull_request_rule_is_read_with_every_parameter() -> None:
-    wire = answering([{"type": "pull_request", "parameters": RULE}])
+    wire = answering_wire([{"type": "pull_request", "parameters": RULE}])
     (rules,) = wire.get_branch_rules(REPO, "main", 1).items
     assert rules.reviews == ReviewRules(
         required_approving_review_count=2,
@@ -82,12 +68,12 @@ def test_a_pull_request_rule_is_read_with_every_parameter() -> None:
 )
 def test_a_pull_request_rule_it_cannot_read_is_malformed(rule: dict[str, Any]) -> None:
     with pytest.raises(ForgeCliError) as caught:
-        answering([rule]).get_branch_rules(REPO, "main", 1)
+        answering_wire([rule]).get_branch_rules(REPO, "main", 1)
     assert caught.value.kind == "malformed"
 
 
 def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
-    wire = answering(
+    wire = answering_wire(
         {
             "required_pull_request_reviews": {
                 "dismiss_stale_reviews": True,
@@ -106,7 +92,7 @@ def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
         required_review_thread_resolution=True,
         source="classic",
     )
-    assert answering({"enabled": True}).get_classic_protection(REPO, "main") == (
+    assert answering_wire({"enabled": True}).get_classic_protection(REPO, "main") == (
         ClassicProtection(reviews=ReviewRules(source="classic"))
     )
 
@@ -122,7 +108,7 @@ def test_classic_protection_reads_reviews_and_conversation_resolution() -> None:
 )
 def test_classic_protection_it_cannot_read_is_malformed(body: Any) -> None:
     with pytest.raises(ForgeCliError) as caught:
-        answering(body).get_classic_protection(REPO, "main")
+        answering_wire(body).get_classic_protection(REPO, "main")
     assert caught.value.kind == "malformed"
 
 
@@ -143,7 +129,7 @@ def test_reviews_are_read_with_requests_and_pushers() -> None:
         "author": {"user": {"login": "ann"}},
         "committer": {"user": None},
     }
-    state, cursor = answering(body).get_pull_reviews(REPO, 1, HEAD, None)
+    state, cursor = answering_wire(body).get_pull_reviews(REPO, 1, HEAD, None)
     assert cursor is None
     assert [(r.reviewer, r.team, r.as_code_owner) for r in state.requests] == [
         ("acme/core", True, True),
@@ -167,7 +153,7 @@ def test_reviews_are_read_with_requests_and_pushers() -> None:
 )
 def test_reviews_it_cannot_read_are_malformed(pull: dict[str, Any]) -> None:
     with pytest.raises(ForgeCliError) as caught:
-        answering(reviews_data(**pull)).get_pull_reviews(REPO, 1, HEAD, None)
+        answering_wire(reviews_data(**pull)).get_pull_reviews(REPO, 1, HEAD, None)
     assert caught.value.kind == "malformed"
 
 
@@ -175,4 +161,4 @@ def test_a_graphql_error_beside_the_data_fails_the_read() -> None:
     body = reviews_data()
     body["errors"] = [{"message": "something went wrong"}]
     with pytest.raises(ForgeCliError):
-        answering(body).get_pull_reviews(REPO, 1, HEAD, None)
+        answering_wire(body).get_pull_reviews(REPO, 1, HEAD, None)

@@ -19,6 +19,7 @@ from ._constants import FAKE_APP_ID
 from ._exec import ExecOptions, ExecResult, GitExec
 from ._fake_state import FakeCommit, FakeState, ReadFaults
 from ._fake_wire import FakeWire
+from ._records import ReviewDecision
 from ._types import (
     CheckRun,
     CommitStatus,
@@ -58,7 +59,7 @@ class FakeForge:
         # the logins each commit names (author, committer) for the last-push rule.
         self.reviews: dict[tuple[str, int], list[Review]] = {}
         self.review_requests: dict[tuple[str, int], list[ReviewRequest]] = {}
-        self.review_decisions: dict[tuple[str, int], str | None] = {}
+        self.review_decisions: dict[tuple[str, int], ReviewDecision | None] = {}
         self.commit_users: dict[str, tuple[str, ...]] = {}
         # Head commits whose author or committer has no linked account.
         self.unlinked_commits: set[str] = set()

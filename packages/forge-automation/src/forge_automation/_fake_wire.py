@@ -24,6 +24,7 @@ from ._types import (
     Commit,
     CommitStatus,
     CompareFiles,
+    CompareStatus,
     FileEntry,
     ForcePush,
     IssueComment,
@@ -134,6 +135,7 @@ class FakeWire(FakeWrites):
             behind = len(base_anc.keys() - head_anc.keys())
             common = [s for s in head_anc if s in base_anc]
             merge_base = min(common, key=lambda s: head_anc[s]) if common else None
+            status: CompareStatus
             if base_sha == head_sha:
                 status = "identical"
             elif behind == 0:

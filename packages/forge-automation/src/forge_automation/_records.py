@@ -2,25 +2,76 @@
 
 Apart from `_types` (which re-exports them) so that `merge_readiness` and `ci_verdict`, and
 forge-cli pr-status with them, build only these dataclasses at import rather than every record
-of the package: building a dataclass runs a generated function per method.
+of the package: building a dataclass runs a generated function per method. (`typing` is loaded
+by then in any case: `_readiness` and `_verdict` import it.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, TypeAlias, get_args
+
+# The states are Literals (GitHub's OpenAPI and GraphQL enums, lower-cased where GraphQL shouts);
+# the parsers (`_github`) check each value against the same set (`*_STATES`, from `get_args`)
+# and read anything else as malformed, never as a guess.
+PrState: TypeAlias = Literal["open", "closed"]
+MergeableState: TypeAlias = Literal[
+    "behind", "blocked", "clean", "dirty", "draft", "has_hooks", "unknown", "unstable"
+]
+CheckStatus: TypeAlias = Literal[
+    "queued", "in_progress", "completed", "waiting", "requested", "pending"
+]
+CheckRunConclusion: TypeAlias = Literal[
+    "success",
+    "failure",
+    "neutral",
+    "cancelled",
+    "skipped",
+    "timed_out",
+    "action_required",
+    "stale",
+    "startup_failure",
+]
+StatusState: TypeAlias = Literal["error", "failure", "pending", "success"]
+ReviewStateName: TypeAlias = Literal[
+    "APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"
+]
+ReviewDecision: TypeAlias = Literal["APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"]
+
+PR_STATES: frozenset[PrState] = frozenset(get_args(PrState))
+MERGEABLE_STATES: frozenset[MergeableState] = frozenset(get_args(MergeableState))
+CHECK_STATUSES: frozenset[CheckStatus] = frozenset(get_args(CheckStatus))
+CHECK_CONCLUSIONS: frozenset[CheckRunConclusion] = frozenset(get_args(CheckRunConclusion))
+STATUS_STATES: frozenset[StatusState] = frozenset(get_args(StatusState))
+REVIEW_STATES: frozenset[ReviewStateName] = frozenset(get_args(ReviewStateName))
+REVIEW_DECISIONS: frozenset[ReviewDecision] = frozenset(get_args(ReviewDecision))
 
 __all__ = [
+    "CHECK_CONCLUSIONS",
+    "CHECK_STATUSES",
+    "MERGEABLE_STATES",
+    "PR_STATES",
+    "REVIEW_DECISIONS",
+    "REVIEW_STATES",
+    "STATUS_STATES",
     "CheckRun",
+    "CheckRunConclusion",
+    "CheckStatus",
     "ClassicProtection",
     "CommitStatus",
+    "MergeableState",
+    "PrState",
     "PullRequest",
     "RequiredChecks",
     "RequiredContext",
     "Review",
+    "ReviewDecision",
     "ReviewRequest",
     "ReviewRules",
     "ReviewState",
+    "ReviewStateName",
     "ReviewThread",
+    "StatusState",
 ]
 
 
@@ -36,13 +87,13 @@ class PullRequest:
     """
 
     number: int
-    state: str
+    state: PrState
     head_sha: str
     head_ref: str
     head_repo: str | None
     base_ref: str
     base_sha: str | None = None
-    mergeable_state: str = "unknown"
+    mergeable_state: MergeableState = "unknown"
     merged: bool = False
     merge_sha: str | None = None
     merged_at: str | None = None
@@ -62,8 +113,8 @@ class CheckRun:
 
     id: int
     name: str
-    status: str
-    conclusion: str | None
+    status: CheckStatus
+    conclusion: CheckRunConclusion | None
     app_id: int | None
     head_sha: str
     completed_at: str | None = None
@@ -77,7 +128,7 @@ class CommitStatus:
     """One commit status (the older, context-named CI signal)."""
 
     context: str
-    state: str
+    state: StatusState
     created_at: str | None = None
     target_url: str | None = None
 
@@ -136,7 +187,7 @@ class Review:
     which commit, and whether its author can push (only their reviews count toward the rules)."""
 
     author: str | None
-    state: str
+    state: ReviewStateName
     commit_oid: str | None
     submitted_at: str | None = None
     author_can_push: bool = False
@@ -184,6 +235,6 @@ class ReviewState:
     threads: tuple[ReviewThread, ...] = ()
     requests: tuple[ReviewRequest, ...] = ()
     rules: ReviewRules = ReviewRules()
-    decision: str | None = None
+    decision: ReviewDecision | None = None
     pushers: tuple[str, ...] = ()
     unlinked_pusher: bool = False

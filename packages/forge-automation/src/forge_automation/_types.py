@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeAlias, TypeVar
+from typing import Generic, Literal, TypeAlias, TypeVar, get_args
 
 from ._records import (
     CheckRun,
     ClassicProtection,
     CommitStatus,
+    PrState,
     PullRequest,
     RequiredChecks,
     RequiredContext,
@@ -20,6 +21,8 @@ from ._records import (
 )
 
 __all__ = [
+    "COMPARE_STATUSES",
+    "FILE_STATUSES",
     "Ancestry",
     "AncestryStatus",
     "CheckConclusion",
@@ -29,10 +32,12 @@ __all__ = [
     "Commit",
     "CommitStatus",
     "CompareFiles",
+    "CompareStatus",
     "CreatedCheckRun",
     "DeleteRefResult",
     "EnsureBranchResult",
     "FileEntry",
+    "FileStatus",
     "ForcePush",
     "IssueComment",
     "LabelledPr",
@@ -59,6 +64,13 @@ __all__ = [
 ]
 
 AncestryStatus: TypeAlias = Literal["ahead", "behind", "identical", "diverged", "missing"]
+# What a comparison answers (`AncestryStatus` without `missing`, the port's word for a 404).
+CompareStatus: TypeAlias = Literal["ahead", "behind", "identical", "diverged"]
+COMPARE_STATUSES: frozenset[CompareStatus] = frozenset(get_args(CompareStatus))
+FileStatus: TypeAlias = Literal[
+    "added", "removed", "modified", "renamed", "copied", "changed", "unchanged"
+]
+FILE_STATUSES: frozenset[FileStatus] = frozenset(get_args(FileStatus))
 CheckConclusion: TypeAlias = Literal["success", "failure", "action_required"]
 SkipReason: TypeAlias = Literal[
     "exists", "default-branch", "fork-head", "missing", "merged", "up-to-date"
@@ -73,7 +85,7 @@ class FileEntry:
 
     path: str
     previous_path: str | None = None
-    status: str
+    status: FileStatus
     additions: int = 0
     deletions: int = 0
 
@@ -140,7 +152,7 @@ class LabelledPr:
     """A PR carrying a label, from the forge's issue listing (`state` is open or closed)."""
 
     number: int
-    state: str
+    state: PrState
     created_at: str | None = None
 
 
@@ -271,7 +283,7 @@ class Page(Generic[T]):
 class Ancestry:
     """How `head` relates to `base`, read from one page of one commit of a compare."""
 
-    status: str
+    status: CompareStatus
     ahead_by: int
     behind_by: int
     merge_base_sha: str | None = None

@@ -10,8 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._records import CheckRun, CommitStatus, RequiredChecks, RequiredContext, ReviewRules
-from .shape import _app_id, _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str
+from .._records import (
+    CHECK_CONCLUSIONS,
+    CHECK_STATUSES,
+    STATUS_STATES,
+    CheckRun,
+    CommitStatus,
+    RequiredChecks,
+    RequiredContext,
+    ReviewRules,
+)
+from .shape import (
+    _app_id,
+    _bool,
+    _int,
+    _list,
+    _obj,
+    _one_of,
+    _opt_int,
+    _opt_obj,
+    _opt_one_of,
+    _opt_str,
+    _str,
+)
 
 __all__ = [
     "check_run_from_rest",
@@ -30,8 +51,8 @@ def check_run_from_rest(value: object) -> CheckRun:
     return CheckRun(
         id=_int(data["id"]),
         name=_str(data["name"]),
-        status=_str(data["status"]),
-        conclusion=_opt_str(data.get("conclusion")),
+        status=_one_of(data["status"], CHECK_STATUSES),
+        conclusion=_opt_one_of(data.get("conclusion"), CHECK_CONCLUSIONS),
         app_id=_opt_int(app.get("id")),
         head_sha=_str(data["head_sha"]),
         completed_at=_opt_str(data.get("completed_at")),
@@ -51,7 +72,7 @@ def commit_statuses_from_rest(value: object) -> tuple[CommitStatus, ...]:
     return tuple(
         CommitStatus(
             context=_str(_obj(s)["context"]),
-            state=_str(_obj(s)["state"]),
+            state=_one_of(_obj(s)["state"], STATUS_STATES),
             created_at=_opt_str(_obj(s).get("created_at")),
             target_url=_opt_str(_obj(s).get("target_url")),
         )
@@ -74,12 +95,13 @@ def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRu
         for node in _list(connection["nodes"]):
             run = _obj(node)
             conclusion = _opt_str(run.get("conclusion"))
+            lower = None if conclusion is None else conclusion.lower()
             runs.append(
                 CheckRun(
                     id=_int(run["databaseId"]),
                     name=_str(run["name"]),
-                    status=_str(run["status"]).lower(),
-                    conclusion=conclusion.lower() if conclusion is not None else None,
+                    status=_one_of(_str(run["status"]).lower(), CHECK_STATUSES),
+                    conclusion=_opt_one_of(lower, CHECK_CONCLUSIONS),
                     app_id=app_id,
                     head_sha=head_sha,
                     completed_at=_opt_str(run.get("completedAt")),

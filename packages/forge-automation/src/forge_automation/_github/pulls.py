@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._constants import COMPARE_FILES_CAP
-from .._records import PullRequest
+from .._records import MERGEABLE_STATES, PR_STATES, PullRequest
 from .._types import (
+    COMPARE_STATUSES,
+    FILE_STATUSES,
     Ancestry,
     Commit,
     CompareFiles,
@@ -20,7 +22,19 @@ from .._types import (
     LabelledPr,
     PrCommit,
 )
-from .shape import _bool, _int, _list, _obj, _opt_int, _opt_obj, _opt_str, _str, _Unmappable
+from .shape import (
+    _bool,
+    _int,
+    _list,
+    _obj,
+    _one_of,
+    _opt_int,
+    _opt_obj,
+    _opt_one_of,
+    _opt_str,
+    _str,
+    _Unmappable,
+)
 
 __all__ = [
     "ancestry_from_rest",
@@ -54,13 +68,13 @@ def pull_from_rest(value: object) -> PullRequest:
     merged = data.get("merged")
     return PullRequest(
         number=_int(data["number"]),
-        state=_str(data["state"]),
+        state=_one_of(data["state"], PR_STATES),
         head_sha=_str(head["sha"]),
         head_ref=_str(head["ref"]),
         head_repo=_str(head_repo["full_name"]) if isinstance(head_repo, Mapping) else None,
         base_ref=_str(base["ref"]),
         base_sha=_opt_str(base.get("sha")),
-        mergeable_state=_opt_str(data.get("mergeable_state")) or "unknown",
+        mergeable_state=_opt_one_of(data.get("mergeable_state"), MERGEABLE_STATES) or "unknown",
         merged=merged_at is not None if merged is None else _bool(merged),
         merge_sha=_opt_str(data.get("merge_commit_sha")),
         merged_at=merged_at,
@@ -113,7 +127,7 @@ def file_from_rest(value: object) -> FileEntry:
     return FileEntry(
         path=_str(data["filename"]),
         previous_path=_opt_str(data.get("previous_filename")),
-        status=_opt_str(data.get("status")) or "modified",
+        status=_opt_one_of(data.get("status"), FILE_STATUSES) or "modified",
         additions=_opt_int(data.get("additions")) or 0,
         deletions=_opt_int(data.get("deletions")) or 0,
     )
@@ -129,7 +143,7 @@ def ancestry_from_rest(value: object) -> Ancestry:
     data = _obj(value)
     merge_base = _opt_obj(data.get("merge_base_commit"))
     return Ancestry(
-        status=_str(data["status"]),
+        status=_one_of(data["status"], COMPARE_STATUSES),
         ahead_by=_int(data["ahead_by"]),
         behind_by=_int(data["behind_by"]),
         merge_base_sha=_opt_str(merge_base.get("sha")),
@@ -171,7 +185,7 @@ def labelled_prs_from_rest(value: object) -> tuple[LabelledPr, ...]:
     return tuple(
         LabelledPr(
             number=_int(_obj(i)["number"]),
-            state=_str(_obj(i)["state"]),
+            state=_one_of(_obj(i)["state"], PR_STATES),
             created_at=_opt_str(_obj(i).get("created_at")),
         )
         for i in _list(value)

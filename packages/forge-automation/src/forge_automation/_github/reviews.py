@@ -10,15 +10,24 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._records import Review, ReviewRequest, ReviewState, ReviewThread
+from .._records import (
+    REVIEW_DECISIONS,
+    REVIEW_STATES,
+    Review,
+    ReviewRequest,
+    ReviewState,
+    ReviewThread,
+)
 from .shape import (
     _bool,
     _int,
     _list,
     _next_cursor,
     _obj,
+    _one_of,
     _opt_int,
     _opt_obj,
+    _opt_one_of,
     _opt_str,
     _str,
     _Unmappable,
@@ -62,7 +71,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     reviews = tuple(
         Review(
             author=_opt_str(_opt_obj(_obj(r)["author"]).get("login")),
-            state=_str(_obj(r)["state"]),
+            state=_one_of(_obj(r)["state"], REVIEW_STATES),
             commit_oid=_opt_str(_opt_obj(_obj(r)["commit"]).get("oid")),
             submitted_at=_opt_str(_obj(r)["submittedAt"]),
             author_can_push=_bool(_obj(r)["authorCanPushToRepository"]),
@@ -83,7 +92,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         head_sha=_str(pull["headRefOid"]),
         reviews=reviews,
         requests=tuple(asked),
-        decision=_opt_str(pull["reviewDecision"]),
+        decision=_opt_one_of(pull["reviewDecision"], REVIEW_DECISIONS),
         pushers=tuple(pushers),
         unlinked_pusher=unlinked,
     )

@@ -60,6 +60,10 @@ def _one_of(value: object, allowed: Collection[S]) -> S:
     return value  # type: ignore[return-value]
 
 
+def _opt_one_of(value: object, allowed: Collection[S]) -> S | None:
+    return None if value is None else _one_of(value, allowed)
+
+
 def _int(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise _Unmappable

@@ -132,8 +132,8 @@ def _head_commit(data: Mapping[str, Any], head_sha: str) -> Mapping[str, Any] | 
 
 def pull_from_graphql(data: Mapping[str, Any]) -> PullRequest:
     """Return the PR a GraphQL `PullRequest` (PR_SNAPSHOT_QUERY's fields) describes."""
-    from .._records import PullRequest
-    from .shape import _bool, _int, _opt_obj, _opt_str, _str, _Unmappable
+    from .._records import MERGEABLE_STATES, PullRequest
+    from .shape import _bool, _int, _one_of, _opt_obj, _opt_str, _str, _Unmappable
 
     state = _str(data["state"])
     if state not in ("OPEN", "CLOSED", "MERGED"):
@@ -147,7 +147,7 @@ def pull_from_graphql(data: Mapping[str, Any]) -> PullRequest:
         head_repo=_str(head_repo["nameWithOwner"]) if head_repo else None,
         base_ref=_str(data["baseRefName"]),
         base_sha=_opt_str(data.get("baseRefOid")),
-        mergeable_state=_str(data["mergeStateStatus"]).lower(),
+        mergeable_state=_one_of(_str(data["mergeStateStatus"]).lower(), MERGEABLE_STATES),
         merged=_bool(data["merged"]),
         merge_sha=_opt_str(_opt_obj(data.get("mergeCommit")).get("oid")),
         merged_at=_opt_str(data.get("mergedAt")),
