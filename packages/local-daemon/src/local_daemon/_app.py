@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -27,6 +27,10 @@ from ._guards import Guards, guard_middlewares, loopback_allowlist
 from ._invoke import INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE
 from ._listen import IDLE_TIMEOUT
 from ._rpc import RpcBodyLimit, rpc_handler
+
+if TYPE_CHECKING:
+    from ._tasks import TaskStore
+
 from ._types import (
     CommandRegistry,
     ContextFactory,
@@ -160,8 +164,12 @@ def build_app(
     gate: Gate | None = None,
     allowed_hosts: frozenset[str] | None = None,
     allowed_origins: frozenset[str] | None = None,
+    tasks: TaskStore | None = None,
 ) -> web.Application:
-    """Build one app of a daemon from its `options`; the listener's own parts are keywords."""
+    """Build one app of a daemon from its `options`; the listener's own parts are keywords.
+
+    `tasks` is the daemon's store of MCP tasks (its apps share it); without it `/mcp` keeps its
+    own, in memory."""
     registry = options.registry
     version = options.version
     guards = options.guards
@@ -291,7 +299,7 @@ def build_app(
         # Imported here: `mcp` takes over a second to import and most daemons never load it.
         from ._mcp_http import McpHttpHandler
 
-        mcp = McpHttpHandler(options)
+        mcp = McpHttpHandler(options, tasks=tasks)
         mcp_route.append(mcp.handle)  # one bound method: the exemption compares by identity
         app.router.add_route("*", "/mcp", mcp_route[0])
         app.cleanup_ctx.append(mcp.lifespan)

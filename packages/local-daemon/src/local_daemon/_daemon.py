@@ -199,9 +199,21 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
         bound_host = host if listen_fd is None else str(sockname[0])
         lifecycle = Lifecycle(ready=False, port=bound_port, started=time.monotonic())
         hub = EventHub(logger=log)
-        app = build_app(options, hub=hub, lifecycle=lifecycle, port=bound_port, host=bound_host)
+        tasks = None
+        if options.tool_prefix is not None:
+            # `/mcp`'s tasks, kept in the state dir across restarts (both listeners share them).
+            from ._mcp_tasks import open_task_store
+            from ._tasks import TASKS_DIR_NAME
+
+            tasks = open_task_store(paths.state_dir / TASKS_DIR_NAME, logger=log)
+        app = build_app(
+            options, hub=hub, lifecycle=lifecycle, port=bound_port, host=bound_host, tasks=tasks
+        )
         runner = await app_runner(app, lingering_time=LINGERING_TIME)
         made.push_async_callback(runner.cleanup)
+        if tasks is not None:
+            # Before the runner's cleanup: running commands stop and waiting clients are told.
+            made.push_async_callback(tasks.close)
         made.callback(hub.close)  # event streams end before the runner waits for requests
         # Out of fds, asyncio would log a traceback per failed accept, dozens a second.
         made.callback(AcceptErrorLog(asyncio.get_running_loop(), log).uninstall)
@@ -226,6 +238,7 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
                     gate=gate,
                     allowed_hosts=allowed_hosts,
                     allowed_origins=allowed_origins,
+                    tasks=tasks,
                 )
 
             from ._sessions import SESSIONS_FILE_NAME

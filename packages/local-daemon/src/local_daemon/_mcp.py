@@ -16,7 +16,7 @@ import inspect
 import json
 import logging
 import math
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, ParamSpec, Self
 
@@ -47,6 +47,7 @@ __all__ = [
     "invoke_tool",
     "list_tools",
     "run_mcp_stdio",
+    "tool_caller",
     "tool_name_for",
 ]
 
@@ -166,6 +167,44 @@ def envelope_result(
     )
 
 
+def tool_caller(
+    registry: CommandRegistry,
+    *,
+    tool_prefix: str | None,
+    create_context: ContextFactory | None,
+    format_error: ErrorFormatter | None,
+    logger: logging.Logger,
+) -> Callable[
+    [str, Mapping[str, Any] | None, ProgressSender | None], Awaitable[types.CallToolResult]
+]:
+    """Return what answers one `tools/call` (name, arguments, progress sender): the context
+    built for the request being answered (`REQUEST_AUTH`), then `invoke_tool`."""
+
+    async def call_tool(
+        name: str, arguments: Mapping[str, Any] | None, progress: ProgressSender | None
+    ) -> types.CallToolResult:
+        context = None
+        if create_context is not None:
+            try:
+                context = create_context("mcp", REQUEST_AUTH.get())
+            except Exception as exc:
+                # Reported through the envelope exactly like a command that raised it.
+                failed = failure_outcome(exc, format_error=format_error, logger=logger)
+                return envelope_result(failed.envelope)
+        return await invoke_tool(
+            registry,
+            name,
+            arguments,
+            tool_prefix=tool_prefix,
+            context=context,
+            format_error=format_error,
+            logger=logger,
+            progress=progress,
+        )
+
+    return call_tool
+
+
 def create_mcp_server(
     registry: CommandRegistry,
     *,
@@ -189,29 +228,22 @@ def create_mcp_server(
             log.error("tools/list failed: %s", type(exc).__name__)
             raise MCPError(types.INTERNAL_ERROR, "Internal server error") from None
 
+    call_tool = tool_caller(
+        registry,
+        tool_prefix=tool_prefix,
+        create_context=create_context,
+        format_error=format_error,
+        logger=log,
+    )
+
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        context = None
-        if create_context is not None:
-            try:
-                context = create_context("mcp", REQUEST_AUTH.get())
-            except Exception as exc:
-                # Reported through the envelope exactly like a command that raised it.
-                failed = failure_outcome(exc, format_error=format_error, logger=log)
-                return envelope_result(failed.envelope)
         # The SDK's own reporter: `notifications/progress` on this request's stream, sent only
         # when the client asked for progress (a token in `_meta`).
         asked = progress_token_from_params(ctx.params) is not None
-        return await invoke_tool(
-            registry,
-            params.name,
-            params.arguments,
-            tool_prefix=tool_prefix,
-            context=context,
-            format_error=format_error,
-            logger=log,
-            progress=ctx.session.report_progress if asked else None,
+        return await call_tool(
+            params.name, params.arguments, ctx.session.report_progress if asked else None
         )
 
     def input_schema(name: str) -> Mapping[str, Any] | None:

@@ -46,7 +46,9 @@ from ._bodies import (
 )
 from ._config import AppOptions
 from ._json import NonFiniteNumberError, parse_json
-from ._mcp import NOT_FINITE, REQUEST_AUTH, create_mcp_server
+from ._mcp import NOT_FINITE, REQUEST_AUTH, create_mcp_server, tool_caller
+from ._mcp_tasks import REQUEST_CANCELLED, install_tasks
+from ._tasks import TaskStore
 from ._types import (
     AUTH_RECORD_KEY,
 )
@@ -117,12 +119,6 @@ class _Headers:
 
     def __init__(self, request: web.Request) -> None:
         self.headers = request.headers
-
-
-# What a call cancelled by its client answers, if anyone still reads (the client dropped the
-# request when it sent `notifications/cancelled`); the code is JSON-RPC's "request cancelled" as
-# LSP defines it, since MCP sends nothing for a cancelled request on a connection that stays.
-REQUEST_CANCELLED = -32800
 
 
 class _Call:
@@ -196,11 +192,15 @@ def _id_key(request_id: types.RequestId) -> types.RequestId:
     return request_id
 
 
+# Requests whose answer may wait on a command, and so may send progress first.
+_PROGRESS_METHODS = frozenset({"tools/call", "tasks/result"})
+
+
 def _asks_progress(raw: Any) -> bool:
-    """True for a `tools/call` request carrying a progress token."""
+    """True for a `tools/call` or `tasks/result` request carrying a progress token."""
     return (
         isinstance(raw, dict)
-        and raw.get("method") == "tools/call"
+        and raw.get("method") in _PROGRESS_METHODS
         and "id" in raw
         and progress_token_from_params(raw.get("params")) is not None
     )
@@ -217,7 +217,7 @@ class McpHttpHandler:
     is correct but slower.
     """
 
-    def __init__(self, options: AppOptions) -> None:
+    def __init__(self, options: AppOptions, *, tasks: TaskStore | None = None) -> None:
         self._logger = options.logger
         self._max_body_bytes = options.rpc_body_limit.max_bytes
         self._server = create_mcp_server(
@@ -236,6 +236,18 @@ class McpHttpHandler:
         self._server.add_notification_handler(
             "notifications/cancelled", types.CancelledNotificationParams, tracker.on_cancelled
         )
+        # Calls run as tasks: the daemon's store (kept in its state dir), else one of this
+        # app's own, in memory, closed with it.
+        self._own_tasks = tasks is None
+        self.tasks = tasks if tasks is not None else TaskStore(logger=options.logger)
+        call = tool_caller(
+            options.registry,
+            tool_prefix=options.tool_prefix,
+            create_context=options.create_context,
+            format_error=options.format_error,
+            logger=options.logger,
+        )
+        install_tasks(self._server, self.tasks, call)
         self._manager: StreamableHTTPSessionManager | None = None
         # Answers as a stream: tool calls that asked for progress (and accept SSE).
         self._stream_manager: StreamableHTTPSessionManager | None = None
@@ -276,6 +288,8 @@ class McpHttpHandler:
             yield
         finally:
             self._manager = self._stream_manager = None
+            if self._own_tasks:
+                await self.tasks.close()
             stop.set()
             await holder
 
