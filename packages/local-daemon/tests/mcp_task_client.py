@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ import mcp_types as types
 from mcp.client import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter
 
 __all__ = [
@@ -48,7 +49,7 @@ class TaskCreated(types.Result):
 async def task_result(
     client: Client,
     task_id: str,
-    on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+    on_progress: ProgressFnT | None = None,
 ) -> types.CallToolResult:
     """Wait on `tasks/result` for the call's own result (progress to `on_progress`)."""
     request = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id))

@@ -8,65 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
-from daemon_support import TESTS_DIR, http
+from activation_support import free_port, socket_activated, wait_listening
+from daemon_support import http
 
 _CONNECTIONS = 12
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def wait_listening(port: int) -> None:
-    for _ in range(1000):  # bounded: the activator binds within moments
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except ConnectionRefusedError:
-            await asyncio.sleep(0.01)
-            continue
-        writer.close()
-        await writer.wait_closed()
-        return
-    raise AssertionError("the activator never listened")
-
-
 async def test_connections_before_ready_wait_in_the_backlog(tmp_path: Path) -> None:
-    activator = shutil.which("systemd-socket-activate")
-    assert activator is not None, "install systemd (systemd-socket-activate)"
     port = free_port()
     state = tmp_path / "state"
-    env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
-    process = subprocess.Popen(
-        [
-            activator,
-            "-l",
-            f"127.0.0.1:{port}",
-            "-E",
-            "PYTHONPATH",
-            sys.executable,
-            "-m",
-            "local_daemon.cli",
-            "serve",
-            "daemon_support:demo_registry",
-            "--state-dir",
-            str(state),
-            "--version",
-            "socket-activated",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = socket_activated(port, "daemon_support:demo_registry", state)
     try:
         # The first probe connection is what starts the daemon; the burst below races its
         # start-up, with every request sent at once before any answer.

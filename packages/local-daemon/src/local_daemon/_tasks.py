@@ -249,11 +249,11 @@ class TaskStore:
             if not _FILE_NAME.fullmatch(name):
                 continue
             task = self._read(path, error_result, now_wall, now)
-            if task is None:
+            if task == "expired":
                 with contextlib.suppress(OSError):
                     path.unlink()
-                continue
-            self._tasks[task.task_id] = task
+            elif task is not None:  # a file it cannot trust stays as it is, unread
+                self._tasks[task.task_id] = task
         # Past the count (the limit was lowered): the newest are kept.
         ordered = sorted(self._tasks.values(), key=lambda task: task.created, reverse=True)
         for task in ordered[self.limits.max_tasks :]:
@@ -261,7 +261,7 @@ class TaskStore:
 
     def _read(
         self, path: Path, error_result: ErrorResult, now_wall: float, now: float
-    ) -> TaskState | None:
+    ) -> TaskState | Literal["expired"] | None:
         read = read_safe_file(path, max_bytes=self.limits.max_result_bytes + _FILE_OVERHEAD)
         if isinstance(read, UnsafeFileError):
             self._log.warning("task file %s skipped: %s", path.name, read.problem)
@@ -306,9 +306,7 @@ class TaskStore:
         # (a clock stepped back), never less than nothing (a clock stepped forward).
         left = min(max(created + ttl / 1000 - now_wall, 0.0), ttl / 1000)
         task.expires = now + left
-        if left <= 0:
-            return None
-        return task
+        return task if left > 0 else "expired"
 
     def _write_now(self, task: TaskState) -> None:
         try:
