@@ -16,6 +16,7 @@ from daemon_raw_http import serve_app
 from daemon_support import running
 from local_daemon import build_http_app
 from progress_support import Seen, progress_registry
+from task_registry import task_registry
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -108,3 +109,49 @@ async def test_typescript_sdk_progress_and_cancel(node_client: Path, tmp_path: P
         "async": {"ok": True, "data": True},
         "sync": {"ok": True, "data": True},
     }
+
+
+async def test_typescript_sdk_runs_cancels_and_lists_tasks(
+    node_client: Path, tmp_path: Path
+) -> None:
+    app = build_http_app(registry=task_registry(), tool_prefix="tk", version="1")
+    gate = tmp_path / "gate"
+    async with serve_app(app) as port:
+        proc = await asyncio.create_subprocess_exec(
+            "node",
+            str(NODE_DIR / "mcp_tasks.mjs"),
+            f"http://127.0.0.1:{port}/mcp",
+            str(gate),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    answer = json.loads(out)
+    assert answer["capabilities"]["tasks"] == {
+        "list": {},
+        "cancel": {},
+        "requests": {"tools": {"call": {}}},
+    }
+    assert {tool["execution"]["taskSupport"] for tool in answer["tools"]} == {"optional"}
+    created, *statuses, last = answer["streamed"]
+    assert created["type"] == "taskCreated"
+    assert created["status"] == "working"
+    assert [status["status"] for status in statuses][-1:] == ["completed"]
+    assert last["type"] == "result"
+    result = last["result"]
+    assert result["structuredContent"] == {"ok": True, "data": {"text": "from node"}}
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": created["taskId"]}
+    task_id = answer["created"]["taskId"]
+    assert answer["cancelled"] == {"taskId": task_id, "status": "cancelled"}
+    assert answer["after"] == {"taskId": task_id, "status": "cancelled"}
+    assert answer["listed"] == [
+        {"taskId": task_id, "status": "cancelled"},
+        {"taskId": created["taskId"], "status": "completed"},
+    ]
+    # The cancelled command stopped waiting for its gate.
+    for _ in range(2000):
+        if (tmp_path / "gate.cancelled").exists():
+            break
+        await asyncio.sleep(0.01)
+    assert (tmp_path / "gate.cancelled").read_text() == "async"

@@ -64,7 +64,10 @@ _CORE_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tool
 
 
 def _dump(result: types.CallToolResult) -> dict[str, Any]:
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    # Kept era-free: the SDK adds `resultType` when it answers a 2026-07-28 request.
+    dumped.pop("resultType", None)
+    return dumped
 
 
 def _error_result(envelope: Mapping[str, Any]) -> dict[str, Any]:
