@@ -8,10 +8,9 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
-from daemon_support import TESTS_DIR
+from daemon_support import TESTS_DIR, serve_argv
 
 __all__ = ["free_port", "socket_activated", "wait_listening"]
 
@@ -52,16 +51,7 @@ def socket_activated(
             f"127.0.0.1:{port}",
             "-E",
             "PYTHONPATH",
-            sys.executable,
-            "-m",
-            "local_daemon.cli",
-            "serve",
-            target,
-            "--state-dir",
-            str(state),
-            "--version",
-            version,
-            *options,
+            *serve_argv(target, state, "--version", version, *options),
         ],
         env=env,
         stdout=subprocess.DEVNULL,

@@ -24,6 +24,7 @@ __all__ = [
     "push_chunked",
     "rpc",
     "running",
+    "serve_argv",
 ]
 
 CANARY = "CANARY-daemon-0b7e-secret"
@@ -139,6 +140,22 @@ async def rpc(port: int, name: str, args: Any, **kw: Any) -> tuple[int, Any]:
 TESTS_DIR = Path(__file__).resolve().parent
 
 
+def serve_argv(target: str, state_dir: Path, *extra: str) -> list[str]:
+    """The argv of `local-daemon serve TARGET --state-dir STATE_DIR EXTRA...` on this Python."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "local_daemon.cli",
+        "serve",
+        target,
+        "--state-dir",
+        str(state_dir),
+        *extra,
+    ]
+
+
 class DaemonProcess:
     """`local-daemon serve` as a real subprocess; `port` once its pid file exists."""
 
@@ -147,21 +164,11 @@ class DaemonProcess:
     ) -> None:
         import os
         import subprocess
-        import sys
 
         self.state_dir = state_dir
         env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "local_daemon.cli",
-                "serve",
-                target,
-                "--state-dir",
-                str(state_dir),
-                *extra,
-            ],
+            serve_argv(target, state_dir, *extra),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -2,10 +2,10 @@
 
 A call run as a task gets an id at once; the command runs in a task of the daemon's own (not the
 request's), and its result is kept until its time to live runs out, whoever asks for it. Bounds
-(`TaskLimits`): a time to live (a client may ask for less, never more than `max_ttl_ms`), a size
-(a result larger than `max_result_bytes` is replaced by an error saying so) and a count (at most
-`max_tasks` kept; the oldest finished one makes room, and a call finds no room only while that
-many are still working).
+(`TaskLimits`): a time to live, from when the task finishes (a client may ask for less, never
+more than `max_ttl_ms`), a size (a result larger than `max_result_bytes` is replaced by an error
+saying so) and a count (at most `max_tasks` kept; the oldest finished one makes room, and a call
+finds no room only while that many are still working).
 
 With a directory (the daemon's `<state dir>/tasks`), each task is a file `<task id>.json` written
 through the one state-file layer (`write_atomic`: 0600, whole or not at all) when it starts and
@@ -136,7 +136,7 @@ class TaskState:
         self.status_message: str | None = None
         self.created = self.updated = created  # wall clock, for the wire and the file
         self.ttl_ms = ttl_ms
-        self.expires = math.inf  # monotonic; set when the task finishes
+        self.expires = math.inf  # monotonic: its time to live runs from when it finishes
         self.result: ResultValue | None = None
         self.report: tuple[float, float | None, str | None] | None = None
         self.report_seq = 0
@@ -293,18 +293,17 @@ class TaskStore:
             # Its command died with the daemon; the file says so from now on.
             stopped = error_result(error_envelope(DAEMON_STOPPED_CODE, DAEMON_STOPPED_MESSAGE))
             task.finish("failed", stopped, DAEMON_STOPPED_MESSAGE, now)
-            task.updated = updated
             self._write_now(task)
-        else:
-            task.status = status
-            task.result = result
-            message = wire.get("statusMessage")
-            task.status_message = message if isinstance(message, str) else None
-            task.updated = updated
-            task.done.set()
-        # What is left of its time to live, by the wall clock; never more than the whole of it
-        # (a clock stepped back), never less than nothing (a clock stepped forward).
-        left = min(max(created + ttl / 1000 - now_wall, 0.0), ttl / 1000)
+            return task
+        task.status = status
+        task.result = result
+        message = wire.get("statusMessage")
+        task.status_message = message if isinstance(message, str) else None
+        task.updated = updated
+        task.done.set()
+        # What is left of its time to live since it finished, by the wall clock; never more than
+        # the whole of it (a clock stepped back), never less than nothing (stepped forward).
+        left = min(max(updated + ttl / 1000 - now_wall, 0.0), ttl / 1000)
         task.expires = now + left
         return task if left > 0 else "expired"
 
