@@ -109,7 +109,11 @@ class TasksExtension(ClientExtension):
 async def task_client(url: str, *, mode: str = "auto", tasks: bool = True) -> AsyncIterator[Client]:
     """The SDK's client on `url` (streamable HTTP), declaring the tasks extension."""
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=HEADERS))
+        # A long read timeout: a socket-activated daemon answers its first request only once
+        # it has started (importing `mcp` takes seconds on a loaded machine).
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=HEADERS, timeout=httpx2.Timeout(120.0))
+        )
         transport = streamable_http_client(url, http_client=http)
         extensions = [TasksExtension()] if tasks else None
         client = await stack.enter_async_context(
