@@ -238,7 +238,19 @@ async def test_daemon_keeps_finished_results_across_a_restart(tmp_path: Path) ->
     assert [path.stem for path in files] == sorted([done.task_id, running.task_id])
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert set(json.loads(path.read_bytes())) == {"version", "task", "result"}
+        record = json.loads(path.read_bytes())
+        # The task and the call's result: nothing of the request.
+        assert set(record) == {"version", "task", "result"}
+        assert set(record["task"]) <= {
+            "taskId",
+            "status",
+            "statusMessage",
+            "createdAt",
+            "lastUpdatedAt",
+            "ttl",
+        }
+    kept_record = json.loads((state / "tasks" / f"{done.task_id}.json").read_bytes())
+    assert kept_record["result"]["structuredContent"] == {"ok": True, "data": {"text": "kept"}}
     assert stat.S_IMODE((state / "tasks").stat().st_mode) == 0o700
     handle = await start_daemon(**options)
     try:

@@ -151,8 +151,9 @@ class TaskState:
         """True once the task is completed, failed or cancelled."""
         return self.status in TERMINAL
 
-    def wire(self, poll_interval_ms: int) -> dict[str, Any]:
-        """Return the task as MCP's `Task` object (camelCase keys)."""
+    def wire(self, poll_interval_ms: int | None) -> dict[str, Any]:
+        """Return the task as MCP's `Task` object (camelCase keys); `pollInterval` while it
+        works, when given."""
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status,
@@ -162,7 +163,7 @@ class TaskState:
         }
         if self.status_message is not None:
             task["statusMessage"] = self.status_message
-        if not self.terminal:
+        if not self.terminal and poll_interval_ms is not None:
             task["pollInterval"] = poll_interval_ms
         return task
 
@@ -201,7 +202,7 @@ class TaskState:
 
     def record(self) -> bytes:
         """The task's file: its wire object and its result."""
-        document = {"version": _RECORD_VERSION, "task": self.wire(0), "result": self.result}
+        document = {"version": _RECORD_VERSION, "task": self.wire(None), "result": self.result}
         return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
 
