@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 from ._oauth import token_fingerprint
 
@@ -31,6 +31,7 @@ __all__ = [
     "JournalEntry",
     "JournalEvent",
     "LoginMarks",
+    "RefreshFailure",
     "Verdict",
     "explain_journal",
     "generation",
@@ -45,22 +46,20 @@ JOURNAL_LINE_MAX_BYTES: Final = 512
 JournalEvent: TypeAlias = Literal[
     "seen", "spend", "install", "refreshed", "elsewhere", "failed", "changed", "gone"
 ]
-_EVENTS: Final = frozenset(
-    {"seen", "spend", "install", "refreshed", "elsewhere", "failed", "changed", "gone"}
-)
+_EVENTS: Final[frozenset[str]] = frozenset(get_args(JournalEvent))
+RefreshFailure: TypeAlias = Literal[
+    "login-required",
+    "unrecognized-format",
+    "write-conflict",
+    "write-failed",
+    "http",
+    "network",
+    "malformed",
+    "io",
+]
+"""A failed refresh's kind, as its journal line names it; an HTTP status rides beside it."""
 _OUTCOMES: Final = frozenset({"refreshed", "failed", "elsewhere"})
-_FAILURES: Final = frozenset(
-    {
-        "login-required",
-        "unrecognized-format",
-        "write-conflict",
-        "write-failed",
-        "http",
-        "network",
-        "malformed",
-        "io",
-    }
-)
+_FAILURES: Final[frozenset[str]] = frozenset(get_args(RefreshFailure))
 _HEX: Final = frozenset("0123456789abcdef")
 _PROC_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 _PROC_MAX: Final = 32

@@ -22,6 +22,7 @@ __all__ = [
     "CREDENTIALS_FILE",
     "CREDENTIALS_MAX_BYTES",
     "read_credentials",
+    "read_credentials_raw",
     "read_login_facts",
 ]
 
@@ -51,6 +52,19 @@ def read_credentials(config_dir: str, *, uid: int | None) -> Any:
     if malformed:
         raise GateRefused("malformed")
     return parsed
+
+
+def read_credentials_raw(config_dir: str, *, uid: int | None) -> bytearray | None:
+    """Read the bytes of `.credentials.json` through the strict gate; None when absent.
+
+    Raises GateRefused and OSError. The caller zeroes the bytes once it is done with them.
+    """
+    return read_gated(
+        os.path.join(config_dir, CREDENTIALS_FILE),
+        uid=uid,
+        max_bytes=CREDENTIALS_MAX_BYTES,
+        strict=True,
+    )
 
 
 def read_login_facts(config_dir: str, *, now_ms: float, uid: int | None = None) -> LoginFacts:

@@ -15,8 +15,8 @@ from typing import Literal
 from agent_accounts._journal import Explanation, JournalEntry, LoginMarks, explain_journal
 from agent_accounts._oauth import refresh_token_of
 
-from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
-from ._gate import GateRefused, read_gated, zero
+from ._credentials import read_credentials_raw
+from ._gate import GateRefused, zero
 from ._install import answer_on_disk
 from ._journal import alive_pids, journal_refusal, marks_of, read_journal
 from ._layout import LayoutError, parse_json_object
@@ -36,12 +36,7 @@ class ProfileExplanation:
 def _current(config_dir: str, uid: int) -> tuple[LoginMarks | Literal["unreadable"] | None, bool]:
     """The login the file holds now, and whether a dead refresher's answer for it is on disk."""
     try:
-        raw = read_gated(
-            os.path.join(config_dir, CREDENTIALS_FILE),
-            uid=uid,
-            max_bytes=CREDENTIALS_MAX_BYTES,
-            strict=True,
-        )
+        raw = read_credentials_raw(config_dir, uid=uid)
     except (GateRefused, OSError):
         return "unreadable", False
     if raw is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable
@@ -17,11 +16,10 @@ from agent_accounts import (
     redact_secrets,
 )
 
-from ._atomic import atomic_write, ensure_private_dir
 from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES, read_credentials
 from ._gate import GateRefused
-from ._history import append_history
-from ._readings import USAGE_FILE, newest_reading, sessions_dir
+from ._readings import USAGE_FILE, newest_reading
+from ._sessions import store_reading
 
 __all__ = [
     "CREDENTIALS_FILE",
@@ -56,7 +54,6 @@ def read_login_state(
 
 
 _INVALID_READING = "reading must be a valid usage-poll reading"
-_SECRET_READING = "reading must not carry secret-shaped text"
 
 
 def write_reading(config_dir: str | os.PathLike[str], reading: object) -> str:
@@ -64,19 +61,7 @@ def write_reading(config_dir: str | os.PathLike[str], reading: object) -> str:
     parsed = parse_usage_reading(reading)
     if parsed is None or parsed["session_id"] != "usage-poll":
         raise TypeError(_INVALID_READING)
-    text = json.dumps(parsed, separators=(",", ":"), allow_nan=False)
-    if redact_secrets(text) != text:
-        raise TypeError(_SECRET_READING)
-    directory = sessions_dir(os.fspath(config_dir))
-    try:
-        ensure_private_dir(directory)
-        written = atomic_write(directory, USAGE_FILE, text.encode())
-    except OSError as exc:
-        failure = redact_secrets(exc)
-    else:
-        append_history(config_dir, parsed)  # never raises: a full disk keeps the reading
-        return written
-    raise failure  # outside the handler, so no __context__ links the original
+    return store_reading(config_dir, USAGE_FILE, parsed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,7 +33,7 @@ from agent_accounts._oauth import (
 )
 
 from ._atomic import RenameUnsupported, create_exclusive, rename_exchange, sync_dir
-from ._files import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
+from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES, read_credentials_raw
 from ._gate import GateRefused, read_gated, zero
 from ._layout import Layout, LayoutError, detect_layout, parse_json_object, serialize
 from ._lock_dirs import pid_is_gone
@@ -55,7 +55,6 @@ __all__ = [
     "dead_answer",
     "install",
     "prepare_temp",
-    "read_credentials_raw",
 ]
 
 CREDENTIALS_NAME: Final = CREDENTIALS_FILE
@@ -65,11 +64,6 @@ UNREADABLE_WAIT_S: Final = 0.1
 # and their keys, at any indentation.
 _ANSWER_ROOM: Final = 2 * TOKEN_MAX_CHARS + 512
 _TEMP: Final = re.compile(r"\.credentials\.json\.(\d+)\.(?:([0-9a-f]{32})\.)?[0-9a-f]+\.tmp")
-
-
-def read_credentials_raw(path: str, uid: int) -> bytearray | None:
-    """Read the credentials file through the gate (None when absent); OSError and GateRefused."""
-    return read_gated(path, uid=uid, max_bytes=CREDENTIALS_MAX_BYTES, strict=True)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -258,7 +252,7 @@ async def install(
                     on_filled = None
                 await pause("temp-written")
             try:
-                current = read_credentials_raw(path, uid)
+                current = read_credentials_raw(config_dir, uid=uid)
             except (GateRefused, OSError):
                 await asyncio.sleep(UNREADABLE_WAIT_S)  # (b) unreadable
                 continue

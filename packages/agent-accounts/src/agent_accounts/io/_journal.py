@@ -30,7 +30,7 @@ from agent_accounts._journal import (
 from agent_accounts._login_rules import CREDENTIALS_BLOCK
 from agent_accounts._oauth import TokenAnswer
 
-from ._credentials import CREDENTIALS_FILE, CREDENTIALS_MAX_BYTES
+from ._credentials import read_credentials_raw
 from ._gate import GateRefused, read_gated, zero
 from ._linelog import append_line_data, read_line_data, rotated_name
 from ._lock_dirs import pid_is_gone
@@ -321,12 +321,7 @@ def record_refresh(config_dir: str, uid: int, notes: RefreshNotes, result: Refre
         if outcome is not None and not _repeats(entries, outcome):
             new.append(outcome)
         try:
-            raw = read_gated(
-                os.path.join(config_dir, CREDENTIALS_FILE),
-                uid=uid,
-                max_bytes=CREDENTIALS_MAX_BYTES,
-                strict=True,
-            )
+            raw = read_credentials_raw(config_dir, uid=uid)
         except (GateRefused, OSError):
             raw, readable = None, False
         else:

@@ -189,21 +189,6 @@ async def _poll(
     uid: int | None,
     timeout: float,
     url: str,
-) -> PollResult:
-    result, _ = await _poll_detailed(
-        profile, client=client, now=now, uid=uid, timeout=timeout, url=url
-    )
-    return result
-
-
-async def _poll_detailed(
-    profile: Profile,
-    *,
-    client: httpx.AsyncClient,
-    now: float,
-    uid: int | None,
-    timeout: float,
-    url: str,
 ) -> tuple[PollResult, str | None]:
     """Poll once; return the result and, for a 429, the raw `Retry-After` header (or None)."""
     token = _access_token(profile, uid=uid, now_ms=now * 1000)
@@ -252,7 +237,10 @@ async def poll_usage(
     limit = _check_timeout(timeout)
     url = check_base_url(api_base) + "/api/oauth/usage"
     async with client_for(client) as active:
-        return await _poll(profile, client=active, now=current, uid=uid, timeout=limit, url=url)
+        result, _ = await _poll(
+            profile, client=active, now=current, uid=uid, timeout=limit, url=url
+        )
+        return result
 
 
 async def _poll_entry(
@@ -271,7 +259,7 @@ async def _poll_entry(
             result=PollFailed(failure="backoff"),
             backoff_until=backoff.until,
         )
-    result, retry_after = await _poll_detailed(
+    result, retry_after = await _poll(
         profile, client=client, now=now, uid=uid, timeout=timeout, url=url
     )
     if isinstance(result, PollFailed):

@@ -45,14 +45,13 @@ from agent_accounts._oauth import (
     token_fingerprint,
 )
 
+from ._credentials import read_credentials_raw
 from ._gate import GateRefused, read_gated, zero
 from ._install import (
-    CREDENTIALS_NAME,
     Base,
     dead_answer,
     install,
     prepare_temp,
-    read_credentials_raw,
 )
 from ._journal import (
     RefreshNotes,
@@ -125,9 +124,9 @@ def _check_arguments(now_ms: object, margin_ms: object, timeout: object) -> None
         raise ValueError("timeout must be a positive number of seconds")
 
 
-def _read(path: str, uid: int) -> bytearray | None:
+def _read(config_dir: str, uid: int) -> bytearray | None:
     try:
-        return read_credentials_raw(path, uid)
+        return read_credentials_raw(config_dir, uid=uid)
     except GateRefused as refused:
         raise RefreshStop(RefreshSkipped(reason=refused.reason)) from None
     except Exception:
@@ -198,8 +197,7 @@ async def _refresh(
     try:
         await pause("locked")
         # Step 3: any change since step 1 means another refresher (or a login) won.
-        path = os.path.join(config_dir, CREDENTIALS_NAME)
-        second = _read(path, uid)
+        second = _read(config_dir, uid)
         if second is None or second != first:
             zero(second)
             return RefreshRefreshedElsewhere()
@@ -211,57 +209,51 @@ async def _refresh(
         except OSError:
             zero(second)
             raise RefreshStop(failure="io") from None
+        dead_temp: str | None = None
         if rolled is not None:
-            dead, dead_temp = rolled
-            notes.answer, notes.rolled = dead, True
+            answer, dead_temp = rolled
+            notes.answer, notes.rolled = answer, True
+        else:
+            # Step 4: spend the refresh token, once; the journal says so first (its line is
+            # written after the temp file's space is taken, so it can never take that space).
+            record_spend(config_dir, uid, notes)
             try:
-                return await install(
-                    config_dir,
-                    base,
-                    answer=dead,
-                    spent=spent,
-                    uid=uid,
-                    temp=temp,
-                    rolled_forward=True,
-                    on_filled=lambda: record_install(config_dir, uid, notes),
+                answer_bytes = await send_token_request(
+                    client, f"{auth_url}/v1/oauth/token", body, timeout_s
                 )
+            except RefreshStop as stop:
+                temp.discard()
+                zero(second)
+                if stop.http_status in _REFUSED_STATUSES:
+                    remember_refused(config_dir, fingerprint, uid)
+                raise
+            try:
+                parsed = parse_token_answer(answer_bytes, now_ms)
             finally:
+                zero(answer_bytes)
+            if parsed is None:
+                temp.discard()
+                zero(second)
+                raise RefreshStop(failure="malformed")
+            answer = parsed
+            notes.answer = answer  # a reference only: the journal adds nothing to the window
+            await pause("requested")
+        # Steps 5 to 7, for this run's answer or a dead refresher's rolled forward.
+        try:
+            return await install(
+                config_dir,
+                base,
+                answer=answer,
+                spent=spent,
+                uid=uid,
+                temp=temp,
+                rolled_forward=dead_temp is not None,
+                on_filled=lambda: record_install(config_dir, uid, notes),
+            )
+        finally:
+            if dead_temp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(dead_temp)
-
-        # Step 4: spend the refresh token, once; the journal says so first (its line is written
-        # after the temp file's space is taken, so it can never take that space).
-        record_spend(config_dir, uid, notes)
-        try:
-            answer_bytes = await send_token_request(
-                client, f"{auth_url}/v1/oauth/token", body, timeout_s
-            )
-        except RefreshStop as stop:
-            temp.discard()
-            zero(second)
-            if stop.http_status in _REFUSED_STATUSES:
-                remember_refused(config_dir, fingerprint, uid)
-            raise
-        try:
-            answer = parse_token_answer(answer_bytes, now_ms)
-        finally:
-            zero(answer_bytes)
-        if answer is None:
-            temp.discard()
-            zero(second)
-            raise RefreshStop(failure="malformed")
-        notes.answer = answer  # a reference only: the journal adds nothing to the window
-        await pause("requested")
-        # Steps 5 to 7.
-        return await install(
-            config_dir,
-            base,
-            answer=answer,
-            spent=spent,
-            uid=uid,
-            temp=temp,
-            on_filled=lambda: record_install(config_dir, uid, notes),
-        )
     finally:
         heartbeat.cancel()
         with contextlib.suppress(BaseException):
@@ -329,7 +321,7 @@ async def _attempt(
     http_status: int | None = None
     first: bytearray | None = None
     try:
-        first = _read(os.path.join(config_dir, CREDENTIALS_NAME), uid)
+        first = _read(config_dir, uid)
         if first is None:
             return RefreshSkipped(reason="missing")
         return await _refresh(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
 from agent_accounts import RefusalReason, redact_secrets
+from agent_accounts._journal import RefreshFailure
 
 __all__ = [
     "RELOGIN_FAILURES",
@@ -25,18 +26,6 @@ __all__ = [
     "SkipReason",
     "failure_text",
 ]
-
-RefreshFailure: TypeAlias = Literal[
-    "login-required",
-    "unrecognized-format",
-    "write-conflict",
-    "write-failed",
-    "http",
-    "network",
-    "malformed",
-    "io",
-]
-"""A failed refresh's kind; an HTTP failure's status rides in `RefreshFailed.http_status`."""
 
 RefreshFailureName: TypeAlias = RefreshFailure | str
 """`RefreshFailed.failure`: a kind, or `http-<status>` in the spec's form (as poll's failure)."""

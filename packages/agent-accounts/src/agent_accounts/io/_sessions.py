@@ -31,6 +31,7 @@ __all__ = [
     "plainly_token_free",
     "prune_stale_sessions",
     "session_file_name",
+    "store_reading",
     "write_session_reading",
 ]
 
@@ -132,6 +133,16 @@ def write_session_reading(
     parsed = parse_usage_reading(reading)
     if parsed is None:
         raise TypeError(_INVALID_READING)
+    return store_reading(config_dir, name, parsed)
+
+
+def store_reading(config_dir: str | os.PathLike[str], name: str, parsed: UsageReading) -> str:
+    """Write a parsed reading to `sessions/<name>` atomically, then append it to the history.
+
+    The one writer of readings (`write_reading` and `write_session_reading`): TypeError with a
+    fixed message when its JSON is not token-free (nothing written), or the filesystem error
+    redacted; a history that cannot be appended to never fails the write.
+    """
     text = _reading_json(parsed)
     directory = sessions_dir(os.fspath(config_dir))
     try:
