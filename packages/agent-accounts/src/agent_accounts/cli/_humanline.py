@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 
 from ._exits import EXIT_OK
-from ._output import countdown, plain_label
+from ._output import STATUS_LINE_WINDOWS, countdown, plain_label, print_status_line
 
 TYPE_CHECKING = False  # not typing's: this runs on every prompt
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ __all__ = ["STALE_AFTER_S", "human_statusline", "run", "run_human"]
 STALE_AFTER_S: Final = 600
 """A reading older than this says its age on the line."""
 _WINDOWS: Final = (("five_hour", "5h"), ("seven_day", "7d"))
-_BOTH: Final = ("five_hour", "seven_day")
 _RESET: Final = "\x1b[0m"
 # (below this percentage, colour): green, yellow, then red for the rest.
 _COLOURS: Final = ((50.0, "\x1b[32m"), (80.0, "\x1b[33m"), (math.inf, "\x1b[31m"))
@@ -95,7 +93,9 @@ def human_statusline(*, now: float, colour: bool) -> str:
             found = (
                 None
                 if same
-                else newest_reading(config_dir, now=now, windows=_BOTH, redact_text=False)
+                else newest_reading(
+                    config_dir, now=now, windows=STATUS_LINE_WINDOWS, redact_text=False
+                )
             )
         except Exception:  # one unreadable profile never hides the others
             same, found = False, None
@@ -107,7 +107,7 @@ def human_statusline(*, now: float, colour: bool) -> str:
         if found is not None and shown is not None:
             others.append((shown, found))
     try:
-        mine = newest_reading(current, now=now, windows=_BOTH, redact_text=False)
+        mine = newest_reading(current, now=now, windows=STATUS_LINE_WINDOWS, redact_text=False)
     except Exception:  # an unreadable dir is an account with no reading, never a failed prompt
         mine = None
     lines = [_line(_printable(label) if several else None, mine, now, colour)]
@@ -119,15 +119,9 @@ def run_human(*, colour: bool) -> int:
     """Print the human status line; exit 0 whatever happens, with nothing on stderr."""
     if os.environ.get("NO_COLOR"):  # https://no-color.org: set and not empty
         colour = False
-    try:
-        text = human_statusline(now=time.time(), colour=colour)
-    except Exception:  # the status line never fails the prompt that runs it
-        text = "no usage reading yet\n"
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except Exception:  # a closed pipe is the agent client's business
-        return EXIT_OK
+    print_status_line(
+        lambda: human_statusline(now=time.time(), colour=colour), "no usage reading yet\n"
+    )
     return EXIT_OK
 
 

@@ -12,10 +12,11 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: the status line imports this module, never typing
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, Final
 
 __all__ = [
+    "STATUS_LINE_WINDOWS",
     "config_dir_problem",
     "countdown",
     "iso",
@@ -23,14 +24,34 @@ __all__ = [
     "percent",
     "plain_label",
     "plain_path",
+    "print_status_line",
     "say_none_found",
     "shown",
     "window_order",
     "windows_text",
 ]
 
+STATUS_LINE_WINDOWS: Final = ("five_hour", "seven_day")
+"""The windows both status lines show: their reading is the newest that has both."""
 _PLAIN_LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._")
 _PLAIN_PATH_CHARS: Final = _PLAIN_LABEL_CHARS | {"-"}
+
+
+def print_status_line(make: Callable[[], str], fallback: str) -> None:
+    """Print the line `make` returns (`fallback` if it fails); never raise, never write stderr.
+
+    A status line runs on every prompt of an agent client: it never fails that prompt, and a
+    closed pipe is the agent client's business.
+    """
+    try:
+        text = make()
+    except Exception:
+        text = fallback
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except Exception:
+        return
 
 
 def shown(text: str) -> str:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 from ._exits import EXIT_OK
-from ._output import plain_label
+from ._output import STATUS_LINE_WINDOWS, plain_label, print_status_line
 
 TYPE_CHECKING = False  # not typing's: this runs on every prompt
 if TYPE_CHECKING:
@@ -25,7 +24,6 @@ __all__ = ["CONFIG_DIR_ENV", "STATUSLINE_UNKNOWN", "run_statusline", "statusline
 
 CONFIG_DIR_ENV: Final = "AGENT_CONFIG_DIR"
 STATUSLINE_UNKNOWN: Final = "unknown|unknown|||||||"
-_BOTH: Final = ("five_hour", "seven_day")
 
 
 def _floor(value: object) -> str:
@@ -52,7 +50,7 @@ def statusline_text() -> str:
     current = os.environ.get(CONFIG_DIR_ENV) or default_config_dir()
     lines: list[str] = []
     try:
-        mine = newest_reading(current, windows=_BOTH, redact_text=False)
+        mine = newest_reading(current, windows=STATUS_LINE_WINDOWS, redact_text=False)
     except Exception:  # an unreadable dir is an unknown account, never a failed prompt
         mine = None
     if mine is None:
@@ -67,7 +65,11 @@ def statusline_text() -> str:
             continue
         try:
             same = os.path.realpath(config_dir) == here
-            usage = None if same else newest_reading(config_dir, windows=_BOTH, redact_text=False)
+            usage = (
+                None
+                if same
+                else newest_reading(config_dir, windows=STATUS_LINE_WINDOWS, redact_text=False)
+            )
         except Exception:  # one unreadable profile never hides the others
             usage = None
         if usage is not None:
@@ -78,13 +80,5 @@ def statusline_text() -> str:
 
 def run_statusline() -> int:
     """Print the status line; exit 0 whatever happens, with nothing on stderr."""
-    try:
-        text = statusline_text()
-    except Exception:  # the status line never fails the prompt that runs it
-        text = STATUSLINE_UNKNOWN + "\n"
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except Exception:  # a closed pipe is the agent client's business
-        return EXIT_OK
+    print_status_line(statusline_text, STATUSLINE_UNKNOWN + "\n")
     return EXIT_OK

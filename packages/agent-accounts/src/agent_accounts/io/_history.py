@@ -16,11 +16,9 @@ import json
 import math
 import os
 
-from agent_accounts._usage import parse_usage_reading
-
 from ._atomic import ensure_private_dir
 from ._linelog import append_line_data, read_line_data, rotated_name
-from ._readings import CLOCK_AHEAD_S, status_cache_dir
+from ._readings import CLOCK_AHEAD_S, reading_from_json, status_cache_dir
 
 TYPE_CHECKING = False  # not typing's: `best` and `run` read the history at start-up
 if TYPE_CHECKING:
@@ -64,13 +62,7 @@ def history_line(reading: UsageReading) -> bytes | None:
 def _parse_line(line: bytes) -> UsageReading | None:
     if not line or len(line) > HISTORY_LINE_MAX:
         return None
-    try:
-        reading = parse_usage_reading(json.loads(line))
-    except (ValueError, RecursionError):
-        return None
-    if reading is None or not reading["rate_limits"]:
-        return None
-    return reading
+    return reading_from_json(line)
 
 
 def _same_as(reading: UsageReading) -> Callable[[bytes], bool]:

@@ -34,6 +34,7 @@ __all__ = [
     "newest_reading",
     "newest_windows",
     "poll_windows",
+    "reading_from_json",
     "sessions_dir",
     "status_cache_dir",
     "windows_by_newest",
@@ -81,15 +82,26 @@ def _load_reading(path: str, *, redact: bool = True) -> UsageReading | None:
         raise
     if raw is None:
         return None
-    try:
-        reading = parse_usage_reading(json.loads(raw))
-    except (ValueError, RecursionError):
-        return None
-    if reading is None or not reading["rate_limits"]:
+    reading = reading_from_json(raw)
+    if reading is None:
         return None
     for key in ("session_id", "source", "account") if redact else ():
         if key in reading:
             reading[key] = _redact(reading[key])
+    return reading
+
+
+def reading_from_json(data: bytes | bytearray) -> UsageReading | None:
+    """Return the valid reading with at least one window that `data` holds as JSON, else None.
+
+    The one parse of a stored reading: a session file, the poller's, or a history line.
+    """
+    try:
+        reading = parse_usage_reading(json.loads(data))
+    except (ValueError, RecursionError):  # RecursionError: nested brackets
+        return None
+    if reading is None or not reading["rate_limits"]:
+        return None
     return reading
 
 
