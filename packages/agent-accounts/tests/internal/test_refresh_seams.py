@@ -11,6 +11,7 @@ import pytest
 
 from accounts_refresh_support import credentials
 from agent_accounts.io import MAX_REFRESH_TIMEOUT_MS, Profile, RefreshFailed, refresh_if_needed
+from agent_accounts.io import _credentials as credentials_module
 from agent_accounts.io import _install as install_module
 from agent_accounts.io import _refresh as refresh_module
 from agent_accounts.io._refresh_results import RefreshStop
@@ -53,7 +54,8 @@ async def test_step6b_half_written_file_is_read_again_after_a_wait(
     seed(profile, credentials(expires_at_ms=NOW - 1))
     path = cred_path(profile)
     whole = path.read_bytes()
-    real: Callable[..., bytearray | None] = getattr(install_module, "read_gated")  # noqa: B009
+    # Every read of the credentials file goes through `read_credentials_raw`'s gated read.
+    real: Callable[..., bytearray | None] = getattr(credentials_module, "read_gated")  # noqa: B009
     calls: list[int] = []
 
     def flaky(p: str, **kwargs: Any) -> bytearray | None:
@@ -65,11 +67,13 @@ async def test_step6b_half_written_file_is_read_again_after_a_wait(
             path.write_bytes(whole)  # the writer finished
         return real(p, **kwargs)
 
-    monkeypatch.setattr(install_module, "read_gated", flaky)
+    monkeypatch.setattr(credentials_module, "read_gated", flaky)
     endpoint.replies.append(ok_body())
     result, _ = await run(profile, endpoint)
     assert result.status == "refreshed"
-    assert len(calls) == 4
+    # Steps 1 and 3, step 6 twice (half-written, then whole), then the journal's look at the
+    # file once the locks are released.
+    assert len(calls) == 5
     assert_clean(profile)
 
 

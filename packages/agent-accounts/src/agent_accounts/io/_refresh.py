@@ -29,6 +29,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from agent_accounts import login_state_from_credentials, needs_refresh
@@ -70,7 +71,6 @@ from ._refresh_results import (
     RefreshFailureDeposit,
     RefreshFresh,
     RefreshLocked,
-    RefreshRefreshed,
     RefreshRefreshedElsewhere,
     RefreshResult,
     RefreshSkipped,
@@ -92,15 +92,6 @@ __all__ = [
     "OAUTH_CLIENT_ID",
     "PAUSE_ENV",
     "PAUSE_STEPS",
-    "RefreshFailed",
-    "RefreshFailure",
-    "RefreshFailureDeposit",
-    "RefreshFresh",
-    "RefreshLocked",
-    "RefreshRefreshed",
-    "RefreshRefreshedElsewhere",
-    "RefreshResult",
-    "RefreshSkipped",
     "refresh_if_needed",
 ]
 
@@ -140,18 +131,21 @@ def _record_reader(uid: int) -> Callable[[str], bytes | bytearray | None]:
     return read
 
 
-async def _refresh(
-    config_dir: str,
-    first: bytearray,
-    *,
-    client: httpx.AsyncClient | None,
-    margin_ms: float,
-    now_ms: float,
-    uid: int,
-    timeout_s: float,
-    auth_url: str,
-    notes: RefreshNotes,
-) -> RefreshResult:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """One `refresh_if_needed` call's checked arguments: built once, passed down."""
+
+    config_dir: str
+    client: httpx.AsyncClient | None
+    margin_ms: float
+    now_ms: float
+    uid: int
+    timeout_s: float
+    auth_url: str
+
+
+async def _refresh(call: _Call, first: bytearray, notes: RefreshNotes) -> RefreshResult:
+    config_dir, uid, now_ms = call.config_dir, call.uid, call.now_ms
     # Step 1: is a refresh due and possible?
     try:
         document = parse_json_object(first)
@@ -162,7 +156,7 @@ async def _refresh(
         return RefreshSkipped(reason="missing")
     if state.status == "refused":
         return RefreshSkipped(reason=state.reason)
-    if not needs_refresh(state, now_ms, margin_ms):
+    if not needs_refresh(state, now_ms, call.margin_ms):
         return RefreshFresh()
     block = oauth_block(document)
     assert block is not None
@@ -219,7 +213,7 @@ async def _refresh(
             record_spend(config_dir, uid, notes)
             try:
                 answer_bytes = await send_token_request(
-                    client, f"{auth_url}/v1/oauth/token", body, timeout_s
+                    call.client, f"{call.auth_url}/v1/oauth/token", body, call.timeout_s
                 )
             except RefreshStop as stop:
                 temp.discard()
@@ -280,61 +274,40 @@ async def refresh_if_needed(
         float(timeout) if timeout is not None else DEFAULT_REFRESH_TIMEOUT_S,
         MAX_REFRESH_TIMEOUT_MS / 1000,
     )
-    config_dir = str(profile.config_dir)
-    owner = os.getuid() if uid is None else uid
+    call = _Call(
+        config_dir=str(profile.config_dir),
+        client=client,
+        margin_ms=margin_ms,
+        now_ms=now,
+        uid=os.getuid() if uid is None else uid,
+        timeout_s=timeout_s,
+        auth_url=url,
+    )
     # Before the first read: loading modules between the read and the locks would widen the
     # window in which another writer makes this run's read stale.
     warm_up()
     process_name()  # read once here, not inside the locks where the spend line needs it
     notes = RefreshNotes()
-    result = await _attempt(
-        profile,
-        config_dir,
-        notes,
-        client=client,
-        margin_ms=margin_ms,
-        now_ms=now,
-        uid=owner,
-        timeout_s=timeout_s,
-        auth_url=url,
-        on_failure=on_failure,
-    )
+    result = await _attempt(call, profile.label, notes, on_failure)
     # After the locks are released: a journal that cannot be written changes nothing above.
-    record_refresh(config_dir, owner, notes, result)
+    record_refresh(call.config_dir, call.uid, notes, result)
     return result
 
 
 async def _attempt(
-    profile: Profile,
-    config_dir: str,
+    call: _Call,
+    label: str,
     notes: RefreshNotes,
-    *,
-    client: httpx.AsyncClient | None,
-    margin_ms: float,
-    now_ms: float,
-    uid: int,
-    timeout_s: float,
-    auth_url: str,
     on_failure: Callable[[RefreshFailureDeposit], object] | None,
 ) -> RefreshResult:
     failure: RefreshFailure = "io"
     http_status: int | None = None
     first: bytearray | None = None
     try:
-        first = _read(config_dir, uid)
+        first = _read(call.config_dir, call.uid)
         if first is None:
             return RefreshSkipped(reason="missing")
-        return await _refresh(
-            config_dir,
-            first,
-            client=client,
-            margin_ms=margin_ms,
-            now_ms=now_ms,
-            uid=uid,
-            timeout_s=timeout_s,
-            auth_url=auth_url,
-            notes=notes,
-        )
+        return await _refresh(call, first, notes)
     except RefreshStop as stop:
         if stop.result is not None:
             return stop.result
@@ -347,7 +320,7 @@ async def _attempt(
     deposited = False
     if on_failure is not None:
         deposit = RefreshFailureDeposit.for_failure(
-            profile.label, failure, now_ms, http_status=http_status
+            label, failure, call.now_ms, http_status=http_status
         )
         try:
             outcome = on_failure(deposit)
