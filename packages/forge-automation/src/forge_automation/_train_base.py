@@ -1,0 +1,172 @@
+"""What every kind of train shares: its settings, its result, and the writes that end a PR's turn.
+
+A train (`_train_turn`: one PR at a time) is a `_Train`: the port, the repository, the label and
+the settings `run_train` validated, plus the `TrainResult` it fills. A turn ends in one of four
+outcomes, raised as exceptions so that any depth of the turn can end it: `_Stop` (the train
+cannot go on without a rerun; the PR keeps its label), `_Moved` (the head moved: walk it first),
+`_Again` (the forge refused for a reason that is not the PR's fault yet) and `_Drop` (the PR
+cannot merge: comment, unlabel, go on).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypedDict
+
+from ._ci_wait import CiPoll
+from ._errors import ForgeError
+from ._exec import ExecOptions, GitExec
+from ._merge import delete_head_branch
+from ._port import ForgePort
+from ._redact import redact_forge_secrets
+from ._train import TrainResult, train_marker
+
+_FETCH_TIMEOUT = 300.0
+
+
+class _Stop(Exception):
+    """The train cannot go on without a rerun (a failed read, a fetch); the PR keeps its label."""
+
+
+class _Moved(Exception):
+    """The PR's head is no longer the one being judged: walk it before anything else."""
+
+    def __init__(self, head: str, to: str | None) -> None:
+        super().__init__(f"the head moved from {head} to {to}")
+        self.head = head
+        self.to = to
+
+
+class _Again(Exception):
+    """The forge refused for a reason that is not the PR's fault yet: judge it again."""
+
+
+class _Drop(Exception):
+    """This PR cannot merge: comment, unlabel, go on."""
+
+    def __init__(self, blocker: str, head: str) -> None:
+        super().__init__(blocker)
+        self.blocker = blocker
+        self.head = head
+
+
+def _say(exc: BaseException) -> str:
+    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
+
+
+class _Gate(TypedDict):
+    """What premerge and the guarded merge take from the train besides the PR and its head."""
+
+    clone: str | None
+    git: GitExec | None
+    sleep: Callable[[float], None]
+    delays: Sequence[float]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Train:
+    """One run of a train: what `run_train` was given (validated) and what the run did."""
+
+    port: ForgePort
+    repo: str
+    label: str
+    emit: Callable[[str], None]
+    clone: str | None
+    dry_run: bool
+    timeout: float
+    interval: float
+    grace: float
+    git: GitExec | None
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    delays: Sequence[float]
+    on_poll: Callable[[CiPoll], None] | None
+    result: TrainResult = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.result = TrainResult(repo=self.repo, label=self.label)
+
+    def _gate(self) -> _Gate:
+        return _Gate(clone=self.clone, git=self.git, sleep=self.sleep, delays=self.delays)
+
+    def _polled(self, seen: CiPoll, number: int) -> None:
+        assert self.on_poll is not None  # only wired when given
+        self.on_poll(replace(seen, pr=number))
+
+    def _ref(self, number: int) -> str:
+        return f"{self.repo}#{number}"
+
+    def _stopped(self, number: int, why: str) -> None:
+        self.result.stopped = number
+        where = self._ref(number) if number else self.repo
+        clone = f" --clone {shlex.quote(self.clone)}" if self.clone is not None else ""
+        again = f"forge-cli train {self.repo} --label {shlex.quote(self.label)}{clone}"
+        self.emit(f"STOPPED {where}: {why}; the PR keeps its label; rerun `{again}` to continue")
+
+    def _closed(self, number: int) -> None:
+        pr = self.port.get_pr(self.repo, number)
+        ref = self._ref(number)
+        if not pr.merged:
+            if self.dry_run:
+                self.emit(f"WOULD-UNLABEL {ref}: closed without merging")
+                return
+            self.port.remove_label(self.repo, number, self.label)
+            self.emit(f"SKIPPED {ref}: closed without merging; label removed")
+            return
+        if self.dry_run:
+            self.emit(f"WOULD-FINISH {ref}: merged at {pr.merge_sha}; delete its branch, unlabel")
+            return
+        # Merged by an earlier run that stopped before its cleanup (or by someone else).
+        branch = delete_head_branch(self.port, self.repo, pr)
+        self.port.remove_label(self.repo, number, self.label)
+        self.result.merged.append(number)
+        self.emit(
+            f"MERGED {ref} head={pr.head_sha} sha={pr.merge_sha or '-'} merge=skipped(merged) "
+            f"branch={branch}"
+        )
+
+    def _still_labelled(self, number: int) -> bool:
+        names = self.port.wire.list_issue_labels(self.repo, number)
+        return self.label.casefold() in {n.casefold() for n in names}
+
+    def _fetch(self, number: int) -> None:
+        assert self.clone is not None
+        if self.git is None:
+            from ._git import exec_git
+
+            self.git = exec_git
+        base = self.port.wire.get_pr(self.repo, number).base_ref
+        refspecs = [f"refs/heads/{base}", f"refs/pull/{number}/head"]
+        try:
+            done = self.git(
+                ["fetch", "--quiet", "--no-tags", "origin", *refspecs],
+                ExecOptions(cwd=self.clone, timeout=_FETCH_TIMEOUT),
+            )
+        except (ForgeError, OSError) as exc:
+            raise _Stop(f"cannot fetch into {self.clone}: {_say(exc)}") from None
+        if done.returncode != 0:
+            raise _Stop(f"git fetch in {self.clone} failed (exit {done.returncode})")
+
+    def _drop_or_stop(self, number: int, head: str, blocker: str) -> None:
+        ref = self._ref(number)
+        if self.dry_run:
+            self.emit(f"WOULD-DROP {ref}: {blocker}")
+            return
+        marker = train_marker(self.label, head or "-")
+        at = f" at {head}" if head else ""
+        body = (
+            f"{marker}\n"
+            f"forge-cli train took this PR out of the `{self.label}` train{at}:\n\n"
+            f"> {blocker}\n\n"
+            f"Fix that, then add the `{self.label}` label again to queue it."
+        )
+        try:
+            self.port.upsert_comment(self.repo, number, marker, body)
+            self.port.remove_label(self.repo, number, self.label)
+        except ForgeError as exc:
+            self._stopped(number, f"cannot drop it ({blocker}): {_say(exc)}")
+            return
+        self.result.dropped.append(number)
+        self.emit(f"DROPPED {ref}: {blocker}")

@@ -1,0 +1,254 @@
+"""The serial train: one labelled PR at a time, oldest first (`_train`'s docstring tells the
+whole story: what is dropped, what is judged again, what stops the train).
+"""
+
+from __future__ import annotations
+
+from ._ci_wait import ci_wait
+from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
+from ._forge_walk import forge_head_walk
+from ._merge import guarded_merge
+from ._premerge import PremergeResult, premerge
+from ._rules import load_required_contexts
+from ._train import TrainResult
+from ._train_base import _Again, _Drop, _Moved, _say, _Stop, _Train
+
+# The longest pause between reads while waiting for update-branch's new head.
+_HEAD_POLL = 2.0
+# Premerge's reason for a mergeable state the forge has not computed yet, and how many rounds of
+# premerge's re-reads the train gives it before it stops (the PR keeps its label).
+_UNKNOWN = "mergeable_state still unknown"
+_UNKNOWN_ROUNDS = 3
+# Premerge reasons that say the train could not look, not that the PR cannot merge; and a base
+# that requires no check, which is the repository's configuration, the same for every PR.
+_NOT_THE_PRS_FAULT = ("cannot ", "the clone lacks ", "git ", _UNKNOWN, "no-required-checks")
+# How many times one turn judges a PR again after the forge refused (a base that moves between
+# premerge and merge, CI pending again); past that the train stops and the PR keeps its label.
+_ROUNDS = 4
+# Premerge reasons the train can clear: a strict base the head is behind, CI still running.
+_CAN_PASS = ("strict base ", "CI is pending")
+
+
+class _SerialTrain(_Train):
+    """The train of `--batch 1`: premerge, update, CI wait and merge of each PR in turn."""
+
+    def run(self) -> TrainResult:
+        try:
+            rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
+        except ForgeInputError:
+            raise
+        except ForgeError as exc:
+            if isinstance(exc, ForgeCliError) and exc.status == 404:
+                raise  # no such repository (or none visible): no train to stop or rerun
+            self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
+            return self.result
+        listed = ",".join(f"#{r.number}" for r in rows) or "none"
+        mode = " (dry run: nothing is written)" if self.dry_run else ""
+        self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{mode}")
+        for row in rows:
+            try:
+                if row.state == "open":
+                    self._turn(row.number)
+                else:
+                    self._closed(row.number)
+            except _Stop as stop:
+                self._stopped(row.number, str(stop))
+                break
+            except ForgeInputError as exc:
+                self._drop_or_stop(row.number, "", f"cannot handle this PR: {_say(exc)}")
+            except ForgeError as exc:
+                self._stopped(row.number, _say(exc))
+                break
+            if self.result.stopped is not None:
+                break
+        if self.result.stopped is None:
+            merged, dropped = len(self.result.merged), len(self.result.dropped)
+            tail = " (dry run)" if self.dry_run else ""
+            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{tail}")
+        return self.result
+
+    # -- one PR ------------------------------------------------------------------------------------
+
+    def _turn(self, number: int) -> None:
+        ref = self._ref(number)
+        if not self._still_labelled(number):
+            self.emit(f"SKIPPED {ref}: the label was removed meanwhile")
+            return
+        pr = self.port.wire.get_pr(self.repo, number)
+        if pr.merged or pr.state != "open":
+            self._closed(number)  # merged or closed since the listing
+            return
+        # The label approves the head the turn finds; a later head is the PR's own only when it
+        # is this one with merges of the base on top (an update-branch, ours or anyone's).
+        approved = head = pr.head_sha
+        try:
+            for _ in range(_ROUNDS):
+                try:
+                    ready = self._prepare(number, pr.base_ref, head, approved)
+                    if ready is not None:
+                        self._merge(number, ready)
+                    return
+                except _Moved as moved:
+                    head = self._own_head(number, pr.base_ref, approved, moved.head, moved.to)
+                except _Again as again:
+                    # The forge refused for a reason the next round judges afresh (a base that
+                    # moved under the merge, an update-branch refused without a moved head).
+                    fresh = self.port.wire.get_pr(self.repo, number)
+                    if fresh.merged or fresh.state != "open":
+                        self._closed(number)
+                        return
+                    if fresh.head_sha != head:
+                        head = self._own_head(number, pr.base_ref, approved, head, fresh.head_sha)
+                    self.emit(f"AGAIN {ref} {head}: {again}")
+            raise _Stop(
+                f"judged {_ROUNDS} times and the forge still refused (the base kept moving?)"
+            )
+        except _Drop as drop:
+            self._drop_or_stop(number, drop.head, drop.blocker)
+
+    def _own_head(self, number: int, base: str, approved: str, head: str, new: str | None) -> str:
+        """Return `new` when it is `approved` plus merges of the base; drop the PR when not."""
+        if new is None:
+            raise _Stop(f"the head moved from {head} and cannot be read")
+        if new == head:
+            return head
+        walk = forge_head_walk(self.port, self.repo, base=base, head=new, approved_head=approved)
+        if not walk.reachable:
+            raise _Drop(
+                f"a push to the PR: the head moved from {head} to {new}, which is not "
+                f"{approved} with merges of {base} on top ({walk.detail})",
+                head,
+            )
+        if not self.dry_run:
+            self.emit(f"UPDATED {self._ref(number)} {head} -> {new}")
+        return new
+
+    def _premerge(self, number: int, head: str) -> PremergeResult:
+        if self.clone is not None and not self.dry_run:
+            self._fetch(number)
+        # After each merge the forge recomputes every open PR's mergeability, lazily: a PR whose
+        # state is still `unknown` after premerge's re-reads is judged again, never dropped.
+        for _ in range(_UNKNOWN_ROUNDS):
+            result = premerge(
+                self.port, self.repo, number, head, approved_head=head, **self._gate()
+            )
+            if not (len(result.reasons) == 1 and result.reasons[0].startswith(_UNKNOWN)):
+                break
+        return result
+
+    def _prepare(self, number: int, base: str, head: str, approved: str) -> str | None:
+        """Premerge; update and wait for CI when only that blocks; return the head to merge.
+
+        None in a dry run, after saying what would happen.
+        """
+        ref = self._ref(number)
+        result = self._premerge(number, head)
+        self._judge(result, head)
+        if result.ok:
+            if self.dry_run:
+                self.emit(f"WOULD-MERGE {ref} head={head}")
+                return None
+            return head
+        # Only a head behind a strict base and CI still running are left: both can pass.
+        behind = result.strict and result.behind_by > 0
+        if self.dry_run:
+            if behind:
+                self.emit(
+                    f"WOULD-UPDATE {ref}: behind {result.base} by {result.behind_by} on a strict "
+                    "base; then wait for CI and merge"
+                )
+            else:
+                self.emit(f"WOULD-WAIT {ref} {head}: {'; '.join(result.reasons)}; then merge")
+            return None
+        if behind:
+            head = self._update(number, base, head, approved)
+        rules = load_required_contexts(self.port, self.repo, base)
+        waited = ci_wait(
+            self.port,
+            self.repo,
+            head,
+            rules=rules.contexts,
+            timeout=self.timeout,
+            interval=self.interval,
+            sleep=self.sleep,
+            clock=self.clock,
+            # A required check that fails ends the wait at once; a push to the PR ends it too.
+            # After our own update-branch the new head's checks register late: pending during
+            # the grace, then `never reported` (RED) rather than a wait for the whole timeout.
+            fail_fast=True,
+            grace=self.grace,
+            head=lambda: self.port.wire.get_pr(self.repo, number).head_sha,
+            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, number),
+        )
+        reasons = ", ".join(waited.reasons) or "-"
+        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
+        self.emit(f"{word[waited.verdict]} {ref} {head} {reasons}")
+        if waited.verdict == "moved":
+            raise _Moved(head, waited.moved_to)
+        if waited.verdict == "timeout":
+            raise _Drop(f"CI did not finish within {self.timeout:g} s ({reasons})", head)
+        if waited.verdict == "red":
+            raise _Drop(f"CI is red: {reasons}", head)
+        result = self._premerge(number, head)
+        self._judge(result, head)
+        if not result.ok:
+            # Only a wait is left: the base moved during the CI wait (behind again on a strict
+            # base), or CI pending again. Not the PR's fault: the next round updates again.
+            raise _Again("; ".join(result.reasons))
+        return head
+
+    def _judge(self, result: PremergeResult, head: str) -> None:
+        """Stop on a failed look, drop on a real blocker; return when OK or only waiting.
+
+        A head that moved is not judged here: the turn walks it (`_own_head`) first.
+        """
+        if result.ok:
+            return
+        if result.head is not None and result.head != head:
+            raise _Moved(head, result.head)
+        if any(r.startswith(_NOT_THE_PRS_FAULT) for r in result.reasons):
+            raise _Stop("; ".join(result.reasons))
+        if not all(r.startswith(_CAN_PASS) for r in result.reasons):
+            raise _Drop("; ".join(r for r in result.reasons if not r.startswith(_CAN_PASS)), head)
+
+    def _update(self, number: int, base: str, head: str, approved: str) -> str:
+        try:
+            done = self.port.update_branch(self.repo, number, head_sha=head)
+        except ForgeConflictError:
+            # The head moved before our call (our own earlier update landing late, after a
+            # rerun) or the PR was closed: the turn walks the new head or finishes the PR.
+            raise _Again("update-branch found another head") from None
+        except ForgeCliError as exc:
+            if exc.status != 422:
+                raise
+            # A conflict, or nothing new on the base after all: premerge judges it again.
+            raise _Again(f"update-branch refused: {_say(exc)}") from None
+        if done.skipped == "merged":
+            raise _Again("merged meanwhile")
+        # The forge writes the new head asynchronously (202): read until it shows, within the
+        # timeout. A rerun inside that window finds the old head, asks again (the forge keeps
+        # one update per head) and waits here the same way.
+        step = min(self.interval, _HEAD_POLL)
+        for _ in range(int(self.timeout / step) + 2):
+            fresh = self.port.get_pr(self.repo, number)
+            if fresh.head_sha != head:
+                return self._own_head(number, base, approved, head, fresh.head_sha)
+            if not fresh.behind:
+                return head  # nothing to merge in after all (someone else updated it first)
+            self.sleep(step)
+        raise _Stop(f"update-branch did not give a new head within {self.timeout:g} s")
+
+    def _merge(self, number: int, head: str) -> None:
+        gate = self._gate()
+        outcome = guarded_merge(
+            self.port, self.repo, number, head, approved_head=head, checked=True, **gate
+        )
+        if outcome.status == "moved":
+            raise _Moved(head, outcome.head)
+        if outcome.status == "failed":
+            # With `checked` only the forge refuses here (405: the base moved under the merge,
+            # or it sees a blocker premerge did not; 422): never proof the PR is at fault.
+            raise _Again("; ".join(outcome.reasons))
+        self.port.remove_label(self.repo, number, self.label)
+        self.result.merged.append(number)
+        self.emit(outcome.line())
