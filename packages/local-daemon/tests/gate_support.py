@@ -1,4 +1,5 @@
-"""Test helpers for the gate and the remote listener: token files, certificates, a tiny guarded app.
+"""Test helpers for the gate and the remote listener: token files, certificates, the daemon's app
+behind a gate with a `whoami` command, served on loopback.
 
 Run as a script (`python gate_support.py SCENARIO WORKDIR [PORT]`) it plays one side of a network
 namespace test and prints its observations as one JSON line; the tests assert on them.
@@ -15,41 +16,56 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import trustme
 from aiohttp import web
-from aiohttp.typedefs import Middleware as AiohttpMiddleware
+from aiohttp.test_utils import TestClient, TestServer
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from local_daemon import (
+    AuthRecord,
+    DaemonAuth,
+    Registry,
     RemoteOptions,
     TlsFiles,
+    build_http_app,
     ensure_token_file,
     mint_login_code,
     rotate_token_file,
+    start_daemon,
 )
-from local_daemon._remote import open_remote_listener
-from local_daemon._types import AUTH_RECORD_KEY, Gate
+from netns_support import ADDR
 
 __all__ = [
     "NS_CLIENT_ADDR",
     "NS_SERVER_ADDR",
+    "Client",
+    "auth_record",
     "build_test_app",
     "custom_pair",
+    "gate_client",
+    "mount_home",
     "secret_of",
-    "tiny_guard",
+    "trustme_pair",
+    "whoami_headers",
+    "whoami_registry",
     "write_pair",
 ]
 
-NS_SERVER_ADDR = "192.0.2.10"
+NS_SERVER_ADDR = ADDR
 NS_CLIENT_ADDR = "192.0.2.20"
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Client = TestClient[web.Request, web.Application]
+_JSON_POST = {"x-local-client": "t", "Content-Type": "application/json"}
+# What a stock MCP client sends: no x-local-client.
+_MCP_POST = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+_TOOLS_LIST = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}'
 
 
 def secret_of(token_file: Path) -> str:
@@ -119,82 +135,73 @@ def custom_pair(
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def tiny_guard(hosts: frozenset[str] | None, origins: frozenset[str] | None) -> AiohttpMiddleware:
-    """Return a minimal stand-in for the daemon's Host/Origin/client-header/JSON guards.
+def whoami_registry() -> Registry:
+    """A registry whose `whoami` answers the caller's auth record and `echo(a)` its argument."""
+    registry = Registry()
 
-    With `hosts`/`origins` None the allowlist is 127.0.0.1 with the port the request came in on.
-    """
+    @registry.command
+    async def whoami(context: Any) -> Any:
+        return context
 
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        allowed_hosts, allowed_origins = hosts, origins
-        if allowed_hosts is None or allowed_origins is None:
-            assert request.transport is not None
-            port = request.transport.get_extra_info("sockname")[1]
-            allowed_hosts = frozenset({f"127.0.0.1:{port}"})
-            allowed_origins = frozenset({f"https://127.0.0.1:{port}", f"http://127.0.0.1:{port}"})
-        if request.headers.get("Host", "").lower() not in allowed_hosts:
-            return web.json_response({"ok": False, "error": "host"}, status=403)
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            origin = request.headers.get("Origin")
-            if origin is not None and origin.lower() not in allowed_origins:
-                return web.json_response({"ok": False, "error": "origin"}, status=403)
-            if origin is None and not request.headers.get("x-local-client"):
-                return web.json_response({"ok": False, "error": "client"}, status=403)
-            if request.content_type != "application/json":
-                return web.json_response({"ok": False, "error": "type"}, status=415)
-        return await handler(request)
+    @registry.command
+    async def echo(a: int) -> dict[str, int]:
+        return {"a": a}
 
-    return guard
+    return registry
+
+
+def auth_record(surface: str, auth: AuthRecord | None) -> dict[str, Any] | None:
+    """The context `whoami` answers: the gate's record of who is calling, or None without one."""
+    if auth is None:
+        return None
+    return {
+        "credential": auth.credential,
+        "issued_at": auth.issued_at,
+        "peer_local": auth.peer_local,
+    }
+
+
+async def _home(request: web.Request) -> web.Response:
+    return web.Response(
+        text="<!doctype html><title>home</title><p id='who'>home</p>", content_type="text/html"
+    )
+
+
+def mount_home(app: web.Application) -> None:
+    """Mount a product page at `/` (what a signed-in browser lands on)."""
+    app.router.add_get("/", _home)
 
 
 def build_test_app(
-    gate: Gate | None, hosts: frozenset[str] | None = None, origins: frozenset[str] | None = None
+    gate: DaemonAuth | None,
+    hosts: frozenset[str] | None = None,
+    origins: frozenset[str] | None = None,
 ) -> web.Application:
-    """Build a tiny app behind the guard and the gate, in the daemon's order."""
+    """Build the daemon's own app (`build_http_app`) behind `gate`, with `whoami_registry()` and
+    the home page; the loopback allowlist of the port each request came in on unless `hosts`
+    and `origins` are given."""
+    return build_http_app(
+        registry=whoami_registry(),
+        version="1",
+        tool_prefix="t",
+        create_context=auth_record,
+        mount_routes=mount_home,
+        gate=gate,
+        allowed_hosts=hosts,
+        allowed_origins=origins,
+    )
 
-    def record(request: web.Request) -> dict[str, Any] | None:
-        auth = request.get(AUTH_RECORD_KEY)
-        if auth is None:
-            return None
-        return {
-            "credential": auth.credential,
-            "issued_at": auth.issued_at,
-            "peer_local": auth.peer_local,
-        }
 
-    async def index(request: web.Request) -> web.Response:
-        auth = record(request)
-        who = auth and auth["credential"]
-        return web.Response(
-            text=f"<!doctype html><title>home</title><p id='who'>signed in: {who}</p>",
-            content_type="text/html",
-        )
+def whoami_headers(cookie: str) -> dict[str, str]:
+    """The headers of a `whoami` call (a JSON POST to `/rpc/whoami`) with a session cookie."""
+    return {**_JSON_POST, "Cookie": f"local_session={cookie}"}
 
-    async def whoami(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "data": record(request)})
 
-    async def health(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
-    async def rpc(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "data": await request.json()})
-
-    # The seam's Middleware alias is a plain Callable; aiohttp wants its own protocol.
-    middlewares = [tiny_guard(hosts, origins)]
-    if gate is not None:
-        from local_daemon._gate import gate_middleware
-
-        middlewares.append(cast(AiohttpMiddleware, gate_middleware(gate)))
-    app = web.Application(middlewares=middlewares)
-    app.router.add_get("/", index)
-    app.router.add_get("/whoami", whoami)
-    app.router.add_get("/health", health)
-    app.router.add_get("/version", health)
-    app.router.add_get("/events", health)
-    app.router.add_post("/rpc/{name}", rpc)
-    app.router.add_post("/mcp", whoami)  # a stand-in: what reaches it passed the gate
-    return app
+@asynccontextmanager
+async def gate_client(gate: DaemonAuth | None) -> AsyncIterator[Client]:
+    """Serve `build_test_app(gate)` on loopback and yield aiohttp's test client for it."""
+    async with TestClient(TestServer(build_test_app(gate))) as client:
+        yield client
 
 
 # --- network namespace scenarios (run as a script inside the namespace) ---------------------------
@@ -237,6 +244,10 @@ class _Conn:
         text = resp.read().decode("utf-8", "replace")
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, text
 
+    def whoami(self, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        """Call `whoami` with `headers` added to a JSON POST's."""
+        return self.request("POST", "/rpc/whoami", {**_JSON_POST, **(headers or {})}, b"{}")
+
     def peer_serial(self) -> int:
         sock = self.http.sock
         assert isinstance(sock, ssl.SSLSocket)
@@ -263,9 +274,6 @@ def _plain_http_reply(host: str, port: int) -> str:
     return data[:5].decode("latin-1")
 
 
-_JSON_POST = {"x-local-client": "t", "Content-Type": "application/json"}
-
-
 def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) -> dict[str, Any]:
     """Talk to the remote listener as a client and record what it answers."""
     ctx = _client_context(ca_pem)
@@ -274,27 +282,20 @@ def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) 
     out["plain_http_reply"] = _plain_http_reply(host, port)
     conn = _Conn(host, port, ctx, host)
     try:
-        out["foreign_host"] = conn.request("GET", "/whoami", {"Host": f"evil.test:{port}"})[0]
+        out["foreign_host"] = conn.whoami({"Host": f"evil.test:{port}"})[0]
         out["foreign_host_login"] = conn.request(
             "GET", "/auth/login", {"Host": f"evil.test:{port}"}
         )[0]
-        out["localhost_host"] = conn.request("GET", "/whoami", {"Host": f"localhost:{port}"})[0]
-        out["wrong_port_host"] = conn.request("GET", "/whoami", {"Host": f"{host}:{port + 1}"})[0]
-        out["no_credential"] = conn.request("GET", "/whoami")[0]
+        out["localhost_host"] = conn.whoami({"Host": f"localhost:{port}"})[0]
+        out["wrong_port_host"] = conn.whoami({"Host": f"{host}:{port + 1}"})[0]
+        out["no_credential"] = conn.whoami()[0]
         out["no_credential_mcp"] = conn.request(
-            "POST", "/mcp", {"x-local-client": "t", "Content-Type": "application/json"}, b"{}"
+            "POST", "/mcp", {**_MCP_POST, **_JSON_POST}, _TOOLS_LIST
         )[0]
-        status, _, text = conn.request("GET", "/whoami", {"Authorization": f"Bearer {secret}"})
+        status, _, text = conn.whoami({"Authorization": f"Bearer {secret}"})
         out["bearer"] = [status, json.loads(text)["data"]]
         out["bearer_mcp"] = conn.request(
-            "POST",
-            "/mcp",
-            {
-                "Authorization": f"Bearer {secret}",
-                "x-local-client": "t",
-                "Content-Type": "application/json",
-            },
-            b"{}",
+            "POST", "/mcp", {**_MCP_POST, "Authorization": f"Bearer {secret}"}, _TOOLS_LIST
         )[0]
         code = mint_login_code(token_file)
         out["login_page"] = conn.request("GET", f"/auth/login?code={code}")[0]
@@ -315,10 +316,10 @@ def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) 
         out["login_again"] = conn.request(
             "POST", "/auth/login", origin, json.dumps({"code": code}).encode()
         )[0]
-        status, _, text = conn.request("GET", "/whoami", {"Cookie": cookie_pair})
+        status, _, text = conn.whoami({"Cookie": cookie_pair})
         out["cookie"] = [status, json.loads(text)["data"]]
         out["cookie_mcp"] = conn.request(
-            "POST", "/mcp", {"Cookie": cookie_pair, **_JSON_POST}, b"{}"
+            "POST", "/mcp", {**_MCP_POST, "Cookie": cookie_pair}, _TOOLS_LIST
         )[0]
         out["leaked"] = secret in json.dumps(out)
     finally:
@@ -331,7 +332,7 @@ async def _serve(
     workdir: Path,
     port: int,
     ready: Callable[[int], Awaitable[None]],
-    extra: Callable[[Any, dict[str, Any]], Awaitable[None]] | None = None,
+    extra: Callable[[int, TlsFiles, dict[str, Any]], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     records = _Records()
     logger = logging.getLogger("local_daemon")
@@ -348,14 +349,22 @@ async def _serve(
         tls=tls,
         tls_reload=0.05,
     )
-    listener = await open_remote_listener(remote=remote, port=port, build_app=build_test_app)
+    handle = await start_daemon(
+        registry=whoami_registry(),
+        version="1",
+        state_dir=workdir / "state",
+        port=port,
+        tool_prefix="t",
+        create_context=auth_record,
+        remote=remote,
+    )
     out: dict[str, Any] = {}
     try:
-        await ready(listener.port)
+        await ready(handle.port)
         if extra is not None:
-            await extra(listener, out)
+            await extra(handle.port, tls, out)
     finally:
-        await listener.close()
+        await handle.close()
         logger.removeHandler(records)
     out["log_leaked"] = secret_of(token_file) in "\n".join(records.lines)
     return out
@@ -369,8 +378,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
     async def ready(port: int) -> None:
         pass
 
-    async def extra(listener: Any, out: dict[str, Any]) -> None:
-        port = listener.port
+    async def extra(port: int, tls: TlsFiles, out: dict[str, Any]) -> None:
         ca_pem = ca_pem_path.read_bytes()
         out.update(
             await asyncio.to_thread(_client_observations, NS_SERVER_ADDR, port, ca_pem, token_file)
@@ -381,9 +389,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
         try:
             out["box_host"] = (
                 await asyncio.to_thread(
-                    box.request,
-                    "GET",
-                    "/whoami",
+                    box.whoami,
                     {"Authorization": f"Bearer {secret_of(token_file)}"},
                 )
             )[0]
@@ -394,21 +400,20 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
         old = _Conn(NS_SERVER_ADDR, port, ctx, NS_SERVER_ADDR)
         bearer = {"Authorization": f"Bearer {secret_of(token_file)}"}
         try:
-            out["old_first"] = (await asyncio.to_thread(old.request, "GET", "/whoami", bearer))[0]
+            out["old_first"] = (await asyncio.to_thread(old.whoami, bearer))[0]
             old_serial = old.peer_serial()
             # The renewed pair comes from another CA, which new client contexts trust as well.
             ca2 = trustme.CA()
             new_pair = trustme_pair(ca2, workdir / "new", NS_SERVER_ADDR, "box.test")
             both = _client_context(ca_pem)
             both.load_verify_locations(cadata=ca2.cert_pem.bytes().decode("ascii"))
-            tls = listener._remote.tls
             os.replace(new_pair.key_file, tls.key_file)
             os.replace(new_pair.cert_file, tls.cert_file)
             new_serial = old_serial
             for _ in range(200):
                 probe = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
                 try:
-                    await asyncio.to_thread(probe.request, "GET", "/whoami", bearer)
+                    await asyncio.to_thread(probe.whoami, bearer)
                     new_serial = probe.peer_serial()
                 finally:
                     probe.close()
@@ -416,9 +421,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
                     break
                 await asyncio.sleep(0.05)
             out["new_handshake_new_cert"] = new_serial != old_serial
-            out["old_after_reload"] = (
-                await asyncio.to_thread(old.request, "GET", "/whoami", bearer)
-            )[0]
+            out["old_after_reload"] = (await asyncio.to_thread(old.whoami, bearer))[0]
             out["old_still_old_cert"] = old.peer_serial() == old_serial
         finally:
             old.close()
@@ -434,16 +437,13 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
             h for h in logging.getLogger("local_daemon").handlers if isinstance(h, _Records)
         )
         records.errors.clear()
-        tls = listener._remote.tls
         Path(tls.cert_file).write_bytes(cert_pem)
         _write_private(Path(tls.key_file), key_pem)
         await asyncio.wait_for(records.errors.wait(), 10)
         out["bad_change_logged"] = any("expired" in line for line in records.lines)
         probe = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
         try:
-            out["after_bad_change"] = (
-                await asyncio.to_thread(probe.request, "GET", "/whoami", bearer)
-            )[0]
+            out["after_bad_change"] = (await asyncio.to_thread(probe.whoami, bearer))[0]
             out["after_bad_change_serial_kept"] = probe.peer_serial() == new_serial
         finally:
             probe.close()
@@ -454,24 +454,20 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
         conn = _Conn(NS_SERVER_ADDR, port, both, NS_SERVER_ADDR)
         try:
             out["cookie_after_rotation"] = (
-                await asyncio.to_thread(conn.request, "GET", "/whoami", {"Cookie": cookie_pair})
+                await asyncio.to_thread(conn.whoami, {"Cookie": cookie_pair})
             )[0]
-            out["old_bearer_after_rotation"] = (
-                await asyncio.to_thread(conn.request, "GET", "/whoami", bearer)
-            )[0]
+            out["old_bearer_after_rotation"] = (await asyncio.to_thread(conn.whoami, bearer))[0]
             out["new_bearer_after_rotation"] = (
                 await asyncio.to_thread(
-                    conn.request,
-                    "GET",
-                    "/whoami",
+                    conn.whoami,
                     {"Authorization": f"Bearer {secret_of(token_file)}"},
                 )
             )[0]
             # A token file that goes bad answers 503 until it is fixed.
             os.chmod(token_file, 0o644)
-            out["bad_token_file"] = (await asyncio.to_thread(conn.request, "GET", "/whoami"))[0]
+            out["bad_token_file"] = (await asyncio.to_thread(conn.whoami))[0]
             os.chmod(token_file, 0o600)
-            out["fixed_token_file"] = (await asyncio.to_thread(conn.request, "GET", "/whoami"))[0]
+            out["fixed_token_file"] = (await asyncio.to_thread(conn.whoami))[0]
         finally:
             conn.close()
 

@@ -1,4 +1,4 @@
-"""The gate on a tiny app (guard, gate, routes), driven by aiohttp's test client."""
+"""The gate on the daemon's own app (`build_http_app(gate=...)`), driven by aiohttp's test client."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp import ClientResponse
 
-from gate_support import build_test_app
+from gate_support import Client, gate_client
 from local_daemon import (
     DaemonAuth,
     create_daemon_auth,
@@ -24,7 +23,8 @@ from local_daemon import (
 
 HINT = "Ask Ana <ana@example.test> & run `box link` </script><script>alert(1)</script>\u2028end"
 JSON_POST = {"Content-Type": "application/json", "x-local-client": "tests"}
-Client = TestClient[web.Request, web.Application]
+# What a stock MCP client sends: no x-local-client.
+MCP_POST = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
@@ -39,8 +39,13 @@ def auth(token_file: Path) -> DaemonAuth:
 
 @pytest.fixture
 async def client(auth: DaemonAuth) -> AsyncIterator[Client]:
-    async with TestClient(TestServer(build_test_app(auth))) as c:
+    async with gate_client(auth) as c:
         yield c
+
+
+async def _whoami(client: Client, headers: dict[str, str] | None = None) -> ClientResponse:
+    """Call the `whoami` command, which answers the gate's record of the caller."""
+    return await client.post("/rpc/whoami", data=b"{}", headers={**JSON_POST, **(headers or {})})
 
 
 def _bearer(token_file: Path) -> dict[str, str]:
@@ -120,13 +125,9 @@ class TestWithoutCredential:
             assert "login-code" not in text
 
     async def test_wrong_bearer_and_garbage_cookie(self, client: Client) -> None:
-        assert (await client.get("/whoami", headers={"Authorization": "Bearer nope"})).status == 401
-        assert (
-            await client.get("/whoami", headers={"Authorization": "Basic Zm9vOmJhcg=="})
-        ).status == 401
-        assert (
-            await client.get("/whoami", headers={"Cookie": "local_session=v1.1.abc"})
-        ).status == 401
+        assert (await _whoami(client, {"Authorization": "Bearer nope"})).status == 401
+        assert (await _whoami(client, {"Authorization": "Basic Zm9vOmJhcg=="})).status == 401
+        assert (await _whoami(client, {"Cookie": "local_session=v1.1.abc"})).status == 401
 
 
 class TestGuardOrder:
@@ -233,14 +234,14 @@ class TestCredentials:
     async def test_cookie_gives_a_session_record(self, client: Client, token_file: Path) -> None:
         value = await _login(client, token_file)
         client.session.cookie_jar.clear()
-        resp = await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
+        resp = await _whoami(client, {"Cookie": f"local_session={value}"})
         assert resp.status == 200
         data = (await resp.json())["data"]
         assert data["credential"] == "session"
         assert data["peer_local"] is True
 
     async def test_bearer_gives_a_bearer_record(self, client: Client, token_file: Path) -> None:
-        resp = await client.get("/whoami", headers=_bearer(token_file))
+        resp = await _whoami(client, _bearer(token_file))
         assert resp.status == 200
         data = (await resp.json())["data"]
         assert data == {
@@ -257,9 +258,12 @@ class TestCredentials:
         assert (await resp.json())["data"] == {"a": 1}
 
     async def test_mcp_takes_the_bearer(self, client: Client, token_file: Path) -> None:
-        resp = await client.post("/mcp", data=b"{}", headers={**JSON_POST, **_bearer(token_file)})
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        call["params"] = {"name": "t_whoami", "arguments": {}}
+        resp = await client.post("/mcp", json=call, headers={**MCP_POST, **_bearer(token_file)})
         assert resp.status == 200
-        assert (await resp.json())["data"]["credential"] == "bearer"
+        result = (await resp.json())["result"]
+        assert result["structuredContent"]["data"]["credential"] == "bearer"
 
     @pytest.mark.parametrize("path", ["/mcp", "/mcp/x"])
     async def test_mcp_refuses_a_cookie_alone(
@@ -282,7 +286,7 @@ class TestCredentials:
         )
         assert value not in await resp.text()
         # The same cookie still opens the pages and /rpc.
-        assert (await client.get("/whoami", headers=cookie)).status == 200
+        assert (await _whoami(client, cookie)).status == 200
 
     @pytest.mark.parametrize(
         "authorization", [None, "Bearer", "Bearer wrong", "Basic eDp5", "bearer  "]
@@ -307,7 +311,7 @@ class TestCredentials:
         value = await _login(client, token_file)
         client.session.cookie_jar.clear()
         rotate_token_file(token_file)
-        resp = await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
+        resp = await _whoami(client, {"Cookie": f"local_session={value}"})
         assert resp.status == 401
 
 
@@ -325,9 +329,7 @@ class TestLogout:
             "local_session=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0"
         )
         # Server-side too: a copied cookie stops working with it.
-        assert (
-            await client.get("/whoami", headers={"Cookie": f"local_session={value}"})
-        ).status == 401
+        assert (await _whoami(client, {"Cookie": f"local_session={value}"})).status == 401
 
     async def test_get_is_405(self, client: Client, token_file: Path) -> None:
         resp = await client.get("/auth/logout", headers=_bearer(token_file))
@@ -360,13 +362,13 @@ class TestBadTokenFile:
         assert len(errors) == 1
         assert "mode" in errors[0].getMessage()
         os.chmod(token_file, 0o600)
-        assert (await client.get("/whoami", headers=_bearer(token_file))).status == 200
+        assert (await _whoami(client, _bearer(token_file))).status == 200
         assert any("passes its checks again" in r.getMessage() for r in caplog.records)
         assert all(secret not in r.getMessage() for r in caplog.records)
 
 
 async def test_without_gate_the_app_is_open() -> None:
-    async with TestClient(TestServer(build_test_app(None))) as c:
-        resp = await c.get("/whoami")
+    async with gate_client(None) as c:
+        resp = await _whoami(c)
         assert resp.status == 200
         assert (await resp.json())["data"] is None

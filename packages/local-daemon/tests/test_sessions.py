@@ -11,10 +11,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 
 from daemon_raw_http import raw_request, serve_app
-from gate_support import build_test_app
+from gate_support import build_test_app, gate_client, whoami_headers
 from local_daemon import (
     DaemonAuth,
     SessionFileError,
@@ -331,7 +330,7 @@ class TestOverHttp:
         revoke_session(sessions_file, _id(phone))
         for cookie, status in ((phone, 401), (laptop, 200)):
             resp = await raw_request(
-                port, "GET", "/whoami", headers={"Cookie": f"local_session={cookie}"}
+                port, "POST", "/rpc/whoami", headers=whoami_headers(cookie), body=b"{}"
             )
             assert resp.status == status
 
@@ -341,7 +340,7 @@ class TestOverHttp:
         state = tmp_path / "not-yet"
         auth = create_daemon_auth(token_file, sessions_file=state / "sessions.json")
         code = mint_login_code(token_file)
-        async with TestClient(TestServer(build_test_app(auth))) as c:
+        async with gate_client(auth) as c:
             post = {"json": {"code": code}, "headers": {"x-local-client": "t"}}
             resp = await c.post("/auth/login", **post)  # type: ignore[arg-type]
             assert resp.status == 503

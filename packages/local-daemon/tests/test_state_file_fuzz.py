@@ -12,11 +12,10 @@ import os
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gate_support import build_test_app
+from gate_support import gate_client, whoami_headers
 from local_daemon import (
     SessionFileError,
     TokenFileError,
@@ -133,14 +132,14 @@ async def test_over_http_a_deep_sessions_file_is_401_and_the_sign_in_replaces_it
     cookie = auth.issue_session_cookie()
     _write_private(sessions_file, data)
     caplog.set_level(logging.DEBUG)
-    async with TestClient(TestServer(build_test_app(auth))) as client:
-        resp = await client.get("/whoami", headers={"Cookie": f"local_session={cookie}"})
+    async with gate_client(auth) as client:
+        resp = await client.post("/rpc/whoami", data=b"{}", headers=whoami_headers(cookie))
         assert resp.status == 401
         login = {"json": {"code": mint_login_code(token_file)}, "headers": {"x-local-client": "t"}}
         resp = await client.post("/auth/login", **login)  # type: ignore[arg-type]
         assert resp.status == 200
         fresh = resp.cookies["local_session"].value
-        resp = await client.get("/whoami", headers={"Cookie": f"local_session={fresh}"})
+        resp = await client.post("/rpc/whoami", data=b"{}", headers=whoami_headers(fresh))
         assert resp.status == 200
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert "RecursionError" not in caplog.text

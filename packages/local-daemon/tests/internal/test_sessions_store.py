@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from daemon_raw_http import raw_request, serve_app
-from gate_support import build_test_app
+from gate_support import build_test_app, whoami_headers
 from local_daemon import (
     DaemonAuth,
     _sessions,
@@ -169,7 +169,7 @@ class TestOffTheLoop:
         cookie = await sign_in
         assert [s.id for s in list_sessions(sessions_file)] == [_id(cookie)]
         resp = await raw_request(
-            port, "GET", "/whoami", headers={"Cookie": f"local_session={cookie}"}
+            port, "POST", "/rpc/whoami", headers=whoami_headers(cookie), body=b"{}"
         )
         assert resp.status == 200
 
