@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import socket
 import ssl
@@ -19,22 +18,15 @@ from pathlib import Path
 
 import pytest
 import trustme
-from aiohttp import web
 
 from daemon_support import TESTS_DIR, http, running
-from gate_support import build_test_app, trustme_pair
-from local_daemon import RemoteOptions, ensure_token_file
-from local_daemon._auth import DaemonAuth
-from local_daemon._listen import (
-    IDLE_TIMEOUT,
-    SHUTDOWN_TIMEOUT,
-    TLS_HANDSHAKE_TIMEOUT,
-    AcceptErrorLog,
-)
-from local_daemon._remote import RemoteListener, open_remote_listener
+from gate_support import trustme_pair
+from local_daemon import Registry, RemoteOptions, ensure_token_file, start_daemon
 
 # Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
 BOUND = 60.0
+# In-flight requests get this long once the daemon closes (the guide's SHUTDOWN_TIMEOUT).
+SHUTDOWN_GRACE = 2.0
 # Steps of a trickling client: one byte per step, at most this many steps.
 TRICKLE_STEPS = 600
 TRICKLE_PAUSE = 0.25
@@ -57,11 +49,6 @@ async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
 async def _health(port: int) -> int:
     status, _, _ = await http(port, "GET", "/health")
     return status
-
-
-def test_bounds_are_a_few_seconds() -> None:
-    assert 1.0 <= IDLE_TIMEOUT <= 10.0
-    assert 1.0 <= TLS_HANDSHAKE_TIMEOUT <= 30.0
 
 
 INCOMPLETE_HEADS = {
@@ -154,7 +141,7 @@ async def test_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
             writer.close()
 
 
-# --- the TLS listener (bound on 127.0.0.1 here; the address refusal is tested elsewhere) ---------
+# --- the TLS listener, on 192.0.2.10 inside a namespace this test makes ---------------------------
 
 
 @pytest.fixture(scope="module")
@@ -162,19 +149,20 @@ def ca() -> trustme.CA:
     return trustme.CA()
 
 
-@pytest.fixture
-async def listener(ca: trustme.CA, tmp_path: Path) -> AsyncIterator[RemoteListener]:
-    remote = RemoteOptions(
-        host="127.0.0.1",
+def _remote(address: str, ca: trustme.CA, tmp_path: Path) -> RemoteOptions:
+    return RemoteOptions(
+        host=address,
         token_file=ensure_token_file(tmp_path / "token"),
-        tls=trustme_pair(ca, tmp_path / "tls", "127.0.0.1", "box.test"),
+        tls=trustme_pair(ca, tmp_path / "tls", address, "box.test"),
         tls_reload=3600.0,
     )
-    listener = await open_remote_listener(remote=remote, port=0, build_app=build_test_app)
-    try:
-        yield listener
-    finally:
-        await listener.close()
+
+
+@pytest.fixture
+async def remote_port(netns: str, ca: trustme.CA, tmp_path: Path) -> AsyncIterator[int]:
+    """A daemon with its remote listener on the namespace's address; yield its port."""
+    async with running(tmp_path, remote=_remote(netns, ca, tmp_path)) as handle:
+        yield handle.port
 
 
 def _client_ctx(ca: trustme.CA) -> ssl.SSLContext:
@@ -182,11 +170,11 @@ def _client_ctx(ca: trustme.CA) -> ssl.SSLContext:
 
 
 async def test_tls_handshakes_never_started_or_cut_short_are_dropped(
-    listener: RemoteListener,
+    netns: str, remote_port: int
 ) -> None:
-    silent = await asyncio.open_connection("127.0.0.1", listener.port)
+    silent = await asyncio.open_connection(netns, remote_port)
     # A ClientHello cut short: the handshake can never finish.
-    half = await asyncio.open_connection("127.0.0.1", listener.port)
+    half = await asyncio.open_connection(netns, remote_port)
     try:
         half[1].write(bytes.fromhex("160301020001"))
         await half[1].drain()
@@ -198,25 +186,17 @@ async def test_tls_handshakes_never_started_or_cut_short_are_dropped(
 
 
 async def test_tls_connection_without_a_request_is_dropped(
-    listener: RemoteListener, ca: trustme.CA
+    netns: str, remote_port: int, ca: trustme.CA
 ) -> None:
     reader, writer = await asyncio.open_connection(
-        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+        netns, remote_port, ssl=_client_ctx(ca), server_hostname="box.test"
     )
     try:
-        writer.write(b"GET /health HTTP/1.1\r\nHost: 127")  # and never the rest
+        writer.write(f"GET /health HTTP/1.1\r\nHost: {netns}".encode())  # and never the rest
         await writer.drain()
         assert await _closed_by_server(reader)
     finally:
         writer.close()
-
-
-async def _raw_connections(port: int, count: int) -> list[socket.socket]:
-    conns = []
-    for _ in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=BOUND)
-        conns.append(sock)
-    return conns
 
 
 async def _wait_for(predicate: object, what: str) -> None:
@@ -225,96 +205,6 @@ async def _wait_for(predicate: object, what: str) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"never happened: {what}")
-
-
-async def test_unauthenticated_connections_are_capped(
-    listener: RemoteListener, ca: trustme.CA, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    acceptor = listener.acceptor
-    acceptor.cap = 6
-    held = await _raw_connections(listener.port, 6)
-    try:
-        await _wait_for(lambda: acceptor.unauthenticated() == 6, "six pending handshakes")
-        with caplog.at_level(logging.ERROR, logger="local_daemon"):
-            # Past the cap: each new connection is accepted and closed at once, with no reply.
-            for _ in range(5):
-                reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
-                assert await _closed_by_server(reader)
-                writer.close()
-        assert acceptor.refused == 5
-        lines = [r.getMessage() for r in caplog.records if "without a credential" in r.getMessage()]
-        assert len(lines) == 1, lines
-    finally:
-        for sock in held:
-            sock.close()
-    await _wait_for(lambda: acceptor.unauthenticated() == 0, "the held connections gone")
-    # Below the cap again: a client with a credential is served, and once its request passed the
-    # gate its connection no longer counts.
-    secret = (tmp_path / "token").read_text().strip()
-    reader, writer = await asyncio.open_connection(
-        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
-    )
-    try:
-        writer.write(
-            f"GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n"
-            f"Authorization: Bearer {secret}\r\n\r\n".encode()
-        )
-        await writer.drain()
-        status = await asyncio.wait_for(reader.readline(), BOUND)
-        assert status.startswith(b"HTTP/1.1 200")
-        assert acceptor.unauthenticated() == 0
-    finally:
-        writer.close()
-
-
-async def test_unauthenticated_tls_connections_count_until_they_show_a_credential(
-    listener: RemoteListener, ca: trustme.CA
-) -> None:
-    acceptor = listener.acceptor
-    reader, writer = await asyncio.open_connection(
-        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
-    )
-    try:
-        await _wait_for(lambda: acceptor.unauthenticated() == 1, "one connection counted")
-        writer.write(f"GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n\r\n".encode())
-        await writer.drain()
-        status = await asyncio.wait_for(reader.readline(), BOUND)
-        assert status.startswith(b"HTTP/1.1 401")
-        assert acceptor.unauthenticated() == 1  # a 401 does not count as a credential
-    finally:
-        writer.close()
-
-
-# --- out of file descriptors: one log line, no traceback per accept ------------------------------
-
-
-async def test_accept_error_log_turns_asyncio_tracebacks_into_one_line(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    loop = asyncio.get_running_loop()
-    seen: list[dict[str, object]] = []
-    loop.set_exception_handler(lambda _loop, context: seen.append(context))
-    log = logging.getLogger("local_daemon")
-    accept_log = AcceptErrorLog(loop, log)
-    try:
-        with caplog.at_level(logging.DEBUG, logger="local_daemon"):
-            for _ in range(300):
-                loop.call_exception_handler(
-                    {
-                        "message": "socket.accept() out of system resource",
-                        "exception": OSError(24, "Too many open files"),
-                    }
-                )
-            loop.call_exception_handler({"message": "something else"})
-        assert [r.getMessage() for r in caplog.records] == [
-            "cannot accept connections: Too many open files; retrying every second"
-        ]
-        assert all(r.exc_info is None for r in caplog.records)
-        assert [c["message"] for c in seen] == ["something else"]  # passed on
-    finally:
-        accept_log.uninstall()
-    assert loop.get_exception_handler() is not accept_log
-    loop.set_exception_handler(None)
 
 
 _FD_LIMIT = 64
@@ -379,43 +269,36 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
 
 
 async def test_remote_close_does_not_wait_for_a_request_still_running(
-    ca: trustme.CA, tmp_path: Path
+    netns: str, ca: trustme.CA, tmp_path: Path
 ) -> None:
     entered = asyncio.Event()
-    never = asyncio.Event()
+    registry = Registry()
 
-    def build(gate: DaemonAuth, hosts: frozenset[str], origins: frozenset[str]) -> web.Application:
-        app = build_test_app(gate, hosts, origins)
+    @registry.command
+    async def slow() -> None:
+        entered.set()
+        await asyncio.Event().wait()  # never set: only the daemon's close ends it
 
-        async def slow(request: web.Request) -> web.Response:
-            entered.set()
-            await never.wait()
-            return web.Response()
-
-        app.router.add_get("/slow", slow)
-        return app
-
-    remote = RemoteOptions(
-        host="127.0.0.1",
-        token_file=ensure_token_file(tmp_path / "token"),
-        tls=trustme_pair(ca, tmp_path / "tls", "127.0.0.1", "box.test"),
-        tls_reload=3600.0,
-    )
-    listener = await open_remote_listener(remote=remote, port=0, build_app=build)
+    remote = _remote(netns, ca, tmp_path)
     secret = (tmp_path / "token").read_text().strip()
-    reader, writer = await asyncio.open_connection(
-        "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
+    handle = await start_daemon(
+        registry=registry, version="1", state_dir=tmp_path / "state", remote=remote
     )
     try:
+        reader, writer = await asyncio.open_connection(
+            netns, handle.port, ssl=_client_ctx(ca), server_hostname="box.test"
+        )
         writer.write(
-            f"GET /slow HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n"
-            f"Authorization: Bearer {secret}\r\n\r\n".encode()
+            f"POST /rpc/slow HTTP/1.1\r\nHost: {netns}:{handle.port}\r\n"
+            f"Authorization: Bearer {secret}\r\nContent-Type: application/json\r\n"
+            "x-local-client: t\r\nContent-Length: 2\r\n\r\n{}".encode()
         )
         await writer.drain()
         await asyncio.wait_for(entered.wait(), BOUND)
         # The request is cancelled after the shutdown grace (2 s); aiohttp's own default would
         # hold the close for 60 s, past this bound.
-        await asyncio.wait_for(listener.close(), SHUTDOWN_TIMEOUT + 25)
+        await asyncio.wait_for(handle.close(), SHUTDOWN_GRACE + 25)
         assert await _closed_by_server(reader)
-    finally:
         writer.close()
+    finally:
+        await handle.close()

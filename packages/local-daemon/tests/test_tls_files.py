@@ -1,14 +1,14 @@
-"""TLS files: every refusal row, and a real TLS listener on 127.0.0.1 (handshake, reload, bind)."""
+"""TLS files: every refusal row, and the real remote listener on 192.0.2.10 inside a namespace
+this test makes (handshake, reload, bind), all through `start_daemon(remote=...)`."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import logging
 import os
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -16,11 +16,17 @@ import trustme
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from gate_support import build_test_app, custom_pair, trustme_pair, write_pair
-from local_daemon._errors import RemoteBindError, TlsFileError
-from local_daemon._remote import RemoteListener, RemoteOptions, TlsFiles, open_remote_listener
-from local_daemon._tls import check_tls_pair
-from local_daemon._tokenfile import ensure_token_file
+from gate_support import custom_pair, trustme_pair, write_pair
+from local_daemon import (
+    DaemonHandle,
+    Registry,
+    RemoteBindError,
+    RemoteOptions,
+    TlsFileError,
+    TlsFiles,
+    ensure_token_file,
+    start_daemon,
+)
 
 SPARE_UID = 65534
 NOW = dt.datetime.now(dt.UTC)
@@ -140,20 +146,62 @@ REFUSALS: list[tuple[str, Callable[[trustme.CA, Path], TlsFiles], tuple[str, ...
 ]
 
 
+async def _start(
+    address: str,
+    tmp_path: Path,
+    tls: TlsFiles,
+    *,
+    names: tuple[str, ...] = (),
+    port: int = 0,
+    reload: float = 3600.0,
+) -> DaemonHandle:
+    """Start a daemon whose remote listener on `address` serves `tls` for the `names`."""
+    remote = RemoteOptions(
+        host=address,
+        token_file=ensure_token_file(tmp_path / "token"),
+        tls=tls,
+        allowed_hosts=names,
+        tls_reload=reload,
+    )
+    return await start_daemon(
+        registry=Registry(), version="1", state_dir=tmp_path / "state", port=port, remote=remote
+    )
+
+
 @pytest.mark.parametrize(
     ("make", "names", "problem"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS]
 )
-def test_refusal_rows(
+async def test_refusal_rows(
+    netns: str,
     ca: trustme.CA,
     tmp_path: Path,
     make: Callable[[trustme.CA, Path], TlsFiles],
     names: tuple[str, ...],
     problem: str,
 ) -> None:
-    tls = make(ca, tmp_path)
+    tls = make(ca, tmp_path / "tls")
     with pytest.raises(TlsFileError) as info:
-        check_tls_pair(tls.cert_file, tls.key_file, names=names)
+        await _start(netns, tmp_path, tls, names=names)
     assert info.value.problem == problem
+    assert not (tmp_path / "state").exists()  # refused before the state dir was locked
+
+
+async def _served_certificate(address: str, port: int, ctx: ssl.SSLContext) -> x509.Certificate:
+    _, writer = await asyncio.open_connection(address, port, ssl=ctx, server_hostname="box.test")
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        return x509.load_der_x509_certificate(der)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def _handshake_serial(address: str, port: int, ctx: ssl.SSLContext) -> int:
+    return (await _served_certificate(address, port, ctx)).serial_number
+
+
+def _trusting(ca: trustme.CA) -> ssl.SSLContext:
+    return ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
 
 
 @pytest.mark.parametrize(
@@ -167,156 +215,116 @@ def test_refusal_rows(
         ("box.test", "y.wild.test"),
     ],
 )
-def test_good_pairs(ca: trustme.CA, tmp_path: Path, names: tuple[str, ...]) -> None:
-    tls = _good(ca, tmp_path)
-    pair = check_tls_pair(tls.cert_file, tls.key_file, names=names)
-    assert pair.not_after > NOW
+async def test_good_pairs(
+    netns: str, ca: trustme.CA, tmp_path: Path, names: tuple[str, ...]
+) -> None:
+    tls = _good(ca, tmp_path / "tls")
+    handle = await _start(netns, tmp_path, tls, names=names)
+    try:
+        served = await _served_certificate(netns, handle.port, _trusting(ca))
+        assert (
+            served.serial_number
+            == x509.load_pem_x509_certificate(Path(tls.cert_file).read_bytes()).serial_number
+        )
+        assert served.not_valid_after_utc > NOW
+    finally:
+        await handle.close()
 
 
-def test_symlinked_files_are_followed(ca: trustme.CA, tmp_path: Path) -> None:
+async def test_symlinked_files_are_followed(netns: str, ca: trustme.CA, tmp_path: Path) -> None:
     # certbot's live/ names are symlinks into archive/.
     tls = _good(ca, tmp_path / "archive")
     live = tmp_path / "live"
     live.mkdir()
     (live / "cert.pem").symlink_to(tls.cert_file)
     (live / "key.pem").symlink_to(tls.key_file)
-    check_tls_pair(live / "cert.pem", live / "key.pem", names=("box.test",))
+    linked = TlsFiles(cert_file=live / "cert.pem", key_file=live / "key.pem")
+    handle = await _start(netns, tmp_path, linked, names=("box.test",))
+    await handle.close()
 
 
-def test_no_key_material_in_errors(ca: trustme.CA, tmp_path: Path) -> None:
-    tls = _mismatched(ca, tmp_path)
+async def test_no_key_material_in_errors(netns: str, ca: trustme.CA, tmp_path: Path) -> None:
+    tls = _mismatched(ca, tmp_path / "tls")
     key_text = Path(tls.key_file).read_text()
     with pytest.raises(TlsFileError) as info:
-        check_tls_pair(tls.cert_file, tls.key_file)
+        await _start(netns, tmp_path, tls)
     body = key_text.splitlines()[1]
     assert body not in str(info.value)
     assert info.value.__context__ is None or body not in str(info.value.__context__)
 
 
-# --- a real TLS listener on 127.0.0.1 (the address refusal is check_remote_options' job) ----------
+# --- the real TLS listener ---------------------------------------------------------------------
 
 
 @pytest.fixture
-async def listener(ca: trustme.CA, tmp_path: Path) -> RemoteListener:
+async def served(netns: str, ca: trustme.CA, tmp_path: Path) -> AsyncIterator[int]:
+    """A daemon serving `_good`'s pair on the namespace's address; yield its port."""
+    handle = await _start(netns, tmp_path, _good(ca, tmp_path / "tls"))
+    try:
+        yield handle.port
+    finally:
+        await handle.close()
+
+
+async def test_plain_http_gets_no_http_reply(netns: str, served: int) -> None:
+    reader, writer = await asyncio.open_connection(netns, served)
+    writer.write(f"GET /health HTTP/1.1\r\nHost: {netns}\r\n\r\n".encode())
+    await writer.drain()
+    reply = await asyncio.wait_for(reader.read(4096), 10)
+    writer.close()
+    await writer.wait_closed()
+    assert not reply.startswith(b"HTTP/")
+
+
+async def test_reload_task_runs_every_tick(netns: str, ca: trustme.CA, tmp_path: Path) -> None:
     tls = _good(ca, tmp_path / "tls")
-    remote = RemoteOptions(
-        host="127.0.0.1",
-        token_file=ensure_token_file(tmp_path / "token"),
-        tls=tls,
-        tls_reload=3600.0,
-    )
-    return await open_remote_listener(remote=remote, port=0, build_app=build_test_app)
-
-
-async def _handshake_serial(port: int, ctx: ssl.SSLContext) -> int:
-    _, writer = await asyncio.open_connection(
-        "127.0.0.1", port, ssl=ctx, server_hostname="box.test"
-    )
+    handle = await _start(netns, tmp_path, tls, reload=0.02)
+    ctx = _trusting(ca)
     try:
-        ssl_object = writer.get_extra_info("ssl_object")
-        der = ssl_object.getpeercert(binary_form=True)
-        return x509.load_der_x509_certificate(der).serial_number
-    finally:
-        writer.close()
-        await writer.wait_closed()
-
-
-async def test_plain_http_gets_no_http_reply(listener: RemoteListener) -> None:
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
-        writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        await writer.drain()
-        reply = await asyncio.wait_for(reader.read(4096), 10)
-        writer.close()
-        await writer.wait_closed()
-        assert not reply.startswith(b"HTTP/")
-    finally:
-        await listener.close()
-
-
-async def test_reload_keeps_the_last_good_pair_on_a_bad_change(
-    listener: RemoteListener, ca: trustme.CA, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
-    try:
-        first = await _handshake_serial(listener.port, ctx)
-        assert listener.reload_tls() is False  # nothing changed
-        tls = listener._remote.tls
-        key_before = Path(tls.key_file).read_bytes()
-        # Half a renewal: a new certificate beside the old key.
-        fresh = trustme_pair(ca, tmp_path / "fresh", "127.0.0.1", "box.test", "*.wild.test")
-        os.replace(fresh.cert_file, tls.cert_file)
-        with caplog.at_level(logging.ERROR, logger="local_daemon"):
-            assert listener.reload_tls() is False
-            assert listener.reload_tls() is False
-        assert [r.getMessage().count("does not match") for r in caplog.records] == [1]
-        assert key_before.decode().splitlines()[1] not in caplog.text
-        assert await _handshake_serial(listener.port, ctx) == first
-        # The key arrives: the next tick loads the pair.
-        os.replace(fresh.key_file, tls.key_file)
-        assert listener.reload_tls() is True
-        second = await _handshake_serial(listener.port, ctx)
-        assert second != first
-    finally:
-        await listener.close()
-
-
-async def test_reload_task_runs_every_tick(ca: trustme.CA, tmp_path: Path) -> None:
-    tls = _good(ca, tmp_path / "tls")
-    remote = RemoteOptions(
-        host="127.0.0.1", token_file=ensure_token_file(tmp_path / "token"), tls=tls, tls_reload=0.02
-    )
-    listener = await open_remote_listener(remote=remote, port=0, build_app=build_test_app)
-    ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
-    try:
-        first = await _handshake_serial(listener.port, ctx)
+        first = await _handshake_serial(netns, handle.port, ctx)
         fresh = trustme_pair(ca, tmp_path / "fresh", "127.0.0.1", "box.test")
         os.replace(fresh.key_file, tls.key_file)
         os.replace(fresh.cert_file, tls.cert_file)
         serial = first
         for _ in range(500):
-            serial = await _handshake_serial(listener.port, ctx)
+            serial = await _handshake_serial(netns, handle.port, ctx)
             if serial != first:
                 break
             await asyncio.sleep(0.02)
         assert serial != first
     finally:
-        await listener.close()
+        await handle.close()
 
 
-async def test_port_in_use_is_a_remote_bind_error(ca: trustme.CA, tmp_path: Path) -> None:
+async def test_port_in_use_is_a_remote_bind_error(
+    netns: str, ca: trustme.CA, tmp_path: Path
+) -> None:
     tls = _good(ca, tmp_path / "tls")
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
+        taken.bind((netns, 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        remote = RemoteOptions(
-            host="127.0.0.1", token_file=ensure_token_file(tmp_path / "token"), tls=tls
-        )
         with pytest.raises(RemoteBindError) as info:
-            await open_remote_listener(remote=remote, port=port, build_app=build_test_app)
+            await _start(netns, tmp_path, tls, port=port)
         assert "in use" in str(info.value)
+    # The failed start unwound: its loopback socket on that port is closed again.
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))
 
 
-async def test_bad_files_refuse_before_binding(ca: trustme.CA, tmp_path: Path) -> None:
+async def test_bad_files_refuse_before_binding(
+    netns: str, ca: trustme.CA, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     tls = _expired(ca, tmp_path / "tls")
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((netns, 0))
         port = probe.getsockname()[1]
-    remote = RemoteOptions(
-        host="127.0.0.1", token_file=ensure_token_file(tmp_path / "token"), tls=tls
-    )
-    built: list[object] = []
-
-    def build(*args: object) -> object:
-        built.append(args)
-        raise AssertionError("must not build")
-
     with pytest.raises(TlsFileError):
-        await open_remote_listener(remote=remote, port=port, build_app=build)  # type: ignore[arg-type]
-    assert built == []
-    with socket.socket() as again:
-        again.bind(("127.0.0.1", port))  # still free: nothing bound it
+        await _start(netns, tmp_path, tls, port=port)
+    assert not (tmp_path / "state").exists()
+    for address in (netns, "127.0.0.1"):
+        with socket.socket() as again:
+            again.bind((address, port))  # still free: nothing bound it
 
 
 # --- TLS 1.2 suites: AEAD only (Mozilla intermediate) ------------------------------------------
@@ -335,10 +343,18 @@ def _tls12_client(ca: trustme.CA, ciphers: str) -> ssl.SSLContext:
     return ctx
 
 
-async def _negotiated(port: int, ctx: ssl.SSLContext) -> tuple[str, str]:
-    _, writer = await asyncio.open_connection(
-        "127.0.0.1", port, ssl=ctx, server_hostname="box.test"
-    )
+def _non_aead_tls12() -> str:
+    """Every TLS 1.2 suite this machine's OpenSSL knows that is not AEAD, as a cipher string."""
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    probe.set_ciphers("ALL:COMPLEMENTOFALL:@SECLEVEL=0")
+    # `protocol` names where a suite was introduced; SSLv3 and TLS 1.0 suites run on TLS 1.2 too.
+    names = [c["name"] for c in probe.get_ciphers() if not c["aead"]]
+    assert len(names) > 10, names
+    return ":".join(names)
+
+
+async def _negotiated(address: str, port: int, ctx: ssl.SSLContext) -> tuple[str, str]:
+    _, writer = await asyncio.open_connection(address, port, ssl=ctx, server_hostname="box.test")
     try:
         name, version, _bits = writer.get_extra_info("cipher")
         return name, version
@@ -347,69 +363,37 @@ async def _negotiated(port: int, ctx: ssl.SSLContext) -> tuple[str, str]:
         await writer.wait_closed()
 
 
-async def test_tls12_offers_aead_suites_only(listener: RemoteListener, ca: trustme.CA) -> None:
-    try:
-        tls12 = [c for c in listener.ssl_context.get_ciphers() if c["protocol"] == "TLSv1.2"]
-        assert tls12
-        assert all(c["aead"] for c in tls12), [c["name"] for c in tls12 if not c["aead"]]
-        # A client that offers CBC suites only gets no handshake at all (an alert, then the close).
-        with pytest.raises((ssl.SSLError, ConnectionResetError)):
-            await _negotiated(listener.port, _tls12_client(ca, _CBC_ONLY))
-        # The same probe with the AEAD suites gets through (the probe itself works) ...
-        aead = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256"
-        name, version = await _negotiated(listener.port, _tls12_client(ca, f"{_CBC_ONLY}:{aead}"))
-        assert (version, "GCM" in name) == ("TLSv1.2", True)
-        # ... and a default client still gets TLS 1.3.
-        default = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
-        assert (await _negotiated(listener.port, default))[1] == "TLSv1.3"
-    finally:
-        await listener.close()
+async def test_tls12_offers_aead_suites_only(netns: str, served: int, ca: trustme.CA) -> None:
+    # A client that offers every non-AEAD TLS 1.2 suite gets no handshake (an alert, the close).
+    with pytest.raises((ssl.SSLError, ConnectionResetError)):
+        await _negotiated(netns, served, _tls12_client(ca, _non_aead_tls12()))
+    with pytest.raises((ssl.SSLError, ConnectionResetError)):
+        await _negotiated(netns, served, _tls12_client(ca, _CBC_ONLY))
+    # The same probe with the AEAD suites gets through (the probe itself works) ...
+    aead = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256"
+    name, version = await _negotiated(netns, served, _tls12_client(ca, f"{_CBC_ONLY}:{aead}"))
+    assert (version, "GCM" in name) == ("TLSv1.2", True)
+    # ... and a default client still gets TLS 1.3.
+    assert (await _negotiated(netns, served, _trusting(ca)))[1] == "TLSv1.3"
 
 
-def test_openssl_s_client_with_cbc_suites_is_refused(ca: trustme.CA, tmp_path: Path) -> None:
-    # The other side's own tool: OpenSSL's s_client offering TLS 1.2 CBC suites only.
+async def test_openssl_s_client_with_cbc_suites_is_refused(netns: str, served: int) -> None:
+    # The other side's own tool: OpenSSL's s_client offering TLS 1.2 CBC suites only, against
+    # the daemon's listener (s_client starts inside this test's namespace).
     import re
-    import subprocess
-    import threading
 
-    from local_daemon._tls import new_server_context
-
-    tls = _good(ca, tmp_path / "tls")
-    ctx = new_server_context(check_tls_pair(tls.cert_file, tls.key_file))
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(4)
-        server.settimeout(30)
-        port = server.getsockname()[1]
-        outcomes: list[str] = []
-
-        def accept(count: int) -> None:
-            for _ in range(count):
-                conn, _ = server.accept()
-                try:
-                    with ctx.wrap_socket(conn, server_side=True) as tls_conn:
-                        outcomes.append(str(tls_conn.cipher()))
-                except (ssl.SSLError, OSError) as exc:
-                    outcomes.append(type(exc).__name__)
-                finally:
-                    conn.close()
-
-        thread = threading.Thread(target=accept, args=(2,), daemon=True)
-        thread.start()
-        results = []
-        for ciphers in (_CBC_ONLY, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"):
-            proc = subprocess.run(
-                ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2",
-                 "-cipher", ciphers, "-servername", "box.test"],
-                input=b"", capture_output=True, timeout=30, check=False,
-            )  # fmt: skip
-            results.append((proc.returncode, proc.stdout.decode(errors="replace")))
-        thread.join(30)
+    results = []
+    for ciphers in (_CBC_ONLY, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"):
+        proc = await asyncio.create_subprocess_exec(
+            "openssl", "s_client", "-connect", f"{netns}:{served}", "-tls1_2",
+            "-cipher", ciphers, "-servername", "box.test",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, _ = await asyncio.wait_for(proc.communicate(), 30)
+        results.append((proc.returncode, stdout.decode(errors="replace")))
     (cbc_rc, cbc_out), (_gcm_rc, gcm_out) = results
     assert cbc_rc != 0
     assert "Cipher is (NONE)" in cbc_out
-    # The same s_client line with AEAD suites does negotiate (s_client itself exits 1 there
-    # because the probe server hangs up right after the handshake).
+    # The same s_client line with AEAD suites does negotiate.
     assert re.search(r"Cipher is ECDHE-(ECDSA|RSA)-AES256-GCM-SHA384", gcm_out), gcm_out[-1000:]
-    assert outcomes[0] == "SSLError"
-    assert "GCM" in outcomes[1]
