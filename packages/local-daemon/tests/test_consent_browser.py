@@ -13,85 +13,67 @@ import hashlib
 import secrets
 import ssl
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
 import trustme
-from aiohttp import web
-from playwright.async_api import Browser, Route, async_playwright
+from playwright.async_api import Browser, Route
 
 from gate_support import trustme_pair
 from local_daemon import (
     Registry,
     RemoteOptions,
-    build_http_app,
     ensure_token_file,
     list_sessions,
     mint_login_code,
+    start_daemon,
 )
-from local_daemon._remote import RemoteListener, open_remote_listener
 
 pytestmark = pytest.mark.slow
 
 CALLBACK = "http://127.0.0.1:9/callback"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Served:
+    base: str
+    trust: ssl.SSLContext
+    token_file: Path
+    sessions_file: Path
 
 
 @pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[RemoteListener, ssl.SSLContext]]:
+async def served(netns: str, tmp_path: Path) -> AsyncIterator[Served]:
+    """The daemon's remote listener on the namespace's address, its CA trusted by `trust`."""
     ca = trustme.CA()
-    tls = trustme_pair(ca, tmp_path / "tls", "127.0.0.1")
+    token_file = ensure_token_file(tmp_path / "token")
     remote = RemoteOptions(
-        host="127.0.0.1", token_file=ensure_token_file(tmp_path / "token"), tls=tls
+        host=netns, token_file=token_file, tls=trustme_pair(ca, tmp_path / "tls", netns)
     )
-
-    def build_app(auth: Any, hosts: frozenset[str], origins: frozenset[str]) -> web.Application:
-        # The daemon's own app and guards, as `start_daemon` builds the remote one.
-        return build_http_app(
-            registry=Registry(),
-            version="1",
-            tool_prefix="t",
-            gate=auth,
-            allowed_hosts=hosts,
-            allowed_origins=origins,
-        )
-
-    listener = await open_remote_listener(remote=remote, port=0, build_app=build_app)
-    trust = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode("ascii"))
+    handle = await start_daemon(
+        registry=Registry(),
+        version="1",
+        tool_prefix="t",
+        state_dir=tmp_path / "state",
+        remote=remote,
+    )
     try:
-        yield listener, trust
+        yield Served(
+            base=f"https://{netns}:{handle.port}",
+            trust=ssl.create_default_context(cadata=ca.cert_pem.bytes().decode("ascii")),
+            token_file=token_file,
+            sessions_file=handle.paths.state_dir / "sessions.json",
+        )
     finally:
-        await listener.close()
+        await handle.close()
 
 
-async def test_sign_in_allow_exchange_then_deny(
-    browser: Browser, served: tuple[RemoteListener, ssl.SSLContext]
-) -> None:
-    listener, trust = served
-    base = f"https://127.0.0.1:{listener.port}"
-    async with httpx2.AsyncClient(verify=trust, timeout=20.0) as http:
+async def test_sign_in_allow_exchange_then_deny(served: Served, browser: Browser) -> None:
+    base = served.base
+    async with httpx2.AsyncClient(verify=served.trust, timeout=20.0) as http:
         registered = await http.post(
             base + "/register", json={"redirect_uris": [CALLBACK], "client_name": "Laptop agent"}
         )
@@ -127,7 +109,7 @@ async def test_sign_in_allow_exchange_then_deny(
             await page.goto(authorize_url("one"))
             assert page.url.startswith(base + "/auth/consent?request=")
             assert "Laptop agent" in await page.inner_text("body")
-            await page.fill("#code", mint_login_code(listener.auth.token_file))
+            await page.fill("#code", mint_login_code(served.token_file))
             async with page.expect_navigation():
                 await page.click("#sign-in")
             assert "Allow Laptop agent?" in await page.inner_text("h1")
@@ -162,7 +144,7 @@ async def test_sign_in_allow_exchange_then_deny(
                 },
             )
             assert mcp.status_code == 200, mcp.text
-            clients = [s for s in list_sessions(listener.auth.sessions_file) if s.client_id]
+            clients = [s for s in list_sessions(served.sessions_file) if s.client_id]
             assert [s.client_name for s in clients] == ["Laptop agent"]
 
             # Signed in already: straight to the question; Deny.

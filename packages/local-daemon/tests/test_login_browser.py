@@ -1,76 +1,90 @@
 """The login page in headless Chromium (Debian's, through Playwright), against a real TLS listener.
 
-The listener is the remote listener itself, bound to 127.0.0.1 for the browser's sake, serving a
-tiny app behind the gate; the certificate comes from a trustme CA the browser context accepts.
+The daemon's remote listener on 192.0.2.10 inside a namespace the test makes (Chromium starts in
+it too), with a home page and a `whoami` command behind the gate; the certificate comes from a
+trustme CA the browser context accepts.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import trustme
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser, Page
 
-from gate_support import build_test_app, trustme_pair
+from gate_support import auth_record, mount_home, trustme_pair, whoami_registry
 from local_daemon import (
     RemoteOptions,
     ensure_token_file,
     list_sessions,
     mint_login_code,
     revoke_session,
+    start_daemon,
 )
-from local_daemon._remote import RemoteListener, open_remote_listener
 
 pytestmark = pytest.mark.slow
 
 HINT = "Ask Ana for a new link </script><script>window.__pwned = 1</script> & try again."
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# The page's own call of the `whoami` command: what the gate made of this browser's credential.
+WHOAMI = """() => fetch("/rpc/whoami", {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "x-local-client": "page"},
+    body: "{}",
+}).then((r) => r.json())"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Served:
+    base: str
+    address: str
+    token_file: Path
+    sessions_file: Path
 
 
 @pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as pw:
-        # Playwright makes a fresh temporary profile (user data dir) for every launch.
-        b = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
-
-
-@pytest.fixture
-async def listener(tmp_path: Path) -> AsyncIterator[RemoteListener]:
+async def served(netns: str, tmp_path: Path) -> AsyncIterator[Served]:
+    """The daemon's remote listener on the namespace's address, with a home page and `whoami`."""
     ca = trustme.CA()
-    tls = trustme_pair(ca, tmp_path / "tls", "127.0.0.1")
+    token_file = ensure_token_file(tmp_path / "token")
     remote = RemoteOptions(
-        host="127.0.0.1",
-        token_file=ensure_token_file(tmp_path / "token"),
-        tls=tls,
+        host=netns,
+        token_file=token_file,
+        tls=trustme_pair(ca, tmp_path / "tls", netns),
         sign_in_hint=HINT,
     )
-    lst = await open_remote_listener(remote=remote, port=0, build_app=build_test_app)
+    handle = await start_daemon(
+        registry=whoami_registry(),
+        version="1",
+        state_dir=tmp_path / "state",
+        create_context=auth_record,
+        mount_routes=mount_home,
+        remote=remote,
+    )
     try:
-        yield lst
+        yield Served(
+            base=f"https://{netns}:{handle.port}",
+            address=netns,
+            token_file=token_file,
+            sessions_file=handle.paths.state_dir / "sessions.json",
+        )
     finally:
-        await lst.close()
+        await handle.close()
+
+
+async def _credential(page: Page) -> object:
+    answer = await page.evaluate(WHOAMI)
+    assert isinstance(answer, dict)
+    return answer["data"]["credential"]
 
 
 async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
-    browser: Browser, listener: RemoteListener
+    served: Served, browser: Browser
 ) -> None:
-    base = f"https://127.0.0.1:{listener.port}"
-    link = f"{base}/auth/login?code={mint_login_code(listener.auth.token_file)}"
+    base = served.base
+    link = f"{base}/auth/login?code={mint_login_code(served.token_file)}"
 
     context = await browser.new_context(ignore_https_errors=True)
     try:
@@ -87,7 +101,8 @@ async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
         assert HINT not in await page.inner_text("body")
         async with page.expect_navigation(url=f"{base}/"):
             await page.click("#sign-in")
-        assert await page.inner_text("#who") == "signed in: session"
+        assert await page.inner_text("#who") == "home"
+        assert await _credential(page) == "session"
         cookies = await context.cookies()
         assert [(c["name"], c["httpOnly"], c["secure"], c["sameSite"]) for c in cookies] == [
             ("local_session", True, True, "Strict")
@@ -99,17 +114,15 @@ async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
         second = await browser.new_context(ignore_https_errors=True)
         try:
             other_page = await second.new_page()
-            await other_page.goto(
-                f"{base}/auth/login?code={mint_login_code(listener.auth.token_file)}"
-            )
+            await other_page.goto(f"{base}/auth/login?code={mint_login_code(served.token_file)}")
             async with other_page.expect_navigation(url=f"{base}/"):
                 await other_page.click("#sign-in")
-            devices = list_sessions(listener.auth.sessions_file)
+            devices = list_sessions(served.sessions_file)
             assert len(devices) == 2
             assert all("Chrom" in device.user_agent for device in devices)
-            assert {device.peer for device in devices} == {"127.0.0.1"}
+            assert {device.peer for device in devices} == {served.address}
             first_id = cookies[0]["value"].split(".")[2]
-            assert revoke_session(listener.auth.sessions_file, first_id) is True
+            assert revoke_session(served.sessions_file, first_id) is True
             response = await page.reload()
             assert response is not None
             assert response.status == 401
@@ -117,7 +130,7 @@ async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
             response = await other_page.reload()
             assert response is not None
             assert response.status == 200
-            assert await other_page.inner_text("#who") == "signed in: session"
+            assert await _credential(other_page) == "session"
         finally:
             await second.close()
     finally:
@@ -141,10 +154,8 @@ async def test_link_button_lands_on_home_signed_in_and_second_use_fails(
         await other.close()
 
 
-async def test_csp_blocks_an_injected_inline_script(
-    browser: Browser, listener: RemoteListener
-) -> None:
-    base = f"https://127.0.0.1:{listener.port}"
+async def test_csp_blocks_an_injected_inline_script(served: Served, browser: Browser) -> None:
+    base = served.base
     context = await browser.new_context(ignore_https_errors=True)
     try:
         page = await context.new_page()
