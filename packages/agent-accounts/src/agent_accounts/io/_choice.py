@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from agent_accounts._best import Row
     from agent_accounts._types import UsageReading
 
-__all__ = ["profile_rows", "rank_profiles"]
+__all__ = ["HISTORY_TAIL_BYTES", "profile_rows", "rank_profiles"]
+
+HISTORY_TAIL_BYTES = 32 * 1024
+"""`best` and `run` read only this much of each profile's history at start-up (its newest
+100-odd lines): a full history is 1 MiB, and reading and splitting it cost more than the rest of
+the profile's row. `use_now` projects a reading at most ten minutes old; the recent slope is
+what that needs."""
 
 
 def rank_profiles(
@@ -72,7 +78,9 @@ def _as_of_now(
     from agent_accounts._forecast import use_now
 
     try:
-        history = read_usage_history(config_dir, now=now, since=now - 7 * 86400)
+        history = read_usage_history(
+            config_dir, now=now, since=now - 7 * 86400, tail_bytes=HISTORY_TAIL_BYTES
+        )
     except OSError:
         return reading
     if not history:

@@ -92,11 +92,18 @@ def _read(fd: int, size: int, max_bytes: int) -> bytearray:
 
 
 def read_gated(
-    path: str | os.PathLike[str], *, uid: int | None, max_bytes: int, strict: bool = True
+    path: str | os.PathLike[str],
+    *,
+    uid: int | None,
+    max_bytes: int,
+    strict: bool = True,
+    tail_bytes: int | None = None,
 ) -> bytearray | None:
     """Read a file through the gate; None when it does not exist.
 
-    Raises GateRefused for a refused file and OSError for any other filesystem failure.
+    With `tail_bytes`, only the file's last `tail_bytes` bytes are read (a log's newest lines;
+    the file as a whole is still held to `max_bytes`). Raises GateRefused for a refused file
+    and OSError for any other filesystem failure.
     """
     path = os.fspath(path)
     owner = os.getuid() if uid is None else uid
@@ -118,6 +125,9 @@ def read_gated(
         raise
     try:
         st = _check(fd, before, uid=owner, max_bytes=max_bytes, strict=strict)
+        if tail_bytes is not None and st.st_size > tail_bytes:
+            os.lseek(fd, st.st_size - tail_bytes, os.SEEK_SET)
+            return _read(fd, tail_bytes, max_bytes)
         return _read(fd, st.st_size, max_bytes)
     finally:
         os.close(fd)

@@ -104,33 +104,48 @@ def read_usage_history(
     now: float | None = None,
     since: float | None = None,
     uid: int | None = None,
+    tail_bytes: int | None = None,
 ) -> list[UsageReading]:
     """Return a profile's history, oldest first: the rotated file's lines, then the current's.
 
     Lines that do not parse are skipped; so is a line dated more than a minute ahead of `now`
     (a clock that was ahead: its place in time cannot be told) and, with `since`, one written
     before it. Both files are read through the strict gate (this user's own, owner-only, singly
-    linked regular file; anything else reads as empty). Raises ValueError for a non-finite
-    `now` or `since`, and an unexpected filesystem error redacted, without a cause.
+    linked regular file; anything else reads as empty). With `tail_bytes`, only the newest
+    lines within the current file's last `tail_bytes` bytes are read, and the rotated file only
+    when the current one is shorter: what `best` and `run` read at start-up, whatever the
+    history's size. Raises ValueError for a non-finite `now` or `since` or a `tail_bytes`
+    under `HISTORY_LINE_MAX`, and an unexpected filesystem error redacted, without a cause.
     """
     import time
 
     current = time.time() if now is None else now
     if not math.isfinite(current) or (since is not None and not math.isfinite(since)):
         raise ValueError("now and since must be finite numbers of epoch seconds")
+    if tail_bytes is not None and tail_bytes < HISTORY_LINE_MAX:
+        raise ValueError("tail_bytes must hold a whole line (HISTORY_LINE_MAX)")
     owner = os.getuid() if uid is None else uid
     directory = status_cache_dir(os.fspath(config_dir))
     readings: list[UsageReading] = []
     try:
-        for name in (rotated_name(HISTORY_FILE), HISTORY_FILE):
+        lines: list[bytes] = []
+        left = tail_bytes
+        for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
+            if left is not None and left <= 0:
+                break
             path = os.path.join(directory, name)
-            for line in read_line_data(path, uid=owner, max_bytes=2 * HISTORY_MAX_BYTES):
-                reading = _parse_line(line)
-                if reading is None or reading["written_at"] > current + CLOCK_AHEAD_S:
-                    continue
-                if since is not None and reading["written_at"] < since:
-                    continue
-                readings.append(reading)
+            got = read_line_data(path, uid=owner, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
+            lines[:0] = got
+            if left is not None:
+                # A tail that cut the current file (its first line blanked) is all there is.
+                left = 0 if got[:1] == [b""] else left - sum(len(line) + 1 for line in got)
+        for line in lines:
+            reading = _parse_line(line)
+            if reading is None or reading["written_at"] > current + CLOCK_AHEAD_S:
+                continue
+            if since is not None and reading["written_at"] < since:
+                continue
+            readings.append(reading)
     except OSError as exc:
         from agent_accounts._redact import redact_secrets
 

@@ -116,18 +116,25 @@ def _last_line(fd: int, size: int, tail_bytes: int, check: Callable[[bytes], boo
     return check(lines[-1])
 
 
-def read_line_data(path: str, *, uid: int, max_bytes: int) -> list[bytes]:
+def read_line_data(
+    path: str, *, uid: int, max_bytes: int, tail_bytes: int | None = None
+) -> list[bytes]:
     """Return the lines of a log read through the strict gate; [] when absent or refused.
 
-    The bytes read are zeroed once split; an OSError other than absence is raised.
+    With `tail_bytes`, only the whole lines within the file's last `tail_bytes` bytes (the line
+    the cut falls in is dropped, so the first line returned is b"" when the tail was cut). The
+    bytes read are zeroed once split; an OSError other than absence is raised.
     """
     try:
-        raw = read_gated(path, uid=uid, max_bytes=max_bytes, strict=True)
+        raw = read_gated(path, uid=uid, max_bytes=max_bytes, strict=True, tail_bytes=tail_bytes)
     except GateRefused:
         return []
     if raw is None:
         return []
     try:
-        return bytes(raw).split(b"\n")
+        lines = bytes(raw).split(b"\n")
+        if tail_bytes is not None and len(raw) >= tail_bytes:
+            lines[0] = b""  # cut by the tail, or whole by chance: either way not read
+        return lines
     finally:
         zero(raw)
