@@ -213,20 +213,25 @@ else:
     print("wx-allowed")
 """
 
-# What `local-daemon serve` runs: an aiohttp server and client over TLS, HKDF, mcp's server,
-# watchfiles' native watcher and the daemon's gate and TLS modules.
+# What `local-daemon serve` runs: an aiohttp server and client over TLS, HKDF, x509, mcp's server,
+# watchfiles' native watcher and the daemon's app behind its gate.
 _STACK_PROBE = """
 import asyncio, pathlib, ssl, sys
 import aiohttp, trustme, watchfiles
 from aiohttp import web
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography import x509
 import mcp.server.lowlevel
-import local_daemon, local_daemon._gate, local_daemon._tls
+import local_daemon
 
 async def main() -> None:
     HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"probe").derive(b"k" * 32)
     ca = trustme.CA()
+    x509.load_pem_x509_certificate(ca.cert_pem.bytes())  # as the TLS pair check does
+    root = pathlib.Path(sys.argv[1])
+    gate = local_daemon.create_daemon_auth(local_daemon.ensure_token_file(root / "token"))
+    local_daemon.build_http_app(registry=local_daemon.Registry(), version="1", gate=gate)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
     client_ctx = ssl.create_default_context()
@@ -244,7 +249,6 @@ async def main() -> None:
         async with session.get(f"https://127.0.0.1:{port}/health", ssl=client_ctx) as response:
             print("health", (await response.json())["ok"])
     await runner.cleanup()
-    root = pathlib.Path(sys.argv[1])
     async def touch() -> None:
         await asyncio.sleep(0.2)
         (root / "f").write_text("x")
