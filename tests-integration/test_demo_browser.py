@@ -14,18 +14,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
+from chromium_flags import CHROMIUM, CHROMIUM_ARGS
+
 HERE = Path(__file__).resolve().parent
 SCREENSHOT = HERE / "demo_product" / "screenshot.png"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _start_demo(
@@ -85,7 +77,7 @@ def demo_without_gh_login(tmp_path: Path) -> Iterator[dict[str, str]]:
 @pytest.mark.slow
 def test_page_shows_bars_and_updates_live(demo: dict[str, str], tmp_path: Path) -> None:
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1100, "height": 900})
             page.goto(demo["url"])
@@ -136,7 +128,7 @@ def test_page_shows_bars_and_updates_live(demo: dict[str, str], tmp_path: Path) 
 @pytest.mark.slow
 def test_an_empty_section_says_why(demo_without_gh_login: dict[str, str]) -> None:
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
             page.goto(demo_without_gh_login["url"])

@@ -7,22 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chromium_flags import CHROMIUM, CHROMIUM_ARGS
 from netns_support import inside_namespace
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
-
-# Launch flags for headless Chromium on a machine without a display, sandbox or network.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture
@@ -40,7 +29,7 @@ async def browser(netns: str) -> AsyncIterator[Browser]:
 
     async with async_playwright() as pw:
         # Playwright makes a fresh temporary profile (user data dir) for every launch.
-        launched = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        launched = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield launched
         finally:

@@ -1,18 +1,44 @@
-"""Raw HTTP/1.1 over a socket (for targets a client would normalise) and a server fixture."""
+"""Raw HTTP/1.1 over a socket (for targets a client would normalise), a server fixture, and
+bounded waits for what a server does to a connection."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aiohttp import web
 from multidict import CIMultiDict
 
-__all__ = ["RawResponse", "raw_request", "serve_app"]
+__all__ = ["BOUND", "RawResponse", "closed_by_server", "raw_request", "serve_app", "wait_until"]
 
 _TIMEOUT = 10.0
+# Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
+BOUND = 60.0
+
+
+async def closed_by_server(reader: asyncio.StreamReader) -> bool:
+    """Wait (bounded) until the server closes: EOF or reset, with nothing sent by us after."""
+    try:
+        data = await asyncio.wait_for(reader.read(65536), BOUND)
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    if data:
+        # A reply (e.g. a 408 or 400) may come first; the close must follow.
+        return await closed_by_server(reader)
+    return True
+
+
+async def wait_until(predicate: Callable[[], bool], what: str) -> None:
+    """Poll `predicate` (bounded by `BOUND`) until it holds."""
+    for _ in range(int(BOUND / 0.02)):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

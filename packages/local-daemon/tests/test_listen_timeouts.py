@@ -19,31 +19,16 @@ from pathlib import Path
 import pytest
 import trustme
 
+from daemon_raw_http import BOUND, closed_by_server, wait_until
 from daemon_support import TESTS_DIR, http, running
 from gate_support import trustme_pair
 from local_daemon import Registry, RemoteOptions, ensure_token_file, start_daemon
 
-# Every wait for the server to act is bounded by this (the daemon's own bounds are 5 and 10 s).
-BOUND = 60.0
 # In-flight requests get this long once the daemon closes (the guide's SHUTDOWN_TIMEOUT).
 SHUTDOWN_GRACE = 2.0
 # Steps of a trickling client: one byte per step, at most this many steps.
 TRICKLE_STEPS = 600
 TRICKLE_PAUSE = 0.25
-
-
-async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
-    """Wait (bounded) until the server closes: EOF or reset, with nothing sent by us after."""
-    try:
-        data = await asyncio.wait_for(reader.read(65536), BOUND)
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    if data:
-        # A reply (e.g. a 408 or 400) may come first; the close must follow.
-        return await _closed_by_server(reader)
-    return True
 
 
 async def _health(port: int) -> int:
@@ -68,7 +53,7 @@ async def test_incomplete_request_heads_are_dropped_while_health_answers(tmp_pat
                 writer.write(first_bytes)
                 await writer.drain()
             assert await _health(handle.port) == 200  # served while the slow ones wait
-            closed = await asyncio.gather(*(_closed_by_server(reader) for reader, _ in opened))
+            closed = await asyncio.gather(*(closed_by_server(reader) for reader, _ in opened))
             assert dict(zip(INCOMPLETE_HEADS, closed, strict=True)) == dict.fromkeys(
                 INCOMPLETE_HEADS, True
             )
@@ -136,7 +121,7 @@ async def test_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
                     if line.lower().startswith(b"content-length:")
                 )
                 await asyncio.wait_for(reader.readexactly(length), BOUND)
-            assert await _closed_by_server(reader)
+            assert await closed_by_server(reader)
         finally:
             writer.close()
 
@@ -178,7 +163,7 @@ async def test_tls_handshakes_never_started_or_cut_short_are_dropped(
     try:
         half[1].write(bytes.fromhex("160301020001"))
         await half[1].drain()
-        closed = await asyncio.gather(_closed_by_server(silent[0]), _closed_by_server(half[0]))
+        closed = await asyncio.gather(closed_by_server(silent[0]), closed_by_server(half[0]))
         assert list(closed) == [True, True]
     finally:
         silent[1].close()
@@ -194,17 +179,9 @@ async def test_tls_connection_without_a_request_is_dropped(
     try:
         writer.write(f"GET /health HTTP/1.1\r\nHost: {netns}".encode())  # and never the rest
         await writer.drain()
-        assert await _closed_by_server(reader)
+        assert await closed_by_server(reader)
     finally:
         writer.close()
-
-
-async def _wait_for(predicate: object, what: str) -> None:
-    for _ in range(int(BOUND / 0.02)):
-        if predicate():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
 
 
 _FD_LIMIT = 64
@@ -241,7 +218,7 @@ async def test_fd_exhaustion_logs_one_line_and_loopback_recovers(tmp_path: Path)
         def logged() -> bool:
             return b"cannot accept connections" in err_path.read_bytes()
 
-        await _wait_for(logged, "the out-of-fds line")
+        await wait_until(logged, "the out-of-fds line")
         # Several of asyncio's one-second retry rounds pass while the table stays full.
         await asyncio.sleep(3.0)
         for sock in held:
@@ -298,7 +275,7 @@ async def test_remote_close_does_not_wait_for_a_request_still_running(
         # The request is cancelled after the shutdown grace (2 s); aiohttp's own default would
         # hold the close for 60 s, past this bound.
         await asyncio.wait_for(handle.close(), SHUTDOWN_GRACE + 25)
-        assert await _closed_by_server(reader)
+        assert await closed_by_server(reader)
         writer.close()
     finally:
         await handle.close()

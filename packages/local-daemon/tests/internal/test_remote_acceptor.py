@@ -18,12 +18,11 @@ from pathlib import Path
 import pytest
 import trustme
 
+from daemon_raw_http import BOUND, closed_by_server, wait_until
 from gate_support import build_test_app, trustme_pair
 from local_daemon import RemoteOptions, ensure_token_file
 from local_daemon._listen import IDLE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT, AcceptErrorLog
 from local_daemon._remote import RemoteListener, open_remote_listener
-
-BOUND = 60.0
 
 
 def test_bounds_are_a_few_seconds() -> None:
@@ -55,26 +54,8 @@ def _client_ctx(ca: trustme.CA) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
 
 
-async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
-    try:
-        data = await asyncio.wait_for(reader.read(65536), BOUND)
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True if not data else await _closed_by_server(reader)
-
-
 async def _raw_connections(port: int, count: int) -> list[socket.socket]:
     return [socket.create_connection(("127.0.0.1", port), timeout=BOUND) for _ in range(count)]
-
-
-async def _wait_for(predicate: object, what: str) -> None:
-    for _ in range(int(BOUND / 0.02)):
-        if predicate():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
 
 
 def _whoami(port: int, secret: str | None) -> bytes:
@@ -92,12 +73,12 @@ async def test_unauthenticated_connections_are_capped(
     acceptor.cap = 6
     held = await _raw_connections(listener.port, 6)
     try:
-        await _wait_for(lambda: acceptor.unauthenticated() == 6, "six pending handshakes")
+        await wait_until(lambda: acceptor.unauthenticated() == 6, "six pending handshakes")
         with caplog.at_level(logging.ERROR, logger="local_daemon"):
             # Past the cap: each new connection is accepted and closed at once, with no reply.
             for _ in range(5):
                 reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
-                assert await _closed_by_server(reader)
+                assert await closed_by_server(reader)
                 writer.close()
         assert acceptor.refused == 5
         lines = [r.getMessage() for r in caplog.records if "without a credential" in r.getMessage()]
@@ -105,7 +86,7 @@ async def test_unauthenticated_connections_are_capped(
     finally:
         for sock in held:
             sock.close()
-    await _wait_for(lambda: acceptor.unauthenticated() == 0, "the held connections gone")
+    await wait_until(lambda: acceptor.unauthenticated() == 0, "the held connections gone")
     # Below the cap again: a client with a credential is served, and once its request passed the
     # gate its connection no longer counts.
     secret = (tmp_path / "token").read_text().strip()
@@ -130,7 +111,7 @@ async def test_unauthenticated_tls_connections_count_until_they_show_a_credentia
         "127.0.0.1", listener.port, ssl=_client_ctx(ca), server_hostname="box.test"
     )
     try:
-        await _wait_for(lambda: acceptor.unauthenticated() == 1, "one connection counted")
+        await wait_until(lambda: acceptor.unauthenticated() == 1, "one connection counted")
         writer.write(_whoami(listener.port, None))
         await writer.drain()
         status = await asyncio.wait_for(reader.readline(), BOUND)
