@@ -41,6 +41,7 @@ __all__ = [
     "AcceptErrorLog",
     "TlsAcceptor",
     "app_runner",
+    "cancel_and_wait",
     "check_loopback_listener",
     "ip_literal",
     "is_loopback_host",
@@ -120,6 +121,15 @@ def check_loopback_listener(
     bound = str(sock.getsockname()[0])
     if not is_loopback_host(bound):
         raise _refusal(f"the inherited socket's address {bound!r}")
+
+
+async def cancel_and_wait(task: asyncio.Task[None] | None) -> None:
+    """Cancel `task`, if any, and wait until it has finished."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def limit_receive_buffer(sock: socket.socket) -> None:
@@ -295,10 +305,7 @@ class TlsAcceptor:
     async def close(self) -> None:
         """Stop accepting, close the listening socket and abort handshakes in flight."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         self._sock.close()
         pending = list(self._handshaking)
         for handshake in pending:

@@ -27,6 +27,7 @@ from local_daemon._listen import (
     IDLE_TIMEOUT,
     TlsAcceptor,
     app_runner,
+    cancel_and_wait,
     ip_literal,
     is_loopback_host,
 )
@@ -257,10 +258,7 @@ class RemoteListener:
     async def close(self) -> None:
         """Stop the reload task and close the listener and its open connections."""
         task, self._reload_task = self._reload_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         try:
             await self._acceptor.close()
         finally:

@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("target", metavar="MODULE:ATTR", help=target_help)
     once: dict[str, Any] = {"action": _Once}
+
+    def repeatable(flag: str, metavar: str, text: str) -> None:
+        # Its dest is its ServeArgs field: the flag's name in the plural, every value given.
+        dest = flag.removeprefix("--").replace("-", "_") + "s"
+        text += " (repeatable)"
+        serve.add_argument(flag, action="append", dest=dest, default=[], metavar=metavar, help=text)
+
     serve.add_argument(
         "--state-dir",
         **once,
@@ -171,43 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of quiet that end a burst of changes: one change event per burst"
         " (default 0.05)",
     )
-    serve.add_argument(
-        "--allowed-host",
-        action="append",
-        dest="allowed_hosts",
-        default=[],
-        metavar="HOST",
-        help="extra Host value for loopback (repeatable)",
-    )
-    serve.add_argument(
-        "--allowed-origin",
-        action="append",
-        dest="allowed_origins",
-        default=[],
-        metavar="ORIGIN",
-        help="extra origin for loopback (repeatable)",
-    )
-    serve.add_argument(
-        "--cors-origin",
-        action="append",
-        dest="cors_origins",
-        default=[],
-        metavar="ORIGIN",
-        help="origin whose pages get CORS answers, e.g. a browser MCP client (repeatable)",
+    repeatable("--allowed-host", "HOST", "extra Host value for loopback")
+    repeatable("--allowed-origin", "ORIGIN", "extra origin for loopback")
+    repeatable(
+        "--cors-origin", "ORIGIN", "origin whose pages get CORS answers, e.g. a browser MCP client"
     )
     serve.add_argument("--max-body-bytes", **once, type=int, metavar="N", help="RPC body cap")
     serve.add_argument("--remote-host", **once, metavar="IP", help="IP literal of the TLS listener")
     serve.add_argument(
         "--token-file", **once, type=Path, metavar="FILE", help="the remote gate's token file"
     )
-    serve.add_argument(
-        "--remote-allowed-host",
-        action="append",
-        dest="remote_allowed_hosts",
-        default=[],
-        metavar="NAME",
-        help="name the remote listener answers (repeatable)",
-    )
+    repeatable("--remote-allowed-host", "NAME", "name the remote listener answers")
     serve.add_argument("--sign-in-hint", **once, metavar="TEXT", help="how users get a link")
     serve.add_argument("--tls-cert", **once, type=Path, metavar="PEM", help="certificate chain")
     serve.add_argument("--tls-key", **once, type=Path, metavar="PEM", help="its private key")
