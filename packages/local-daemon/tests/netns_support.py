@@ -88,7 +88,15 @@ def inside_namespace() -> Iterator[str]:
         try:
             # Nothing may reach ADDR unless this thread really is in a namespace of its own.
             assert _namespace_of_this_thread() != host_namespace
-            subprocess.run(["sh", "-c", SET_UP], check=True, capture_output=True, timeout=30)
+            # One `ip` process (no shell): this runs once per test that uses a namespace.
+            subprocess.run(
+                ["ip", "-batch", "-"],
+                input=f"link set lo up\naddr add {ADDR}/32 dev lo\n",
+                text=True,
+                check=True,
+                capture_output=True,
+                timeout=30,
+            )
             yield ADDR
         finally:
             if libc.setns(host, _CLONE_NEWNET) != 0:
