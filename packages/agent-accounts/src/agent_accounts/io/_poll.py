@@ -181,28 +181,42 @@ async def _request(
     return answer.status, answer.body, answer.retry_after
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """One poll call's checked arguments: built once at the public entry point, passed down."""
+
+    now: float
+    uid: int | None
+    timeout: float
+    url: str
+
+
+def _checked_call(now: float | None, uid: int | None, timeout: float, api_base: str) -> _Call:
+    """Check the public arguments (ValueError with a fixed message) and build the call."""
+    return _Call(
+        now=_check_now(now),
+        uid=uid,
+        timeout=_check_timeout(timeout),
+        url=check_base_url(api_base) + "/api/oauth/usage",
+    )
+
+
 async def _poll(
-    profile: Profile,
-    *,
-    client: httpx.AsyncClient,
-    now: float,
-    uid: int | None,
-    timeout: float,
-    url: str,
+    profile: Profile, client: httpx.AsyncClient, call: _Call
 ) -> tuple[PollResult, str | None]:
     """Poll once; return the result and, for a 429, the raw `Retry-After` header (or None)."""
-    token = _access_token(profile, uid=uid, now_ms=now * 1000)
+    token = _access_token(profile, uid=call.uid, now_ms=call.now * 1000)
     if isinstance(token, PollFailed):
         return token, None
     try:
-        status, body, retry_after = await _request(client, url, token, timeout)
+        status, body, retry_after = await _request(client, call.url, token, call.timeout)
     except SendFailed as failed:  # timeouts, resets, TLS and redirect errors; no message kept
         return PollFailed(failure="malformed" if failed.kind == "too-large" else "network"), None
     finally:
         del token
     if body is None:
         return PollFailed(failure=f"http-{status}"), retry_after
-    return _reading_result(profile, body, now), None
+    return _reading_result(profile, body, call.now), None
 
 
 def _reading_result(profile: Profile, body: bytearray, now: float) -> PollResult:
@@ -233,25 +247,14 @@ async def poll_usage(
 
     Raises ValueError only for a bad `now`, `timeout` or `api_base` (fixed messages).
     """
-    current = _check_now(now)
-    limit = _check_timeout(timeout)
-    url = check_base_url(api_base) + "/api/oauth/usage"
+    call = _checked_call(now, uid, timeout, api_base)
     async with client_for(client) as active:
-        result, _ = await _poll(
-            profile, client=active, now=current, uid=uid, timeout=limit, url=url
-        )
+        result, _ = await _poll(profile, active, call)
         return result
 
 
-async def _poll_entry(
-    profile: Profile,
-    *,
-    client: httpx.AsyncClient,
-    now: float,
-    uid: int | None,
-    timeout: float,
-    url: str,
-) -> PollEntry:
+async def _poll_entry(profile: Profile, client: httpx.AsyncClient, call: _Call) -> PollEntry:
+    now, uid = call.now, call.uid
     backoff = read_backoff(profile.config_dir, uid=uid, now=now)
     if backoff is not None and backoff.waiting(now):
         return PollEntry(
@@ -259,9 +262,7 @@ async def _poll_entry(
             result=PollFailed(failure="backoff"),
             backoff_until=backoff.until,
         )
-    result, retry_after = await _poll(
-        profile, client=client, now=now, uid=uid, timeout=timeout, url=url
-    )
+    result, retry_after = await _poll(profile, client, call)
     if isinstance(result, PollFailed):
         if result.failure != "http-429":
             return PollEntry(label=profile.label, result=result)
@@ -289,17 +290,13 @@ async def poll_all(
     api_base: str = DEFAULT_API_BASE,
 ) -> list[PollEntry]:
     """Poll every profile concurrently and write each reading; one entry per profile, in order."""
-    current = _check_now(now)
-    limit = _check_timeout(timeout)
-    url = check_base_url(api_base) + "/api/oauth/usage"
+    call = _checked_call(now, uid, timeout, api_base)
     targets = list(profiles) if profiles is not None else discover_profiles(**(discover or {}))
     async with client_for(client) as active:
 
         async def isolated(profile: Profile) -> PollEntry:
             try:
-                return await _poll_entry(
-                    profile, client=active, now=current, uid=uid, timeout=limit, url=url
-                )
+                return await _poll_entry(profile, active, call)
             except Exception:  # one profile's surprise never stops another
                 return PollEntry(label=profile.label, result=PollFailed(failure="io"))
 
