@@ -4,7 +4,9 @@
    time of RUNS runs, against `python -c pass` on the same interpreter in the same rounds (they
    run in turn; target: at most 1.6x); the same for the human line, `account-cli statusline`.
    A second figure sets each against `python -c "import argparse, json"` measured in the same
-   rounds: the stdlib every command line needs, so the ratio is the package's own share.
+   rounds: the stdlib every command line needs, so the ratio is the package's own share; a third
+   is the same comparison in CPU time (the child's user + system, from wait4), which other load
+   on a shared machine moves less than wall time.
 2. `poll_all` over 50 profiles against a local server (a child process) that answers each request
    after 100 ms: total wall time (target: under 0.5 s; polled one by one it would take 5 s).
 3. `account-cli best` over 50 profiles (each with a login and a fresh reading), median wall time
@@ -61,24 +63,49 @@ def _make_profile(config: Path, now: float) -> None:
     (sessions / "usage-poll.json").write_text(json.dumps(reading))
 
 
+def _run_timed(argv: list[str], env: dict[str, str], stdin: bytes | None) -> tuple[float, float]:
+    """Run one command to its end; return its wall time and its CPU time (user + system)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert child.stdin is not None
+    with child.stdin:
+        child.stdin.write(stdin or b"")
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if child.returncode != 0:
+        raise SystemExit(f"{argv} exited {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _median_runs(
+    argvs: list[list[str]], env: dict[str, str], stdin: bytes | None = None
+) -> list[tuple[float, float]]:
+    """Median wall time and median CPU time of each command, run in turn within each round.
+
+    Interleaved, so load from other processes on a shared machine falls on the baseline and the
+    measured command alike instead of on whichever ran while it lasted. CPU time (the child's
+    own, from wait4) moves less with that load than wall time does.
+    """
+    walls: list[list[float]] = [[] for _ in argvs]
+    cpus: list[list[float]] = [[] for _ in argvs]
+    for index in range(RUNS + 2):
+        for argv, wall, cpu in zip(argvs, walls, cpus, strict=True):
+            took, used = _run_timed(argv, env, stdin)
+            if index >= 2:  # two warm-up rounds fill the page cache and the bytecode cache
+                wall.append(took)
+                cpu.append(used)
+    return [
+        (statistics.median(wall), statistics.median(cpu))
+        for wall, cpu in zip(walls, cpus, strict=True)
+    ]
+
+
 def _median_walls(
     argvs: list[list[str]], env: dict[str, str], stdin: bytes | None = None
 ) -> list[float]:
-    """Median wall time of each command, run in turn within each round.
-
-    Interleaved, so load from other processes on a shared machine falls on the baseline and the
-    measured command alike instead of on whichever ran while it lasted.
-    """
-    times: list[list[float]] = [[] for _ in argvs]
-    for index in range(RUNS + 2):
-        for argv, own in zip(argvs, times, strict=True):
-            start = time.perf_counter()
-            subprocess.run(
-                argv, env=env, check=True, stdout=subprocess.DEVNULL, timeout=60, input=stdin
-            )
-            if index >= 2:  # two warm-up rounds fill the page cache and the bytecode cache
-                own.append(time.perf_counter() - start)
-    return [statistics.median(own) for own in times]
+    """Median wall time of each command, run in turn within each round (`_median_runs`)."""
+    return [wall for wall, _ in _median_runs(argvs, env, stdin)]
 
 
 _STDLIB_FLOOR = "import argparse, json"
@@ -105,7 +132,7 @@ def bench_statusline(args: tuple[str, ...] = ("status", "--statusline")) -> None
         ).stdout
         if len(out.splitlines()) != 5 or out.startswith(("unknown", "no usage")):
             raise SystemExit(f"unexpected status line output: {out!r}")
-        baseline, floor, value = _median_walls(
+        (baseline, baseline_cpu), (floor, _), (value, cpu) = _median_runs(
             [[sys.executable, "-c", "pass"], [sys.executable, "-c", _STDLIB_FLOOR], command], env
         )
     name = f"account-cli {' '.join(args)}, 5 profiles (median wall)"
@@ -126,6 +153,15 @@ def bench_statusline(args: tuple[str, ...] = ("status", "--statusline")) -> None
         baseline_value=round(floor, 4),
         ratio=round(value / floor, 2),
         target="information: the package's own share of the start-up",
+    )
+    _emit(
+        name=f"account-cli {' '.join(args)}, 5 profiles (median CPU time, user + system)",
+        value=round(cpu, 4),
+        unit="s",
+        baseline="python -c pass (CPU time)",
+        baseline_value=round(baseline_cpu, 4),
+        ratio=round(cpu / baseline_cpu, 2),
+        target="information: moves less with other load than the wall figure",
     )
 
 
