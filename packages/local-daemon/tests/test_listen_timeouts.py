@@ -184,6 +184,8 @@ async def test_tls_connection_without_a_request_is_dropped(
         writer.close()
 
 
+# --- out of file descriptors: one log line, no traceback per accept ------------------------------
+
 _FD_LIMIT = 64
 
 
