@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import stat
@@ -293,3 +294,48 @@ async def test_daemon_skips_task_files_it_cannot_trust(tmp_path: Path) -> None:
     assert listed.tasks == []
     # Left as they were (nothing is lost), except a write a crash cut short.
     assert sorted(path.name for path in tasks.iterdir()) == [name, "B" * 24 + ".json"]
+
+
+def _record(task_id: str, finished: datetime.datetime, ttl_ms: int) -> bytes:
+    stamp = finished.isoformat().replace("+00:00", "Z")
+    envelope = {"ok": True, "data": task_id}
+    result = {
+        "content": [{"type": "text", "text": json.dumps(envelope)}],
+        "structuredContent": envelope,
+        "isError": False,
+    }
+    task = {
+        "taskId": task_id,
+        "status": "completed",
+        "createdAt": stamp,
+        "lastUpdatedAt": stamp,
+        "ttl": ttl_ms,
+    }
+    return json.dumps({"version": 1, "task": task, "result": result}).encode()
+
+
+async def test_a_restart_reads_time_to_live_by_a_clock_stepped_either_way(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    tasks = state / "tasks"
+    tasks.mkdir(parents=True, mode=0o700)
+    now = datetime.datetime.now(datetime.UTC)
+    ahead, behind = "F" * 24, "P" * 24
+    # Finished "in ten years" (the clock was stepped back since): kept, for no more than its ttl.
+    # Finished two minutes ago with a one-minute ttl (or the clock stepped forward): gone.
+    for task_id, finished in ((ahead, now + datetime.timedelta(days=3650)), (behind, now)):
+        shift = datetime.timedelta(minutes=2) if task_id == behind else datetime.timedelta()
+        path = tasks / f"{task_id}.json"
+        path.write_bytes(_record(task_id, finished - shift, 60_000))
+        os.chmod(path, 0o600)
+    handle = await start_daemon(
+        registry=task_registry(), version="1", state_dir=state, tool_prefix=TOOL_PREFIX
+    )
+    try:
+        async with task_client(f"http://127.0.0.1:{handle.port}/mcp") as client:
+            kept = await task_result(client, ahead)
+            listed = await list_tasks(client)
+    finally:
+        await handle.close()
+    assert envelope(kept) == {"ok": True, "data": ahead}
+    assert [task.task_id for task in listed.tasks] == [ahead]
+    assert sorted(path.stem for path in tasks.glob("*.json")) == [ahead]

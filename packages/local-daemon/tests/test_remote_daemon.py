@@ -292,6 +292,10 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
         root.removeHandler(records)
     out["log_lines"] = len(records.lines)
     out["log_leaked"] = gate_support.secret_of(token_file) in "\n".join(records.lines)
+    task_files = sorted((state_dir / "tasks").glob("*.json"))
+    out["task_files"] = len(task_files)
+    secret = gate_support.secret_of(token_file).encode()
+    out["task_files_leaked"] = any(secret in path.read_bytes() for path in task_files)
     return out
 
 
@@ -301,21 +305,28 @@ async def _sdk_client(port: int, ca_pem: bytes, token_file: Path) -> dict[str, A
     from mcp.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
+    from mcp_task_client import TasksExtension
+
     ctx = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
     headers = {"Authorization": f"Bearer {gate_support.secret_of(token_file)}"}
     out: dict[str, Any] = {}
     # legacy: the initialize handshake (the daemon's fast path); auto: the 2026-07-28 era (the
     # SDK's own transport).
-    for mode in ("legacy", "auto"):
+    # tasks: the 2026-07-28 era with the tasks extension, so the call runs as a task.
+    for mode in ("legacy", "auto", "tasks"):
         async with httpx2.AsyncClient(headers=headers, verify=ctx, timeout=_TIMEOUT) as http:
             transport = streamable_http_client(f"https://{ADDR}:{port}/mcp", http_client=http)
-            async with Client(transport, mode=mode) as client:
+            extensions = [TasksExtension()] if mode == "tasks" else None
+            era = "auto" if mode == "tasks" else mode
+            async with Client(transport, mode=era, extensions=extensions) as client:
                 listed = await client.list_tools()
                 called = await client.call_tool("x_whoami", {})
+        related = (called.meta or {}).get("io.modelcontextprotocol/related-task")
         out[mode] = {
             "tools": sorted(tool.name for tool in listed.tools),
             "is_error": called.is_error,
             "structured": called.structured_content,
+            "task": related is not None,
         }
     return out
 
@@ -539,7 +550,8 @@ class TestStartDaemonWithRemote:
             ("http", bearer),
             ("http", bearer),
             ("http", {"type": "AuthRecord", "credential": "session", "peer_local": True}),
-            # The remote MCP client's tool calls, one per protocol era.
+            # The remote MCP client's tool calls, one per protocol era, then one as a task.
+            ("mcp", bearer),
             ("mcp", bearer),
             ("mcp", bearer),
         ]
@@ -548,11 +560,18 @@ class TestStartDaemonWithRemote:
         self, daemon_obs: dict[str, Any]
     ) -> None:
         bearer = {"type": "AuthRecord", "credential": "bearer", "peer_local": True}
-        for mode in ("legacy", "auto"):
+        for mode in ("legacy", "auto", "tasks"):
             seen = daemon_obs["sdk_client"][mode]
             assert "x_whoami" in seen["tools"]
             assert seen["is_error"] is False
             assert seen["structured"] == {"ok": True, "data": {"surface": "mcp", "auth": bearer}}
+            # Only the client declaring the tasks extension got its result through a task,
+            # built with the gate's record of the request that started it.
+            assert seen["task"] is (mode == "tasks")
+
+    def test_a_remote_task_is_kept_without_the_bearer(self, daemon_obs: dict[str, Any]) -> None:
+        assert daemon_obs["task_files"] == 1
+        assert daemon_obs["task_files_leaked"] is False
 
     def test_remote_port_taken_leaves_loopback_unbound_and_no_pid_file(
         self, daemon_obs: dict[str, Any]
