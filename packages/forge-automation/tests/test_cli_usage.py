@@ -25,8 +25,8 @@ COMMANDS = ["ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "me
 TOP_USAGE = "usage: forge-cli [-h] [--debug] [--version] COMMAND ..."
 USAGE = {
     "ci-wait": (
-        "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] [--required] [--fail-fast] "
-        "[--grace S] [--base BRANCH] [--quiet] [--json] REPO|REPO#N [SHA]"
+        "usage: forge-cli ci-wait [-h] [--timeout S] [--interval S] [--grace S] [--required] "
+        "[--fail-fast] [--base BRANCH] [--quiet] [--json] REPO|REPO#N [SHA]"
     ),
     "pr-status": "usage: forge-cli pr-status [-h] [--json] REPO#N",
     "pr-context": "usage: forge-cli pr-context [-h] [--json] REPO#N",

@@ -12,32 +12,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from . import _types as t
 from ._constants import COMPARE_FILES_CAP, FORCE_PUSHES_CAP
 from ._errors import ForgeCliError, failure_of_status
 from ._fake_state import FakeCommit, not_found
 from ._fake_writes import FakeWrites
 from ._github.protection import protection_hidden
-from ._types import (
-    Ancestry,
-    CheckRun,
-    ClassicProtection,
-    Commit,
-    CommitStatus,
-    CompareFiles,
-    CompareStatus,
-    FileEntry,
-    ForcePush,
-    IssueComment,
-    LabelledPr,
-    NotModified,
-    Page,
-    PrCommit,
-    PullRequest,
-    RequiredChecks,
-    ReviewComment,
-    ReviewRules,
-    ReviewState,
-)
 
 __all__ = ["FakeWire"]
 
@@ -51,7 +31,7 @@ def _paged(items: Sequence[T], page: int) -> tuple[tuple[T, ...], int | None]:
     return chunk, page + 1 if start + _PAGE < len(items) else None
 
 
-def _list_row(pr: PullRequest) -> PullRequest:
+def _list_row(pr: t.PullRequest) -> t.PullRequest:
     """Return `pr` as a PR listing row carries it (GitHub's pull-request-simple).
 
     A row has no mergeable state, merged flag or file count: those are read with get_pr.
@@ -92,7 +72,7 @@ class FakeWire(FakeWrites):
                 raise not_found(repo)
             return state.default_branch[repo]
 
-    def find_open_pr(self, repo: str, head: str, base: str) -> PullRequest | None:
+    def find_open_pr(self, repo: str, head: str, base: str) -> t.PullRequest | None:
         with self._f._lock:
             state = self._call("find_open_pr")
             owner, _, branch = head.partition(":")
@@ -108,7 +88,7 @@ class FakeWire(FakeWrites):
                     return _list_row(pr)
             return None
 
-    def get_pr(self, repo: str, number: int) -> PullRequest:
+    def get_pr(self, repo: str, number: int) -> t.PullRequest:
         with self._f._lock:
             state = self._call("get_pr")
             pr = state.prs.get((repo, number))
@@ -119,7 +99,7 @@ class FakeWire(FakeWrites):
                 pr = replace(pr, changed_files=len(files or ()))
             return replace(pr, behind=False, behind_by=0)
 
-    def compare_ancestry(self, repo: str, base: str, head: str) -> Ancestry | None:
+    def compare_ancestry(self, repo: str, base: str, head: str) -> t.Ancestry | None:
         with self._f._lock:
             self._call("compare_ancestry")
             if self._f.read_faults.compare_ancestry:
@@ -135,7 +115,7 @@ class FakeWire(FakeWrites):
             behind = len(base_anc.keys() - head_anc.keys())
             common = [s for s in head_anc if s in base_anc]
             merge_base = min(common, key=lambda s: head_anc[s]) if common else None
-            status: CompareStatus
+            status: t.CompareStatus
             if base_sha == head_sha:
                 status = "identical"
             elif behind == 0:
@@ -144,11 +124,11 @@ class FakeWire(FakeWrites):
                 status = "behind"
             else:
                 status = "diverged"
-            return Ancestry(
+            return t.Ancestry(
                 status=status, ahead_by=ahead, behind_by=behind, merge_base_sha=merge_base
             )
 
-    def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
+    def compare_files(self, repo: str, base: str, head: str) -> t.CompareFiles:
         with self._f._lock:
             state = self._call("compare_files")
             result = state.compares.get((repo, base, head))
@@ -164,20 +144,20 @@ class FakeWire(FakeWrites):
             commit = self._f.commits.get(sha)
             return None if commit is None else commit.parents
 
-    def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
+    def list_pr_files(self, repo: str, number: int, page: int) -> t.Page[t.FileEntry]:
         with self._f._lock:
             self._call("list_pr_files")
             items, nxt = _paged(self._f.pr_files.get((repo, number), []), page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def list_pr_commits(self, repo: str, number: int, page: int) -> Page[str]:
+    def list_pr_commits(self, repo: str, number: int, page: int) -> t.Page[str]:
         with self._f._lock:
             state = self._call("list_pr_commits")
             shas = state.pr_commits.get((repo, number), [])
             items, nxt = _paged(shas[:250], page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> Page[PrCommit]:
+    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> t.Page[t.PrCommit]:
         with self._f._lock:
             state = self._call("list_pr_commit_messages")
             rows = []
@@ -185,7 +165,7 @@ class FakeWire(FakeWrites):
                 commit = self._f.commits.get(sha, FakeCommit())
                 subject, _, body = commit.message.partition("\n")
                 rows.append(
-                    PrCommit(
+                    t.PrCommit(
                         sha=sha,
                         subject=subject,
                         body=body.strip("\n"),
@@ -196,20 +176,22 @@ class FakeWire(FakeWrites):
                     )
                 )
             items, nxt = _paged(rows, page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def list_labelled_prs(self, repo: str, label: str, state: str, page: int) -> Page[LabelledPr]:
+    def list_labelled_prs(
+        self, repo: str, label: str, state: str, page: int
+    ) -> t.Page[t.LabelledPr]:
         with self._f._lock:
             st = self._call("list_labelled_prs")
             rows = [
-                LabelledPr(number=n, state=pr.state)
+                t.LabelledPr(number=n, state=pr.state)
                 for (r, n), pr in sorted(st.prs.items())
                 if r == repo
                 and state in ("all", pr.state)
                 and label.casefold() in {x.casefold() for x in st.labels.get((r, n), [])}
             ]
             items, nxt = _paged(rows, page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
     def list_issue_labels(self, repo: str, number: int) -> tuple[str, ...]:
         with self._f._lock:
@@ -218,31 +200,31 @@ class FakeWire(FakeWrites):
                 raise not_found(f"{repo}#{number}")
             return tuple(state.labels.get((repo, number), []))
 
-    def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
+    def list_issue_comments(self, repo: str, number: int, page: int) -> t.Page[t.IssueComment]:
         with self._f._lock:
             self._call("list_issue_comments")
             items, nxt = _paged(self._f.comments(repo, number), page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
     def list_review_comments(
         self, repo: str, number: int, after: str | None
-    ) -> Page[ReviewComment]:
+    ) -> t.Page[t.ReviewComment]:
         with self._f._lock:
             self._call("list_review_comments")
             page = int(after) if after else 1
             items, nxt = _paged(self._f.review_comments.get((repo, number), []), page)
-            return Page(items=items, next_cursor=str(nxt) if nxt else None)
+            return t.Page(items=items, next_cursor=str(nxt) if nxt else None)
 
-    def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
+    def list_force_pushes(self, repo: str, number: int) -> t.Page[t.ForcePush]:
         with self._f._lock:
             self._call("list_force_pushes")
             pushes = self._f.force_pushes.get((repo, number), [])
             more = "more" if len(pushes) > FORCE_PUSHES_CAP else None
-            return Page(items=tuple(pushes[:FORCE_PUSHES_CAP]), next_cursor=more)
+            return t.Page(items=tuple(pushes[:FORCE_PUSHES_CAP]), next_cursor=more)
 
     def list_open_prs(
         self, repo: str, page: int, etag: str | None
-    ) -> Page[PullRequest] | NotModified:
+    ) -> t.Page[t.PullRequest] | t.NotModified:
         with self._f._lock:
             state = self._call("list_open_prs")
             rows = [
@@ -258,10 +240,10 @@ class FakeWire(FakeWrites):
             current = f'W/"{digest}"'
             if etag is not None and etag == current:
                 self._f.not_modified += 1
-                return NotModified()
-            return Page(items=items, next_page=nxt, etag=current)
+                return t.NotModified()
+            return t.Page(items=items, next_page=nxt, etag=current)
 
-    def list_commits(self, repo: str, since: str, page: int) -> Page[Commit]:
+    def list_commits(self, repo: str, since: str, page: int) -> t.Page[t.Commit]:
         with self._f._lock:
             state = self._call("list_commits")
             branch = state.default_branch.get(repo)
@@ -272,46 +254,48 @@ class FakeWire(FakeWrites):
             known = [s for s in ancestry if s in self._f.commits]
             known.sort(key=lambda s: (self._f.commits[s].date, -ancestry[s]), reverse=True)
             rows = [
-                Commit(sha=s, message=self._f.commits[s].message)
+                t.Commit(sha=s, message=self._f.commits[s].message)
                 for s in known
                 if self._f.commits[s].date >= since
             ]
             items, nxt = _paged(rows, page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
+    def list_check_runs(
+        self, repo: str, sha: str, page: int, *, latest: bool
+    ) -> t.Page[t.CheckRun]:
         with self._f._lock:
             state = self._call("list_check_runs")
             runs = list(state.runs.get(sha, []))
             if latest:
-                newest: dict[tuple[str, int | None], CheckRun] = {}
+                newest: dict[tuple[str, int | None], t.CheckRun] = {}
                 for run in runs:
                     key = (run.name, run.app_id)
                     if key not in newest or run.id > newest[key].id:
                         newest[key] = run
                 runs = list(newest.values())
             items, nxt = _paged(runs, page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:
+    def list_commit_statuses(self, repo: str, sha: str, page: int) -> t.Page[t.CommitStatus]:
         with self._f._lock:
             state = self._call("list_commit_statuses")
             # Like the forge's combined status: the latest status per context.
-            latest: dict[str, CommitStatus] = {}
+            latest: dict[str, t.CommitStatus] = {}
             for status in state.statuses.get(sha, []):
                 latest.pop(status.context, None)
                 latest[status.context] = status
             items, nxt = _paged(list(reversed(latest.values())), page)
-            return Page(items=items, next_page=nxt)
+            return t.Page(items=items, next_page=nxt)
 
-    def get_branch_rules(self, repo: str, branch: str, page: int) -> Page[RequiredChecks]:
+    def get_branch_rules(self, repo: str, branch: str, page: int) -> t.Page[t.RequiredChecks]:
         with self._f._lock:
             state = self._call("get_branch_rules")
             rules = state.rulesets.get((repo, branch))
             items = (rules,) if rules is not None and page == 1 else ()
-            return Page(items=items)
+            return t.Page(items=items)
 
-    def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
+    def get_classic_protection(self, repo: str, branch: str) -> t.ClassicProtection | None:
         with self._f._lock:
             state = self._call("get_classic_protection")
             if repo in self._f.hidden_protection:
@@ -334,15 +318,17 @@ class FakeWire(FakeWrites):
                     )
             if isinstance(checks, int) and isinstance(reviews, int):
                 return None  # 404 `Branch not protected`
-            return ClassicProtection(
-                checks=checks if not isinstance(checks, int) else RequiredChecks(),
+            return t.ClassicProtection(
+                checks=checks if not isinstance(checks, int) else t.RequiredChecks(),
                 # Like the forge: protection without a review rule still answers.
-                reviews=reviews if not isinstance(reviews, int) else ReviewRules(source="classic"),
+                reviews=reviews
+                if not isinstance(reviews, int)
+                else t.ReviewRules(source="classic"),
             )
 
     def get_pull_reviews(
         self, repo: str, number: int, head_sha: str, after: str | None
-    ) -> tuple[ReviewState, str | None]:
+    ) -> tuple[t.ReviewState, str | None]:
         with self._f._lock:
             state = self._call("get_pull_reviews")
             if self._f.read_faults.reviews:
@@ -363,7 +349,7 @@ class FakeWire(FakeWrites):
             requests = tuple(self._f.review_requests.get((repo, number), []))
             if len(requests) > _PAGE:
                 raise ForgeCliError("forge answered reviews the wire cannot read", kind="malformed")
-            result = ReviewState(
+            result = t.ReviewState(
                 head_sha=pr.head_sha,
                 reviews=items,
                 requests=requests,

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from . import _types as t
 from ._budget import RateBudget
 from ._errors import ForgeCliError
 from ._exec import GhExec
@@ -27,26 +28,6 @@ from ._github.graphql import (
 from ._github.protection import classic_protection_of
 from ._github.reviews import review_state_from_graphql
 from ._github.shape import _int, _obj, _str
-from ._types import (
-    Ancestry,
-    CheckRun,
-    CheckRunRequest,
-    ClassicProtection,
-    Commit,
-    CommitStatus,
-    CompareFiles,
-    FileEntry,
-    ForcePush,
-    IssueComment,
-    LabelledPr,
-    NotModified,
-    Page,
-    PrCommit,
-    PullRequest,
-    RequiredChecks,
-    ReviewComment,
-    ReviewState,
-)
 
 __all__ = ["AppTokenProvider", "GhCliWire"]
 
@@ -113,10 +94,10 @@ class GhCliWire:
 
     def _page(
         self, what: str, request: rest.RestRequest, page: int, parse: Callable[[Any], tuple[T, ...]]
-    ) -> Page[T]:
+    ) -> t.Page[T]:
         response = self._send(request)
         items = _mapped(what, response, parse)
-        return Page(items=items, next_page=page + 1 if response.has_next else None)
+        return t.Page(items=items, next_page=page + 1 if response.has_next else None)
 
     def _graphql(self, what: str, query: str, variables: Mapping[str, object]) -> Any:
         document = {
@@ -156,29 +137,29 @@ class GhCliWire:
     def delete_ref(self, repo: str, branch: str) -> None:
         self._send(rest.delete_ref(repo, branch))
 
-    def find_open_pr(self, repo: str, head: str, base: str) -> PullRequest | None:
+    def find_open_pr(self, repo: str, head: str, base: str) -> t.PullRequest | None:
         request = rest.list_pulls(repo, head=head, base=base, per_page=1)
 
-        def parse(data: object) -> PullRequest | None:
+        def parse(data: object) -> t.PullRequest | None:
             rows = pulls.pulls_from_rest(data)
             return rows[0] if rows else None
 
         return self._read("a pull request list", request, parse)
 
-    def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
+    def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> t.PullRequest:
         request = rest.create_pull(repo, head=head, base=base, title=title, body=body)
         return self._read("a pull request", request, pulls.pull_from_rest)
 
-    def get_pr(self, repo: str, number: int) -> PullRequest:
+    def get_pr(self, repo: str, number: int) -> t.PullRequest:
         return self._read("a pull request", rest.get_pull(repo, number), pulls.pull_from_rest)
 
-    def compare_ancestry(self, repo: str, base: str, head: str) -> Ancestry | None:
+    def compare_ancestry(self, repo: str, base: str, head: str) -> t.Ancestry | None:
         response = self._send(rest.compare(repo, base, head, one=True))
         if response.status == 404:
             return None
         return _mapped("a comparison", response, pulls.ancestry_from_rest)
 
-    def compare_files(self, repo: str, base: str, head: str) -> CompareFiles:
+    def compare_files(self, repo: str, base: str, head: str) -> t.CompareFiles:
         request = rest.compare(repo, base, head, one=False)
         return self._read("a comparison", request, pulls.compare_files_from_rest)
 
@@ -188,19 +169,21 @@ class GhCliWire:
             return None
         return _mapped("a commit", response, pulls.commit_parents_from_rest)
 
-    def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
+    def list_pr_files(self, repo: str, number: int, page: int) -> t.Page[t.FileEntry]:
         request = rest.list_pull_files(repo, number, page)
         return self._page("a file list", request, page, pulls.files_from_rest)
 
-    def list_pr_commits(self, repo: str, number: int, page: int) -> Page[str]:
+    def list_pr_commits(self, repo: str, number: int, page: int) -> t.Page[str]:
         request = rest.list_pull_commits(repo, number, page)
         return self._page("a commit list", request, page, pulls.commit_shas_from_rest)
 
-    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> Page[PrCommit]:
+    def list_pr_commit_messages(self, repo: str, number: int, page: int) -> t.Page[t.PrCommit]:
         request = rest.list_pull_commits(repo, number, page)
         return self._page("a commit list", request, page, pulls.pr_commits_from_rest)
 
-    def list_labelled_prs(self, repo: str, label: str, state: str, page: int) -> Page[LabelledPr]:
+    def list_labelled_prs(
+        self, repo: str, label: str, state: str, page: int
+    ) -> t.Page[t.LabelledPr]:
         request = rest.list_labelled_issues(repo, label, state, page)
         return self._page("an issue list", request, page, pulls.labelled_prs_from_rest)
 
@@ -211,7 +194,7 @@ class GhCliWire:
     def remove_issue_label(self, repo: str, number: int, label: str) -> bool:
         return self._send(rest.remove_issue_label(repo, number, label)).status != 404
 
-    def list_issue_comments(self, repo: str, number: int, page: int) -> Page[IssueComment]:
+    def list_issue_comments(self, repo: str, number: int, page: int) -> t.Page[t.IssueComment]:
         request = rest.list_issue_comments(repo, number, page)
         return self._page("a comment list", request, page, pulls.issue_comments_from_rest)
 
@@ -221,11 +204,11 @@ class GhCliWire:
 
     def list_review_comments(
         self, repo: str, number: int, after: str | None
-    ) -> Page[ReviewComment]:
+    ) -> t.Page[t.ReviewComment]:
         variables = {**_owner_name(repo), "number": number, "after": after}
         data = self._graphql("review threads", REVIEW_THREADS_QUERY, variables)
         pages, next_cursor = parsed("review threads", data, threads.review_threads_from_graphql)
-        items: list[ReviewComment] = []
+        items: list[t.ReviewComment] = []
         for thread_id, resolved, first_page, first_cursor in pages:
             items.extend(first_page)
             node = None if thread_id is None else str(thread_id)
@@ -252,28 +235,28 @@ class GhCliWire:
                     f"a review thread still had comments after {_THREAD_COMMENT_PAGES} pages",
                     kind="page-cap",
                 )
-        return Page(items=tuple(items), next_cursor=next_cursor)
+        return t.Page(items=tuple(items), next_cursor=next_cursor)
 
-    def list_force_pushes(self, repo: str, number: int) -> Page[ForcePush]:
+    def list_force_pushes(self, repo: str, number: int) -> t.Page[t.ForcePush]:
         variables = {**_owner_name(repo), "number": number}
         data = self._graphql("force pushes", FORCE_PUSH_QUERY, variables)
         return parsed("force pushes", data, threads.force_pushes_from_graphql)
 
     def list_open_prs(
         self, repo: str, page: int, etag: str | None
-    ) -> Page[PullRequest] | NotModified:
+    ) -> t.Page[t.PullRequest] | t.NotModified:
         response = self._send(rest.list_pulls(repo, page=page, etag=etag))
         if response.status == 304:
-            return NotModified()
+            return t.NotModified()
         items = _mapped("a pull request list", response, pulls.pulls_from_rest)
         next_page = page + 1 if response.has_next else None
-        return Page(items=items, next_page=next_page, etag=response.headers.get("etag"))
+        return t.Page(items=items, next_page=next_page, etag=response.headers.get("etag"))
 
-    def list_commits(self, repo: str, since: str, page: int) -> Page[Commit]:
+    def list_commits(self, repo: str, since: str, page: int) -> t.Page[t.Commit]:
         request = rest.list_commits(repo, since, page)
         return self._page("a commit list", request, page, pulls.commits_from_rest)
 
-    def create_check_run(self, repo: str, request: CheckRunRequest) -> CheckRun:
+    def create_check_run(self, repo: str, request: t.CheckRunRequest) -> t.CheckRun:
         if self._app_token is None:
             raise ForgeCliError(
                 "create_check_run needs a wire built with app_token", kind="unavailable"
@@ -316,25 +299,27 @@ class GhCliWire:
             raise ForgeCliError("app token provider returned no token", kind="unavailable")
         return token
 
-    def list_check_runs(self, repo: str, sha: str, page: int, *, latest: bool) -> Page[CheckRun]:
+    def list_check_runs(
+        self, repo: str, sha: str, page: int, *, latest: bool
+    ) -> t.Page[t.CheckRun]:
         request = rest.list_check_runs(repo, sha, page, latest=latest)
         return self._page("a check run list", request, page, checks.check_runs_from_rest)
 
-    def list_commit_statuses(self, repo: str, sha: str, page: int) -> Page[CommitStatus]:
+    def list_commit_statuses(self, repo: str, sha: str, page: int) -> t.Page[t.CommitStatus]:
         request = rest.combined_status(repo, sha, page)
         return self._page("a combined status", request, page, checks.commit_statuses_from_rest)
 
-    def get_branch_rules(self, repo: str, branch: str, page: int) -> Page[RequiredChecks]:
+    def get_branch_rules(self, repo: str, branch: str, page: int) -> t.Page[t.RequiredChecks]:
         request = rest.get_branch_rules(repo, branch, page)
         return self._page("branch rules", request, page, checks.rules_from_rest)
 
-    def get_classic_protection(self, repo: str, branch: str) -> ClassicProtection | None:
+    def get_classic_protection(self, repo: str, branch: str) -> t.ClassicProtection | None:
         response = self._send(rest.get_branch_protection(repo, branch))
         return classic_protection_of(response.status, response.json(), repo, branch)
 
     def get_pull_reviews(
         self, repo: str, number: int, head_sha: str, after: str | None
-    ) -> tuple[ReviewState, str | None]:
+    ) -> tuple[t.ReviewState, str | None]:
         variables = {**_owner_name(repo), "number": number, "head": head_sha, "after": after}
         data = self._graphql("reviews", REVIEW_STATE_QUERY, variables)
         return parsed("reviews", data, review_state_from_graphql)

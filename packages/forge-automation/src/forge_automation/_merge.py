@@ -146,15 +146,7 @@ def guarded_merge(
     validate_number(number)
     pr = port.wire.get_pr(repo, number)  # premerge reads it again, with `behind`
     if pr.merged:
-        return MergeOutcome(
-            repo=repo,
-            number=number,
-            status="merged",
-            head=pr.head_sha,
-            sha=pr.merge_sha,
-            merge="skipped(merged)",
-            branch=delete_head_branch(port, repo, pr),
-        )
+        return _merged(port, repo, number, pr, sha=pr.merge_sha, merge="skipped(merged)")
     if not checked:
         result = premerge(
             port,
@@ -170,9 +162,7 @@ def guarded_merge(
         if not result.ok:
             if result.head is not None and result.head != head_sha:
                 return _moved(repo, number, result.head, head_sha)
-            return MergeOutcome(
-                repo=repo, number=number, status="failed", head=result.head, reasons=result.reasons
-            )
+            return _failed(repo, number, result.head, *result.reasons)
     message = squash_message_for(port, repo, pr, task_ids)
     try:
         merged = port.merge_pr(
@@ -189,36 +179,37 @@ def guarded_merge(
         except ForgeError:
             return _moved(repo, number, None, head_sha, detail=_say(exc))
         if now.state != "open" and not now.merged:
-            return MergeOutcome(
-                repo=repo,
-                number=number,
-                status="failed",
-                head=now.head_sha,
-                reasons=(f"the PR is {now.state}",),
-            )
+            return _failed(repo, number, now.head_sha, f"the PR is {now.state}")
         return _moved(repo, number, now.head_sha, head_sha)
     except ForgeCliError as exc:
         if exc.status not in (405, 422):
             raise
-        return MergeOutcome(
-            repo=repo,
-            number=number,
-            status="failed",
-            head=head_sha,
-            reasons=(f"the forge refused the merge: {_say(exc)}",),
-        )
+        return _failed(repo, number, head_sha, f"the forge refused the merge: {_say(exc)}")
     if not merged.done:
         # Merged by someone else between our read and our write: still ours to clean up.
         pr = port.wire.get_pr(repo, number)
+    merge = "done" if merged.done else f"skipped({merged.skipped})"
+    return _merged(port, repo, number, pr, sha=merged.sha, merge=merge)
+
+
+def _merged(
+    port: ForgePort, repo: str, number: int, pr: PullRequest, *, sha: str | None, merge: str
+) -> MergeOutcome:
+    # Merged (by us or earlier): the head branch is ours to clean up either way.
+    branch = delete_head_branch(port, repo, pr)
     return MergeOutcome(
         repo=repo,
         number=number,
         status="merged",
         head=pr.head_sha,
-        sha=merged.sha,
-        merge="done" if merged.done else f"skipped({merged.skipped})",
-        branch=delete_head_branch(port, repo, pr),
+        sha=sha,
+        merge=merge,
+        branch=branch,
     )
+
+
+def _failed(repo: str, number: int, head: str | None, *reasons: str) -> MergeOutcome:
+    return MergeOutcome(repo=repo, number=number, status="failed", head=head, reasons=reasons)
 
 
 def _moved(

@@ -30,6 +30,7 @@ __all__ = [
     "USAGE_EXIT",
     "CliExit",
     "UsageError",
+    "merge_target",
     "out",
     "parallel",
     "port",
@@ -123,6 +124,24 @@ def pr_ref(value: str) -> tuple[str, int]:
     except ForgeInputError as exc:
         raise UsageError(str(exc)) from None
     return match.group(1), int(match.group(2))
+
+
+def merge_target(ref: str, head_sha: str, approved_head: str, clone: str | None) -> tuple[str, int]:
+    """Return (repo, number) of what premerge and merge take, or raise UsageError."""
+    import os
+
+    from .._errors import ForgeInputError
+    from .._premerge import validate_full_sha
+
+    repo, number = pr_ref(ref)
+    try:
+        validate_full_sha(head_sha, "head_sha")
+        validate_full_sha(approved_head, "approved_head")
+    except ForgeInputError as exc:
+        raise UsageError(str(exc)) from None
+    if clone is not None and not os.path.isdir(clone):
+        raise UsageError(f"--clone {clone[:200]!r} is not a directory")
+    return repo, number
 
 
 def repo_name(value: str) -> str:

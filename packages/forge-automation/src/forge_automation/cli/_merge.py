@@ -6,9 +6,7 @@ keys); the exit code is the same either way.
 
 from __future__ import annotations
 
-import os
-
-from ._common import EXIT_MOVED, CliExit, UsageError, out, port, pr_ref, print_json
+from ._common import EXIT_MOVED, CliExit, UsageError, merge_target, out, port, print_json
 
 __all__ = ["merge_command"]
 
@@ -23,21 +21,12 @@ def merge_command(
     as_json: bool = False,
 ) -> None:
     """Merge a PR at HEAD_SHA after premerge: MERGED (0), FAIL (1) or MOVED (3)."""
-    from .._errors import ForgeInputError
     from .._merge import guarded_merge
-    from .._premerge import validate_full_sha
 
-    repo, number = pr_ref(ref)
-    try:
-        validate_full_sha(head_sha, "head_sha")
-        validate_full_sha(approved_head, "approved_head")
-    except ForgeInputError as exc:
-        raise UsageError(str(exc)) from None
+    repo, number = merge_target(ref, head_sha, approved_head, clone)
     for task in task_ids or ():
         if not task.strip() or len(task) > 200 or any(ord(c) < 0x20 for c in task):
             raise UsageError(f"--task-id {task[:50]!r}: must be one non-blank line")
-    if clone is not None and not os.path.isdir(clone):
-        raise UsageError(f"--clone {clone[:200]!r} is not a directory")
     outcome = guarded_merge(
         port(),
         repo,

@@ -88,27 +88,25 @@ def _flag(parser: argparse.ArgumentParser, name: str, dest: str, help: str) -> N
     parser.add_argument(name, dest=dest, action=_Once, nargs=0, default=False, help=help)
 
 
+def _text(
+    parser: argparse.ArgumentParser, name: str, metavar: str, help: str, *, required: bool = False
+) -> None:
+    _option(parser, name, type=str, default=None, metavar=metavar, help=help, required=required)
+
+
 def _merge_arguments(p: argparse.ArgumentParser) -> None:
     """REPO#N HEAD_SHA --approved-head SHA [--clone DIR]: what premerge and merge both take."""
     p.add_argument("ref", metavar="REPO#N", help="owner/name#number")
     p.add_argument("head_sha", metavar="HEAD_SHA", help="the head to merge, 40 hex characters")
-    _option(
-        p,
-        "--approved-head",
-        type=str,
-        default=None,
-        metavar="SHA",
-        help="the head a reviewer approved",
-        required=True,
-    )
-    _option(
-        p,
-        "--clone",
-        type=str,
-        default=None,
-        metavar="DIR",
-        help="a fetched clone holding head, approved head and base tip",
-    )
+    _text(p, "--approved-head", "SHA", "the head a reviewer approved", required=True)
+    _text(p, "--clone", "DIR", "a fetched clone holding head, approved head and base tip")
+
+
+def _ci_wait_options(p: argparse.ArgumentParser, *, timeout: str, grace: str) -> None:
+    """--timeout S --interval S --grace S: how ci-wait and each CI wait of train poll."""
+    _option(p, "--timeout", type=float, default=1800.0, metavar="S", help=timeout)
+    _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
+    _option(p, "--grace", type=float, default=None, metavar="S", help=grace)
 
 
 def _option(
@@ -161,25 +159,18 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
     p.add_argument(
         "sha", metavar="SHA", nargs="?", default=None, help="the pushed commit (REPO form)"
     )
-    _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="seconds (1800)")
-    _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
+    _ci_wait_options(
+        p,
+        timeout="seconds (1800)",
+        grace="a required check not reported S seconds in is RED (never reported)",
+    )
     _flag(p, "--required", "required", "count only the base branch's required checks")
     _flag(p, "--fail-fast", "fail_fast", "end RED on the first failure, not once all finish")
-    _option(
-        p,
-        "--grace",
-        type=float,
-        default=None,
-        metavar="S",
-        help="a required check not reported S seconds in is RED (never reported)",
-    )
-    _option(
+    _text(
         p,
         "--base",
-        type=str,
-        default=None,
-        metavar="BRANCH",
-        help="with --required and a sha: the branch (default: the repository's default)",
+        "BRANCH",
+        "with --required and a sha: the branch (default: the repository's default)",
     )
     _flag(p, "--quiet", "quiet", "no progress on stderr, only the verdict")
     _flag(p, "--json", "as_json", "print the verdict as one JSON object")
@@ -224,33 +215,18 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         "that cannot merge.",
     )
     p.add_argument("repo", metavar="REPO", help="owner/name")
-    _option(
-        p,
-        "--label",
-        type=str,
-        default=None,
-        metavar="LABEL",
-        help="the queue's label",
-        required=True,
-    )
-    _option(
+    _text(p, "--label", "LABEL", "the queue's label", required=True)
+    _text(
         p,
         "--clone",
-        type=str,
-        default=None,
-        metavar="DIR",
-        help="a clone whose origin is the repository: fetched, then premerge runs git in it",
+        "DIR",
+        "a clone whose origin is the repository: fetched, then premerge runs git in it",
     )
     _flag(p, "--dry-run", "dry_run", "say what would happen; write nothing")
-    _option(p, "--timeout", type=float, default=1800.0, metavar="S", help="per CI wait (1800)")
-    _option(p, "--interval", type=float, default=15.0, metavar="S", help="between polls (15)")
-    _option(
+    _ci_wait_options(
         p,
-        "--grace",
-        type=float,
-        default=None,
-        metavar="S",
-        help="a required check not reported S seconds into a CI wait drops the PR (300)",
+        timeout="per CI wait (1800)",
+        grace="a required check not reported S seconds into a CI wait drops the PR (300)",
     )
     _flag(p, "--quiet", "quiet", "no CI progress on stderr")
     _flag(p, "--json", "as_json", "print one JSON object at the end (steps go to stderr)")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from ._common import CliExit, UsageError, out, port, pr_ref, print_json
+from ._common import CliExit, merge_target, out, port, print_json
 
 __all__ = ["premerge_command"]
 
@@ -17,17 +15,9 @@ def premerge_command(
     as_json: bool = False,
 ) -> None:
     """Check a PR may merge at HEAD_SHA: OK (0) or FAIL with every reason (1)."""
-    from .._errors import ForgeInputError
-    from .._premerge import premerge, validate_full_sha
+    from .._premerge import premerge
 
-    repo, number = pr_ref(ref)
-    try:
-        validate_full_sha(head_sha, "head_sha")
-        validate_full_sha(approved_head, "approved_head")
-    except ForgeInputError as exc:
-        raise UsageError(str(exc)) from None
-    if clone is not None and not os.path.isdir(clone):
-        raise UsageError(f"--clone {clone[:200]!r} is not a directory")
+    repo, number = merge_target(ref, head_sha, approved_head, clone)
     result = premerge(port(), repo, number, head_sha, approved_head=approved_head, clone=clone)
     if as_json:
         print_json(result.to_json())
