@@ -1,9 +1,10 @@
 """`account-cli statusline` and `statusline-tee` without `--then`: the line a person reads.
 
-Every run is a real `account-cli` subprocess whose clock is fixed (a `sitecustomize` on its
-PYTHONPATH pins `time.time`), over homes holding readings with known reset times, so each
-answer is compared byte for byte: countdowns, labels, colours, `NO_COLOR`, stale readings and
-windows that have already reset. `--format pipe` is held to `status --statusline`.
+Every run is a real `account-cli` subprocess whose clock is fixed (`accounts_simclock`: a
+`sitecustomize` on its PYTHONPATH reads the time from a file the test never moves), over homes
+holding readings with known reset times, so each answer is compared byte for byte: countdowns,
+labels, colours, `NO_COLOR`, stale readings and windows that have already reset. `--format
+pipe` is held to `status --statusline`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from accounts_simclock import SimClock
 from accounts_support import CANARY, account_cli, make_profile
 
 NOW = 1_700_000_000.0  # in the past: files written now are never stale to this clock
@@ -34,12 +36,9 @@ class Run:
 
 
 @pytest.fixture
-def clock(tmp_path: Path) -> Path:
-    """A dir whose `sitecustomize` fixes the child's `time.time` at NOW."""
-    path = tmp_path / "clock"
-    path.mkdir()
-    (path / "sitecustomize.py").write_text(f"import time\ntime.time = lambda: {NOW!r}\n")
-    return path
+def clock(tmp_path: Path) -> SimClock:
+    """The children's clock, fixed at NOW (`accounts_simclock`)."""
+    return SimClock.fixed(tmp_path, NOW)
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def home(tmp_path: Path) -> Path:
 
 def cli(
     home: Path,
-    clock: Path,
+    clock: SimClock,
     *args: str,
     stdin: bytes = b"",
     env: dict[str, str] | None = None,
@@ -62,7 +61,7 @@ def cli(
         for k, v in os.environ.items()
         if not k.startswith("AGENT_") and k not in ("NO_COLOR", "PYTHONPATH")
     }
-    base.update(HOME=str(home), PYTHONPATH=str(clock))
+    base.update(HOME=str(home), **clock.env())
     done = subprocess.run(
         [account_cli(), *args],
         input=stdin,
@@ -116,7 +115,7 @@ def one_account(home: Path, five: float = 23.9, week: float = 41) -> None:
     plant(profile(home, ".agent"), five, week, five_reset=FIVE_RESET, week_reset=WEEK_RESET)
 
 
-def test_one_account_reads_as_a_person_would_say_it(home: Path, clock: Path) -> None:
+def test_one_account_reads_as_a_person_would_say_it(home: Path, clock: SimClock) -> None:
     one_account(home)
     run = cli(home, clock, "statusline", "--no-color")
     assert (run.code, run.out, run.err) == (0, "5h 23% 1h48m · 7d 41% 3d2h\n", "")
@@ -131,7 +130,7 @@ def test_one_account_reads_as_a_person_would_say_it(home: Path, clock: Path) -> 
     ],
 )
 def test_each_percentage_is_coloured_by_its_threshold(
-    home: Path, clock: Path, five: float, week: float, colours: tuple[str, str]
+    home: Path, clock: SimClock, five: float, week: float, colours: tuple[str, str]
 ) -> None:
     one_account(home, five, week)
     run = cli(home, clock, "statusline")
@@ -144,7 +143,7 @@ def test_each_percentage_is_coloured_by_its_threshold(
 
 @pytest.mark.parametrize(("value", "coloured"), [("1", False), ("", True), (None, True)])
 def test_no_color_is_honoured_when_set_and_not_empty(
-    home: Path, clock: Path, value: str | None, coloured: bool
+    home: Path, clock: SimClock, value: str | None, coloured: bool
 ) -> None:
     one_account(home)
     run = cli(home, clock, "statusline", env=None if value is None else {"NO_COLOR": value})
@@ -153,7 +152,7 @@ def test_no_color_is_honoured_when_set_and_not_empty(
 
 
 def test_several_accounts_each_get_a_labelled_line_the_current_one_first(
-    home: Path, clock: Path
+    home: Path, clock: SimClock
 ) -> None:
     one_account(home)
     plant(profile(home, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY + 1)
@@ -176,7 +175,7 @@ def test_several_accounts_each_get_a_labelled_line_the_current_one_first(
     ]
 
 
-def test_an_account_without_a_reading_says_so(home: Path, clock: Path) -> None:
+def test_an_account_without_a_reading_says_so(home: Path, clock: SimClock) -> None:
     profile(home, ".agent")
     assert cli(home, clock, "statusline").out == "no usage reading yet\n"
     plant(profile(home, "work"), 1, 2)
@@ -185,12 +184,12 @@ def test_an_account_without_a_reading_says_so(home: Path, clock: Path) -> None:
     )
 
 
-def test_no_home_at_all_is_no_reading_and_exit_0(tmp_path: Path, clock: Path) -> None:
+def test_no_home_at_all_is_no_reading_and_exit_0(tmp_path: Path, clock: SimClock) -> None:
     run = cli(tmp_path / "nowhere", clock, "statusline")
     assert (run.code, run.out, run.err) == (0, "no usage reading yet\n", "")
 
 
-def test_a_window_past_its_reset_and_a_stale_reading(home: Path, clock: Path) -> None:
+def test_a_window_past_its_reset_and_a_stale_reading(home: Path, clock: SimClock) -> None:
     # The five-hour window reset 10 minutes ago: its use is the old window's, so none is shown.
     plant(
         profile(home, ".agent"),
@@ -204,13 +203,13 @@ def test_a_window_past_its_reset_and_a_stale_reading(home: Path, clock: Path) ->
     assert run.out == "5h reset · 7d 30% 1d · read 2h1m ago\n"
 
 
-def test_a_window_without_a_reset_time_shows_its_use_only(home: Path, clock: Path) -> None:
+def test_a_window_without_a_reset_time_shows_its_use_only(home: Path, clock: SimClock) -> None:
     plant(profile(home, ".agent"), 12.5, 99.99, week_reset=NOW + 1)
     assert cli(home, clock, "statusline", "--no-color").out == "5h 12% · 7d 99% 1m\n"
 
 
 def test_labels_that_could_carry_escapes_are_left_out_and_tokens_redacted(
-    home: Path, clock: Path
+    home: Path, clock: SimClock
 ) -> None:
     one_account(home)
     plant(profile(home, "esc\x1b[2Jape"), 1, 1)
@@ -220,7 +219,7 @@ def test_labels_that_could_carry_escapes_are_left_out_and_tokens_redacted(
     assert "\x1b" not in run.out
 
 
-def test_format_pipe_is_status_statusline_byte_for_byte(home: Path, clock: Path) -> None:
+def test_format_pipe_is_status_statusline_byte_for_byte(home: Path, clock: SimClock) -> None:
     one_account(home)
     plant(profile(home, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY)
     pipe = cli(home, clock, "statusline", "--format", "pipe")
@@ -240,7 +239,9 @@ PAYLOAD = {
 }
 
 
-def test_the_tee_prints_the_human_line_of_the_reading_it_just_kept(home: Path, clock: Path) -> None:
+def test_the_tee_prints_the_human_line_of_the_reading_it_just_kept(
+    home: Path, clock: SimClock
+) -> None:
     profile(home, ".agent")
     run = cli(home, clock, "statusline-tee", stdin=json.dumps(PAYLOAD).encode())
     assert (run.code, run.err) == (0, "")
@@ -252,7 +253,9 @@ def test_the_tee_prints_the_human_line_of_the_reading_it_just_kept(home: Path, c
 
 
 @pytest.mark.parametrize("flags", [["--format", "pipe"], ["--no-color"], ["--format", "human"]])
-def test_the_tee_refuses_line_flags_beside_then(home: Path, clock: Path, flags: list[str]) -> None:
+def test_the_tee_refuses_line_flags_beside_then(
+    home: Path, clock: SimClock, flags: list[str]
+) -> None:
     run = cli(home, clock, "statusline-tee", "--then", "cat", *flags)
     assert run.code == 64
     assert run.out == ""
@@ -271,7 +274,9 @@ def test_the_tee_refuses_line_flags_beside_then(home: Path, clock: Path, flags: 
         (["--then", "x"], "unrecognized arguments: --then x"),
     ],
 )
-def test_statusline_usage_errors(home: Path, clock: Path, args: list[str], problem: str) -> None:
+def test_statusline_usage_errors(
+    home: Path, clock: SimClock, args: list[str], problem: str
+) -> None:
     run = cli(home, clock, "statusline", *args)
     assert run.code == 64
     assert run.err.startswith(f"account-cli: {problem}")
@@ -338,7 +343,7 @@ def test_the_human_line_loads_no_heavy_module(home: Path, args: list[str]) -> No
     ],
 )
 def test_status_text_shows_reset_countdowns_and_local_times(
-    home: Path, clock: Path, zone: str, reset: str, full: str, past: str, next_year: str
+    home: Path, clock: SimClock, zone: str, reset: str, full: str, past: str, next_year: str
 ) -> None:
     # Two hours into the five-hour window (40%) with 80% used: full half an hour from now.
     limits = {
