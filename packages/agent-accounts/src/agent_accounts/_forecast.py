@@ -4,14 +4,19 @@ The points are a window's `(written_at, used_percentage)` from a profile's usage
 only for the current window: those with the newest point's `resets_at` (within two minutes), or
 with no reset time, those after the last drop in use, and only those at or before `now`. The
 central forecast extends the slope over the whole current window so far from the newest point
-to 100%; the interval takes the steeper and the gentler of that slope and the recent one (the
-last tenth of the window's length), so a burst shows as an early bound, a lull as a late one. A
-time past the window's reset is no forecast (it resets first). Pure and light: plain tuples,
+to 100%; for a window of a day or more (a week) whose history spans a day, it instead goes
+forward half hour by half hour, each half hour of the day at the pace the history shows for it,
+scaled to the current window's use (work hours fill a week, nights do not: a straight line
+through a week used in working hours lands its fill in the night). The interval takes the
+steeper and the gentler of the overall slope and the recent one (the last tenth of the window's
+length), so a burst shows as an early bound, a lull as a late one, widened to hold the central
+time. A time past the window's reset is no forecast (it resets first). Pure and light: plain tuples,
 no `typing` or `dataclasses` (`best` and `run` use it at start-up); `_pace` wraps it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
@@ -30,6 +35,9 @@ RESET_TOLERANCE_S: Final = 120.0
 """Two points whose `resets_at` differ by less than this belong to the same window."""
 MIN_SPAN_S: Final = 300.0
 """The points must span at least this long for a slope."""
+_DAY: Final = 86400.0
+_BIN_S: Final = 1800.0
+_BINS: Final = 48
 _WINDOW_SECONDS: Final = {
     "five_hour": 5 * 3600,
     "seven_day": 7 * 86400,
@@ -50,6 +58,13 @@ def forecast_points(
     name: str, history: Iterable[UsageReading], now: float
 ) -> list[tuple[float, float, float | None]]:
     """Return the current window's points `(t, used, resets_at)` from `history`, oldest first."""
+    return _current(_all_points(name, history, now))
+
+
+def _all_points(
+    name: str, history: Iterable[UsageReading], now: float
+) -> list[tuple[float, float, float | None]]:
+    """Every reading's point of window `name` at or before `now`, oldest first."""
     points: list[tuple[float, float, float | None]] = []
     for reading in history:
         window = reading["rate_limits"].get(name)
@@ -60,6 +75,13 @@ def forecast_points(
         if used is not None:
             points.append((t, used, _number(window.get("resets_at"))))
     points.sort(key=lambda p: p[0])
+    return points
+
+
+def _current(
+    points: list[tuple[float, float, float | None]],
+) -> list[tuple[float, float, float | None]]:
+    """The points of the newest window among `points` (oldest first)."""
     if not points:
         return []
     reset = points[-1][2]
@@ -96,6 +118,59 @@ def _fills(t: float, used: float, slope: float | None, resets: float | None) -> 
     return None if resets is not None and at > resets else at
 
 
+def _day_profile(points: Sequence[tuple[float, float, float | None]]) -> list[float] | None:
+    """Use per second in each half hour of the day (UTC), from the rise between consecutive
+    points of one window (every window the history holds); None when the points span under a
+    day (no daily rhythm to tell) or show no rise."""
+    if not points or points[-1][0] - points[0][0] < _DAY:
+        return None
+    risen = [0.0] * _BINS
+    seen = [0.0] * _BINS
+    for (t0, u0, r0), (t1, u1, r1) in itertools.pairwise(points):
+        same = r0 == r1 or (r0 is not None and r1 is not None and abs(r0 - r1) < RESET_TOLERANCE_S)
+        if t1 <= t0 or not same or u1 < u0 - 0.5 or u1 >= 100:
+            continue  # a reset between them, or a full window: the pace is not known
+        rate = max(0.0, u1 - u0) / (t1 - t0)
+        t = t0
+        while t < t1:  # spread the rise over the time it took (a night's gap included)
+            edge = min(t1, (math.floor(t / _BIN_S) + 1) * _BIN_S)
+            risen[int(t // _BIN_S) % _BINS] += rate * (edge - t)
+            seen[int(t // _BIN_S) % _BINS] += edge - t
+            t = edge
+    if not any(risen):
+        return None
+    overall = sum(risen) / sum(seen)
+    return [risen[b] / seen[b] if seen[b] else overall for b in range(_BINS)]
+
+
+def _expected(rates: Sequence[float], start: float, end: float) -> float:
+    """The rise `rates` give between `start` and `end`."""
+    total, t = 0.0, start
+    while t < end:
+        edge = min(end, (math.floor(t / _BIN_S) + 1) * _BIN_S)
+        total += rates[int(t // _BIN_S) % _BINS] * (edge - t)
+        t = edge
+    return total
+
+
+def _fills_by_day(
+    t: float, used: float, rates: Sequence[float], resets: float | None
+) -> float | None:
+    """When use reaches 100% from `(t, used)` if each half hour of the day keeps its rate."""
+    left = 100 - used
+    if left <= 0:
+        return t
+    end = resets if resets is not None else t + 7 * _DAY
+    while t < end:
+        edge = min(end, (math.floor(t / _BIN_S) + 1) * _BIN_S)
+        rate = rates[int(t // _BIN_S) % _BINS]
+        if rate * (edge - t) >= left:
+            return t + left / rate
+        left -= rate * (edge - t)
+        t = edge
+    return None
+
+
 def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> Forecast | None:
     """Forecast when window `name` fills: `(full_at, earliest, latest, %/h, t, used, resets_at)`.
 
@@ -103,7 +178,8 @@ def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> F
     under `MIN_SPAN_S`) or the window has already reset at `now`. A bound or the central time is
     None when that slope does not reach 100% before the reset.
     """
-    points = forecast_points(name, history, now)
+    every = _all_points(name, history, now)
+    points = _current(every)
     overall = _slope(points)
     if overall is None:
         return None
@@ -115,12 +191,27 @@ def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> F
     recent = _slope(recent_points)
     if recent is None:
         recent = overall
-    central = _fills(t, used, overall, resets)
     steep, gentle = max(overall, recent), min(overall, recent)
+    earliest = _fills(t, used, steep, resets)
+    latest = _fills(t, used, gentle, resets)
+    # Only windows of a day or more: a five-hour window's fill often turns on a percent of use
+    # just before its reset or a break, where the rhythm of the days before helps no better.
+    profile = _day_profile(every) if length >= _DAY else None
+    expected = 0.0 if profile is None else _expected(profile, points[0][0], t)
+    if profile is None or expected <= 0 or used <= points[0][1]:
+        central = _fills(t, used, overall, resets)
+    else:
+        # A day or more of history: each half hour of the day keeps the pace it had (work hours
+        # fill a week, nights do not), scaled to this window's own use.
+        scale = (used - points[0][1]) / expected
+        central = _fills_by_day(t, used, [r * scale for r in profile], resets)
+        if central is not None:
+            earliest = central if earliest is None else min(earliest, central)
+        latest = None if central is None or latest is None else max(latest, central)
     return (
         central,
-        _fills(t, used, steep, resets),
-        _fills(t, used, gentle, resets),
+        earliest,
+        latest,
         overall * 3600,
         t,
         used,
