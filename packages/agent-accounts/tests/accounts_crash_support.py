@@ -119,6 +119,12 @@ def strace() -> str:
     return found
 
 
+def strace_prefix(*options: str, log: str | os.PathLike[str] = "/dev/null") -> list[str]:
+    """The command prefix that runs a CLI under strace with `options` (`-e trace=...`,
+    `-e inject=...`, `-P path`), following children, logging to `log`."""
+    return [strace(), "-f", "-qq", "-e", "signal=none", "-o", os.fspath(log), *options]
+
+
 @dataclass(frozen=True, slots=True)
 class KillPoint:
     """Kill at the entry of the `nth` call of `syscall` (counted per call, from exec)."""
@@ -221,7 +227,7 @@ async def reference_log(root: Path) -> str:
         scene = await new_scene(root / f"run{attempt}")
         log = root / f"reference{attempt}.strace"
         try:
-            prefix = [strace(), "-f", "-qq", "-e", "signal=none", "-o", str(log)]
+            prefix = strace_prefix(log=log)
             code = await run_cli(scene, prefix)
         finally:
             await scene.server.stop()

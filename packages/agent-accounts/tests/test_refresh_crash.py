@@ -25,7 +25,7 @@ from accounts_crash_support import (
     recover,
     reference_log,
     run_cli,
-    strace,
+    strace_prefix,
 )
 from accounts_refresh_support import account_cli
 
@@ -82,19 +82,9 @@ async def test_kill_9_at_every_state_changing_syscall_and_at_random_times(
     gate = asyncio.Semaphore(PARALLEL)
 
     async def run(index: int, syscall: str, nth: int, what: str) -> Outcome:
-        prefix = [
-            strace(),
-            "-f",
-            "-qq",
-            "-e",
-            "signal=none",
-            "-o",
-            "/dev/null",
-            "-e",
-            f"trace={syscall}",
-            "-e",
-            f"inject={syscall}:signal=KILL:when={nth}",
-        ]
+        prefix = strace_prefix(
+            "-e", f"trace={syscall}", "-e", f"inject={syscall}:signal=KILL:when={nth}"
+        )
         async with gate:
             return await _one_point(tmp_path / f"p{index}", prefix, f"{syscall}#{nth} ({what})")
 

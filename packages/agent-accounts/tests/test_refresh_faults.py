@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from accounts_crash_support import Scene, new_scene, recover, run_cli, strace
+from accounts_crash_support import Scene, new_scene, recover, run_cli, strace_prefix
 from accounts_refresh_support import (
     TokenServer,
     account_cli,
@@ -107,20 +107,10 @@ async def test_a_login_written_while_the_replace_is_delayed_is_not_clobbered(
 ) -> None:
     """strace delays the RENAME_EXCHANGE; the agent client writes a new login meanwhile."""
     log = tmp_path / "exchange.strace"
-    prefix = [
-        strace(),
-        "-f",
-        "-qq",
-        "-e",
-        "signal=none",
-        "-o",
-        str(log),
-        "-e",
-        "trace=renameat2",
-        # The third renameat2 is the install (the first two take the locks).
-        "-e",
-        "inject=renameat2:delay_enter=1500000:when=3",
-    ]
+    # The third renameat2 is the install (the first two take the locks).
+    prefix = strace_prefix(
+        "-e", "trace=renameat2", "-e", "inject=renameat2:delay_enter=1500000:when=3", log=log
+    )
     cli = asyncio.create_task(run_cli(scene, prefix))
     for _ in range(60_000):  # bounded: the CLI starts, spends the token, reaches the install
         if log.exists() and "RENAME_EXCHANGE" in log.read_text(errors="replace"):
@@ -156,19 +146,9 @@ async def test_a_login_written_while_the_replace_is_delayed_is_not_clobbered(
 async def test_a_crash_between_lock_and_record_leaves_a_lock_the_next_run_reclaims(
     scene: Scene, syscall: str, nth: int, what: str
 ) -> None:
-    prefix = [
-        strace(),
-        "-f",
-        "-qq",
-        "-e",
-        "signal=none",
-        "-o",
-        "/dev/null",
-        "-e",
-        f"trace={syscall}",
-        "-e",
-        f"inject={syscall}:signal=KILL:when={nth}",
-    ]
+    prefix = strace_prefix(
+        "-e", f"trace={syscall}", "-e", f"inject={syscall}:signal=KILL:when={nth}"
+    )
     code = await run_cli(scene, prefix)
     assert code in (-signal.SIGKILL, 128 + signal.SIGKILL), what
     outcome = await recover(scene, what, killed=True)
