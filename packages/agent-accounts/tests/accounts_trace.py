@@ -1,0 +1,202 @@
+"""A week of agent sessions over three accounts, and each account's true usage as it happens.
+
+`week_of_sessions` draws a realistic week from a seed: work blocks on weekdays (a morning and an
+afternoon burst, two evenings), a short block on the weekend, idle nights; in a block a new
+session starts every 40 to 75 minutes, each using its account at its own rate (light, steady or
+heavy). `Accounts` plays the provider's meter: a session's use goes to the account it was started
+on; an account's five-hour window opens at its first use after the last one ended and resets
+five hours later; its seven-day window resets at a fixed time each week (a different day per
+account); use stops at 100% of either window (the client is stopped there). Time only moves
+forward (`advance_to`), integrated in one-minute steps; each window's true fill time is kept.
+Pure: no file, socket or clock.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DAY",
+    "FIVE_H",
+    "HOUR",
+    "RHYTHMS",
+    "WEEK",
+    "Accounts",
+    "Filled",
+    "Session",
+    "account_trace",
+    "week_of_sessions",
+]
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+FIVE_H = 5 * HOUR
+WEEK = 7 * DAY
+STEP_S = 60.0
+WEEK_SHARE = 0.16
+"""A percent of a five-hour window is this many percent of the week: six full windows a week."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Session:
+    """One agent session: when it starts and ends, and its use in % of a five-hour window per
+    hour while it runs."""
+
+    start: float
+    end: float
+    rate: float
+
+
+def week_of_sessions(start: float, *, seed: int) -> list[Session]:
+    """Draw the sessions one machine starts in a week from `start` (a Monday 00:00)."""
+    rng = random.Random(seed)
+    sessions: list[Session] = []
+    for day in range(7):
+        blocks = [(10.0, 13.0)] if day >= 5 else [(9.0, 12.5), (13.5, 18.0)]
+        if day in (0, 2):
+            blocks.append((20.0, 23.0))  # an evening burst, Mondays and Wednesdays
+        for first, last in blocks:
+            t = start + day * DAY + first * HOUR + rng.uniform(0, 900)
+            end_of_block = start + day * DAY + last * HOUR
+            while t < end_of_block:
+                length = rng.uniform(40, 75) * 60
+                rate = rng.choice((25.0, 45.0, 70.0))
+                sessions.append(
+                    Session(start=t, end=min(t + length - 120, end_of_block), rate=rate)
+                )
+                t += length
+    return sessions
+
+
+RHYTHMS: dict[str, tuple[tuple[int, ...], tuple[tuple[float, float], ...], float]] = {
+    # account: (days of the week, work blocks in hours, mean use in % of five hours per hour)
+    "a": ((0, 1, 2, 3, 4), ((9.0, 12.0), (13.0, 18.0)), 27.0),
+    "b": ((0, 1, 2, 3, 4), ((10.0, 13.0), (14.0, 19.0), (20.5, 23.0)), 24.0),
+    "c": ((0, 1, 2, 3, 4, 5, 6), ((8.0, 11.0), (15.0, 20.0)), 17.0),
+}
+"""Who uses each account, as recorded: a day job, a long day with evenings, every day lightly."""
+
+
+def account_trace(name: str, start: float, *, seed: int) -> list[Session]:
+    """The recorded use of account `name` over the week from `start`: in each of its blocks,
+    bursts of 15 minutes at 1.6 times its mean rate and 15 at 0.4 times, the block's start
+    moved by up to ten minutes and its rate by up to 10% from day to day."""
+    rng = random.Random(f"{seed}:{name}")
+    days, blocks, rate = RHYTHMS[name]
+    sessions: list[Session] = []
+    for day in days:
+        scale = rng.uniform(0.9, 1.1)
+        for first, last in blocks:
+            t = start + day * DAY + first * HOUR + rng.uniform(-600, 600)
+            end = start + day * DAY + last * HOUR
+            burst = True
+            while t < end:
+                factor = 1.6 if burst else 0.4
+                sessions.append(Session(start=t, end=min(t + 900, end), rate=rate * scale * factor))
+                t += 900
+                burst = not burst
+    return sessions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filled:
+    """A window that reached 100%: which, when it opened and when it filled (true times)."""
+
+    account: str
+    window: str
+    opened: float
+    resets_at: float
+    full_at: float
+
+
+@dataclass
+class _Meter:
+    five_opened: float | None = None
+    five_used: float = 0.0
+    week_resets: float = 0.0
+    week_used: float = 0.0
+
+
+@dataclass
+class Accounts:
+    """The true use of each account (see the module doc); `assign` puts a session on one."""
+
+    names: tuple[str, ...]
+    now: float
+    week_resets: dict[str, float]
+    meters: dict[str, _Meter] = field(init=False)
+    sessions: list[tuple[str, Session]] = field(default_factory=list)
+    filled: list[Filled] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.meters = {n: _Meter(week_resets=self.week_resets[n]) for n in self.names}
+
+    def assign(self, name: str, session: Session) -> None:
+        """Run `session` on account `name` from its start."""
+        self.sessions.append((name, session))
+
+    def active(self, name: str, at: float) -> list[Session]:
+        """The sessions running on `name` at `at`."""
+        return [s for n, s in self.sessions if n == name and s.start <= at < s.end]
+
+    def advance_to(self, when: float) -> None:
+        """Integrate every account's use up to `when` (never back)."""
+        while self.now < when:
+            step = min(STEP_S, when - self.now)
+            for name in self.names:
+                self._step(name, self.now, step)
+            self.now += step
+
+    def _step(self, name: str, t: float, step: float) -> None:
+        meter = self.meters[name]
+        if meter.five_opened is not None and t >= meter.five_opened + FIVE_H:
+            meter.five_opened, meter.five_used = None, 0.0
+        if t >= meter.week_resets:
+            meter.week_resets += WEEK
+            meter.week_used = 0.0
+        rate = sum(s.rate for s in self.active(name, t))
+        if not rate or meter.five_used >= 100 or meter.week_used >= 100:
+            return
+        if meter.five_opened is None:
+            meter.five_opened = t
+        use = rate * step / HOUR
+        five = meter.five_used + use
+        week = meter.week_used + use * WEEK_SHARE
+        if five >= 100:
+            at = t + step * (100 - meter.five_used) / use
+            self.filled.append(
+                Filled(
+                    account=name,
+                    window="five_hour",
+                    opened=meter.five_opened,
+                    resets_at=meter.five_opened + FIVE_H,
+                    full_at=at,
+                )
+            )
+        if week >= 100:
+            at = t + step * (100 - meter.week_used) / (use * WEEK_SHARE)
+            self.filled.append(
+                Filled(
+                    account=name,
+                    window="seven_day",
+                    opened=meter.week_resets - WEEK,
+                    resets_at=meter.week_resets,
+                    full_at=at,
+                )
+            )
+        meter.five_used, meter.week_used = min(100.0, five), min(100.0, week)
+
+    def usage(self, name: str) -> dict[str, tuple[float, float | None]]:
+        """Each window's use now and its reset time (None: no five-hour window open)."""
+        meter = self.meters[name]
+        opened = meter.five_opened
+        five_resets = None if opened is None or self.now >= opened + FIVE_H else opened + FIVE_H
+        five = meter.five_used if five_resets is not None else 0.0
+        week = meter.week_used if self.now < meter.week_resets else 0.0
+        resets = meter.week_resets if self.now < meter.week_resets else meter.week_resets + WEEK
+        return {"five_hour": (five, five_resets), "seven_day": (week, resets)}
+
+    def has_room(self, name: str) -> bool:
+        """Whether account `name` is below 100% in both windows now."""
+        return all(used < 100 for used, _ in self.usage(name).values())
