@@ -37,6 +37,11 @@ EXPECTED = {
     "RpcBodyLimit",
     "TlsFiles",
     "TreeWatch",
+    # what MCP clients are shown beside tools: resources, prompts, icons
+    "Icon",
+    "PromptArgumentInfo",
+    "PromptInfo",
+    "ResourceInfo",
     # the daemon and its registry
     "Registry",
     "Progress",

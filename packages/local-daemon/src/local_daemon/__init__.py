@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from ._sessions import SessionInfo, list_sessions, revoke_session
     from ._static import mount_static_app
     from ._tokenfile import ensure_token_file, rotate_token_file
-    from ._types import AuthRecord, CommandInfo, CommandRegistry, FormattedError
+    from ._types import (
+        AuthRecord,
+        CommandInfo,
+        CommandRegistry,
+        FormattedError,
+        Icon,
+        PromptArgumentInfo,
+        PromptInfo,
+        ResourceInfo,
+    )
     from ._watch import TreeWatch, watch_tree
 
 __all__: list[str] = [
@@ -58,10 +67,14 @@ __all__: list[str] = [
     "EventHub",
     "FormattedError",
     "Guards",
+    "Icon",
     "Progress",
+    "PromptArgumentInfo",
+    "PromptInfo",
     "Registry",
     "RemoteBindError",
     "RemoteOptions",
+    "ResourceInfo",
     "RpcBodyLimit",
     "SessionFileError",
     "SessionInfo",
@@ -112,6 +125,10 @@ _LAZY: dict[str, str] = {
     "DaemonHandle": "._daemon",
     "EventHub": "._events",
     "FormattedError": "._types",
+    "Icon": "._types",
+    "PromptArgumentInfo": "._types",
+    "PromptInfo": "._types",
+    "ResourceInfo": "._types",
     "Guards": "._guards",
     "Progress": "._progress",
     "Registry": "._registry",

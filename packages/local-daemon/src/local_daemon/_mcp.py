@@ -1,5 +1,5 @@
 """The MCP projection of a command registry: tools/list and tools/call, over stdio and for the
-HTTP bridge (`_mcp_http`).
+HTTP bridge (`_mcp_http`); its resources and prompts, and every icon, through `_mcp_content`.
 
 Built on the `mcp` SDK's low-level `Server`; the protocol is never written by hand. Tool names are
 `<tool_prefix>_<command>`; a call answers the command's RPC envelope as JSON text and structured
@@ -30,6 +30,7 @@ from mcp.shared.message import SessionMessage
 
 from ._errors import UnknownCommandError
 from ._invoke import failure_outcome, invoke
+from ._mcp_content import content_handlers, mcp_icons
 from ._progress import ProgressSender
 from ._types import (
     AuthRecord,
@@ -112,6 +113,7 @@ def _tool(tool_prefix: str | None, info: CommandInfo) -> types.Tool:
         input_schema=schema,
         output_schema=dict(output_schema) if output_schema is not None else None,
         annotations=annotations,
+        icons=mcp_icons(getattr(info, "icons", ())),
     )
 
 
@@ -214,8 +216,15 @@ def create_mcp_server(
     format_error: ErrorFormatter | None = None,
     logger: logging.Logger | None = None,
 ) -> Server[Any]:
-    """Build the low-level MCP `Server` exposing `registry`'s commands as tools."""
+    """Build the low-level MCP `Server` exposing `registry`'s commands as tools, and its
+    resources and prompts when it has any (the capabilities are declared only then).
+
+    The registry's `title` and `icons` attributes, when present, describe the server itself.
+    """
     log = logger or _log
+
+    def make_context() -> Any:
+        return None if create_context is None else create_context("mcp", REQUEST_AUTH.get())
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -253,12 +262,18 @@ def create_mcp_server(
                 return info.input_schema
         return None
 
+    title = getattr(registry, "title", None)
     return Server(
         tool_prefix or "local-daemon",
         version=version,
+        title=title if isinstance(title, str) else None,
+        icons=mcp_icons(getattr(registry, "icons", ())),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         get_tool_input_schema=input_schema,
+        **content_handlers(
+            registry, make_context=make_context, format_error=format_error, logger=log
+        ),
     )
 
 

@@ -8,238 +8,49 @@ named `context` is not an argument: it receives the per-request context; nor is 
 `Progress` (the call's progress reporter) or `CancelFlag` (set when the caller gives up). Sync
 functions run in a worker thread. `title`, `read_only`, `destructive` and `idempotent` describe
 the command to MCP clients (tool annotations); they change nothing about how it runs.
+
+`@registry.resource(uri)` and `@registry.prompt` register MCP resources and prompts the same way
+(`_registry_content`); `icons` on each, and on the registry itself, are what clients show.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import re
-import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from ._errors import CommandError, UnknownCommandError
+from ._errors import UnknownCommandError
 from ._progress import CallScope, CancelFlag, Progress, current_call
+from ._registry_content import ContentEntry, build_prompt, build_resource, icons_of, run_entry
+from ._signature import (
+    CONTEXT_PARAM,
+    NAME,
+    Param,
+    arg_descriptions,
+    check_arguments,
+    describe,
+    json_default,
+)
 from ._threads import run_in_command_thread
-from ._types import CommandInfo, envelope_schemas
+from ._types import CommandInfo, Icon, PromptInfo, ResourceInfo, envelope_schemas
 
 __all__ = ["Registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Command names travel in URLs (`/rpc/{name}`) and MCP tool names; keep them to safe characters.
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
-_CONTEXT_PARAM = "context"
-_MAX_NAME_IN_MESSAGE = 64
-
-Check = Callable[[Any, str], Any]
-
-
-def _shown(name: str) -> str:
-    # A client-chosen key goes into the message; keep it short and printable.
-    text = name if len(name) <= _MAX_NAME_IN_MESSAGE else name[:_MAX_NAME_IN_MESSAGE] + "…"
-    return text.encode("unicode_escape").decode("ascii")
-
-
-def _refuse(path: str, expected: str) -> CommandError:
-    # The value itself is never echoed: it may be a secret the caller mistyped.
-    return CommandError(f"argument {path}: expected {expected}", 65)
-
-
-def _check_str(value: Any, path: str) -> Any:
-    if not isinstance(value, str):
-        raise _refuse(path, "a string")
-    return value
-
-
-def _check_bool(value: Any, path: str) -> Any:
-    if not isinstance(value, bool):
-        raise _refuse(path, "a boolean")
-    return value
-
-
-def _check_int(value: Any, path: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _refuse(path, "an integer")
-    return value
-
-
-def _check_float(value: Any, path: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _refuse(path, "a number")
-    return float(value)
-
-
-def _check_none(value: Any, path: str) -> Any:
-    if value is not None:
-        raise _refuse(path, "null")
-    return value
-
-
-def _check_any(value: Any, path: str) -> Any:
-    return value
-
-
-_SCALARS: dict[Any, tuple[dict[str, Any], Check, str]] = {
-    str: ({"type": "string"}, _check_str, "a string"),
-    bool: ({"type": "boolean"}, _check_bool, "a boolean"),
-    int: ({"type": "integer"}, _check_int, "an integer"),
-    float: ({"type": "number"}, _check_float, "a number"),
-    type(None): ({"type": "null"}, _check_none, "null"),
-    None: ({"type": "null"}, _check_none, "null"),
-    Any: ({}, _check_any, "any value"),
-}
-
-
-def _describe(annotation: Any) -> tuple[dict[str, Any], Check, str]:
-    """Return the JSON Schema, the checker and a short type name for one annotation."""
-    if annotation in _SCALARS:
-        schema, check, label = _SCALARS[annotation]
-        return dict(schema), check, label
-    origin = typing.get_origin(annotation)
-    targs = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return _describe_union(targs)
-    if origin is Literal:
-        return _describe_literal(targs)
-    if annotation is list or origin is list:
-        item = targs[0] if targs else Any
-        return _describe_list(item)
-    if annotation is dict or origin is dict:
-        key, value = targs if targs else (str, Any)
-        if key is not str:
-            raise TypeError("dict parameters must have str keys")
-        return _describe_dict(value)
-    raise TypeError(f"unsupported parameter annotation: {annotation!r}")
-
-
-def _describe_union(targs: tuple[Any, ...]) -> tuple[dict[str, Any], Check, str]:
-    parts = [_describe(arg) for arg in targs]
-    schema = {"anyOf": [part[0] for part in parts]}
-    checks = [part[1] for part in parts]
-    label = " or ".join(part[2] for part in parts)
-
-    def check(value: Any, path: str) -> Any:
-        for one in checks:
-            try:
-                return one(value, path)
-            except CommandError:
-                continue
-        raise _refuse(path, label)
-
-    return schema, check, label
-
-
-def _describe_literal(values: tuple[Any, ...]) -> tuple[dict[str, Any], Check, str]:
-    for value in values:
-        if not isinstance(value, (str, int, bool)) and value is not None:
-            raise TypeError("Literal parameters take str, int, bool or None values")
-    label = "one of " + ", ".join(repr(value) for value in values)
-    # `True == 1` in Python; compare the type too so `true` never passes for `1`.
-    allowed = {(type(value), value) for value in values}
-
-    def check(value: Any, path: str) -> Any:
-        try:
-            ok = (type(value), value) in allowed
-        except TypeError:  # unhashable (a list or an object)
-            ok = False
-        if not ok:
-            raise _refuse(path, label)
-        return value
-
-    schema: dict[str, Any] = {"enum": list(values)}
-    kinds = sorted({_JSON_TYPE[type(value)] for value in values})
-    schema["type"] = kinds[0] if len(kinds) == 1 else kinds
-    return schema, check, label
-
-
-_JSON_TYPE = {str: "string", int: "integer", bool: "boolean", type(None): "null"}
-
-
-def _describe_list(item: Any) -> tuple[dict[str, Any], Check, str]:
-    item_schema, item_check, _ = _describe(item)
-
-    def check(value: Any, path: str) -> Any:
-        if not isinstance(value, list):
-            raise _refuse(path, "an array")
-        return [item_check(element, f"{path}[{index}]") for index, element in enumerate(value)]
-
-    return {"type": "array", "items": item_schema}, check, "an array"
-
-
-def _describe_dict(value_type: Any) -> tuple[dict[str, Any], Check, str]:
-    value_schema, value_check, _ = _describe(value_type)
-
-    def check(value: Any, path: str) -> Any:
-        if not isinstance(value, dict):
-            raise _refuse(path, "an object")
-        return {
-            key: value_check(element, f"{path}.{_shown(str(key))}")
-            for key, element in value.items()
-        }
-
-    schema: dict[str, Any] = {"type": "object"}
-    if value_schema:
-        schema["additionalProperties"] = value_schema
-    return schema, check, "an object"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Param:
-    name: str
-    check: Check
-    required: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Command:
     info: CommandInfo
     fn: Callable[..., Any]
-    params: tuple[_Param, ...]
+    params: tuple[Param, ...]
     takes_context: bool
     is_async: bool
     progress_param: str | None = None
     cancel_param: str | None = None
-
-
-def _json_default(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
-
-
-_ARGS_HEADING = re.compile(r"(?:Args|Arguments|Parameters|Params):\s*")
-_ARG_LINE = re.compile(r"\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)")
-
-
-def _arg_descriptions(doc: str) -> dict[str, str]:
-    """Return each parameter's description from a Google-style `Args:` section of `doc`."""
-    found: dict[str, list[str]] = {}
-    lines = doc.splitlines()
-    start = next(
-        (at for at, line in enumerate(lines) if _ARGS_HEADING.fullmatch(line.strip())), None
-    )
-    if start is None:
-        return {}
-    heading_indent = len(lines[start]) - len(lines[start].lstrip())
-    entry_indent: int | None = None
-    current: list[str] | None = None
-    for line in lines[start + 1 :]:
-        if not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        if indent <= heading_indent:
-            break  # the next section (`Returns:`, `Raises:`) or the body's text
-        match = _ARG_LINE.fullmatch(line.strip())
-        if match is not None and (entry_indent is None or indent == entry_indent):
-            entry_indent = indent
-            current = found.setdefault(match.group(1), [])
-            if match.group(2):
-                current.append(match.group(2).strip())
-        elif current is not None and entry_indent is not None and indent > entry_indent:
-            current.append(line.strip())
-    return {name: " ".join(words) for name, words in found.items() if words}
 
 
 def _output_schema(hints: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -251,7 +62,7 @@ def _output_schema(hints: Mapping[str, Any]) -> dict[str, Any] | None:
     if "return" not in hints:
         return None
     try:
-        data, _, _ = _describe(hints["return"])
+        data, _, _ = describe(hints["return"])
     except TypeError:
         return None  # a return type with no JSON form (a class, a TypedDict): say nothing
     return {"type": "object", "anyOf": list(envelope_schemas(data))}
@@ -263,6 +74,7 @@ class _Hints:
     read_only: bool | None = None
     destructive: bool | None = None
     idempotent: bool | None = None
+    icons: tuple[Icon, ...] = ()
 
 
 def _build(
@@ -277,15 +89,15 @@ def _build(
         hints = typing.get_type_hints(fn, localns={"Progress": Progress, "CancelFlag": CancelFlag})
     properties: dict[str, Any] = {}
     required: list[str] = []
-    params: list[_Param] = []
+    params: list[Param] = []
     takes_context = False
     controls: dict[type, str] = {}
     doc = inspect.getdoc(fn) or ""
-    described = _arg_descriptions(doc)
+    described = arg_descriptions(doc)
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"command {name}: parameter {param.name} must be passable by keyword")
-        if param.name == _CONTEXT_PARAM:
+        if param.name == CONTEXT_PARAM:
             takes_context = True
             continue
         annotation = hints.get(param.name, Any)
@@ -295,16 +107,16 @@ def _build(
                 raise TypeError(f"command {name}: more than one {annotation.__name__} parameter")
             controls[annotation] = param.name
             continue
-        schema, check, _ = _describe(annotation)
+        schema, check, _ = describe(annotation)
         is_required = param.default is param.empty
         if is_required:
             required.append(param.name)
-        elif _json_default(param.default):
+        elif json_default(param.default):
             schema["default"] = param.default
         if param.name in described:
             schema["description"] = described[param.name]
         properties[param.name] = schema
-        params.append(_Param(name=param.name, check=check, required=is_required))
+        params.append(Param(name=param.name, check=check, required=is_required))
     input_schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,
@@ -324,6 +136,7 @@ def _build(
             read_only=hints_in.read_only,
             destructive=hints_in.destructive,
             idempotent=hints_in.idempotent,
+            icons=hints_in.icons,
         ),
         fn=fn,
         params=tuple(params),
@@ -335,26 +148,22 @@ def _build(
 
 
 def _arguments(command: _Command, args: Any) -> dict[str, Any]:
-    if not isinstance(args, Mapping):
-        raise CommandError("arguments must be a JSON object", 65)
-    known = {param.name for param in command.params}
-    for key in args:
-        if not isinstance(key, str) or key not in known:
-            raise CommandError(f"unknown argument: {_shown(str(key))}", 65)
-    values: dict[str, Any] = {}
-    for param in command.params:
-        if param.name in args:
-            values[param.name] = param.check(args[param.name], param.name)
-        elif param.required:
-            raise CommandError(f"missing required argument: {param.name}", 65)
-    return values
+    return check_arguments(command.params, args)
 
 
 class Registry:
-    """Commands registered from typed functions; implements the daemon's registry protocol."""
+    """Commands, resources and prompts registered from typed functions; implements the daemon's
+    registry protocol.
 
-    def __init__(self) -> None:
+    `title` and `icons` describe the server itself to MCP clients (its `serverInfo`).
+    """
+
+    def __init__(self, *, title: str | None = None, icons: Sequence[Icon] = ()) -> None:
+        self.title = title
+        self.icons = icons_of(icons)
         self._commands: dict[str, _Command] = {}
+        self._resources: dict[str, ContentEntry] = {}
+        self._prompts: dict[str, ContentEntry] = {}
 
     @overload
     def command(self, fn: F, /) -> F: ...
@@ -369,6 +178,7 @@ class Registry:
         read_only: bool | None = None,
         destructive: bool | None = None,
         idempotent: bool | None = None,
+        icons: Sequence[Icon] = (),
     ) -> Callable[[F], F]: ...
 
     def command(
@@ -381,20 +191,26 @@ class Registry:
         read_only: bool | None = None,
         destructive: bool | None = None,
         idempotent: bool | None = None,
+        icons: Sequence[Icon] = (),
     ) -> Any:
         """Register a typed function as a command (`@registry.command` or with options).
 
-        `title` is the display name MCP clients show; `read_only` (changes nothing),
-        `destructive` (may delete or overwrite) and `idempotent` (a repeat has no further effect)
-        become the tool's `readOnlyHint`, `destructiveHint` and `idempotentHint`.
+        `title` is the display name MCP clients show and `icons` the tool's icons; `read_only`
+        (changes nothing), `destructive` (may delete or overwrite) and `idempotent` (a repeat has
+        no further effect) become the tool's `readOnlyHint`, `destructiveHint` and
+        `idempotentHint`.
         """
         tool_hints = _Hints(
-            title=title, read_only=read_only, destructive=destructive, idempotent=idempotent
+            title=title,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=idempotent,
+            icons=icons_of(icons),
         )
 
         def register(target: Callable[..., Any]) -> Callable[..., Any]:
             command_name = name if name is not None else target.__name__
-            if not _NAME.fullmatch(command_name):
+            if not NAME.fullmatch(command_name):
                 raise ValueError(f"invalid command name: {command_name!r}")
             if command_name in self._commands:
                 raise ValueError(f"command already registered: {command_name}")
@@ -404,6 +220,108 @@ class Registry:
         if fn is not None:
             return register(fn)
         return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Sequence[Icon] = (),
+    ) -> Callable[[F], F]:
+        """Register a typed function as the MCP resource at `uri` (`@registry.resource(uri)`).
+
+        A fixed URI (`config://app`) takes a function of no argument; an RFC 6570 template
+        (`notes://{name}`) one `str` parameter per variable. The function answers `str` (text),
+        `bytes` (a blob) or a JSON value (JSON text); `mime_type` is what clients are told
+        (default: `text/plain`, `application/octet-stream` or `application/json` by value).
+        """
+        checked_icons = icons_of(icons)
+
+        def register(target: F) -> F:
+            entry = build_resource(
+                target,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                icons=checked_icons,
+            )
+            if entry.info.name in self._resources:
+                raise ValueError(f"resource already registered: {entry.info.name}")
+            if uri in {getattr(one.info, "uri", None) for one in self._resources.values()}:
+                raise ValueError(f"resource uri already registered: {uri}")
+            self._resources[entry.info.name] = entry
+            return target
+
+        return register
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] = (),
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] = (),
+    ) -> Any:
+        """Register a typed function as an MCP prompt (`@registry.prompt` or with options).
+
+        Each `str` parameter is an argument (required unless it has a default; the docstring's
+        `Args:` section describes it). The function answers a string (one user message) or a
+        list of messages: strings, `{"role": ..., "content": ...}` objects as MCP writes them,
+        or content blocks (an image, an embedded resource), each a user message.
+        """
+        checked_icons = icons_of(icons)
+
+        def register(target: Callable[..., Any]) -> Callable[..., Any]:
+            entry = build_prompt(
+                target, name=name, title=title, description=description, icons=checked_icons
+            )
+            if entry.info.name in self._prompts:
+                raise ValueError(f"prompt already registered: {entry.info.name}")
+            self._prompts[entry.info.name] = entry
+            return target
+
+        if fn is not None:
+            return register(fn)
+        return register
+
+    def resources(self) -> list[ResourceInfo]:
+        """Return every resource (fixed URIs and templates), in registration order."""
+        return [
+            entry.info for entry in self._resources.values() if isinstance(entry.info, ResourceInfo)
+        ]
+
+    async def read_resource(self, name: str, params: Mapping[str, Any], context: Any) -> Any:
+        """Run the resource `name` with its template variables `params` (`{}` for a fixed URI)."""
+        return await run_entry(self._resources, "resource", name, params, context)
+
+    def prompts(self) -> list[PromptInfo]:
+        """Return every prompt's name, description and arguments, in registration order."""
+        return [
+            entry.info for entry in self._prompts.values() if isinstance(entry.info, PromptInfo)
+        ]
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, Any], context: Any) -> Any:
+        """Check `arguments` and run the prompt `name` (sync ones in a worker thread)."""
+        return await run_entry(self._prompts, "prompt", name, arguments, context)
 
     def commands(self) -> list[CommandInfo]:
         """Return every command's name, description and JSON Schema, in registration order."""
@@ -416,7 +334,7 @@ class Registry:
             raise UnknownCommandError(name)
         values = _arguments(command, args)
         if command.takes_context:
-            values[_CONTEXT_PARAM] = context
+            values[CONTEXT_PARAM] = context
         if command.progress_param is None and command.cancel_param is None:
             if command.is_async:
                 return await command.fn(**values)

@@ -26,13 +26,44 @@ __all__ = [
     "FormattedError",
     "Gate",
     "HealthFn",
+    "Icon",
+    "IconTheme",
     "Middleware",
     "MountRoutes",
+    "PromptArgumentInfo",
+    "PromptInfo",
+    "ResourceInfo",
     "Surface",
     "envelope_schemas",
 ]
 
 Surface: TypeAlias = Literal["http", "mcp"]
+IconTheme: TypeAlias = Literal["light", "dark"]
+
+_ICON_SCHEMES = ("https:", "http:", "data:")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Icon:
+    """An icon MCP clients may show beside a tool, resource, prompt or the server (MCP `Icon`).
+
+    `src` is an `https:` (or `http:`) URL or a `data:` URI; `sizes` are `WxH` strings or `any`;
+    `theme` says which background the icon is drawn for (`None`: any).
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: tuple[str, ...] = ()
+    theme: IconTheme | None = None
+
+    def __post_init__(self) -> None:
+        if not self.src.lower().startswith(_ICON_SCHEMES):
+            raise ValueError("icon src must be an https:, http: or data: URI")
+        if self.theme not in (None, "light", "dark"):
+            raise ValueError("icon theme must be 'light', 'dark' or None")
+        sizes: object = self.sizes
+        if isinstance(sizes, str):
+            raise TypeError("icon sizes must be a tuple of strings such as ('48x48',)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,11 +85,55 @@ class CommandInfo:
     read_only: bool | None = None
     destructive: bool | None = None
     idempotent: bool | None = None
+    icons: tuple[Icon, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceInfo:
+    """One resource as MCP lists it: a fixed `uri` (`resources/list`) or an RFC 6570 template
+    such as `notes://{name}` (`resources/templates/list`), read by `name`."""
+
+    name: str
+    uri: str
+    title: str | None = None
+    description: str = ""
+    mime_type: str | None = None
+    icons: tuple[Icon, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptArgumentInfo:
+    """One argument of a prompt as `prompts/list` shows it (MCP prompt arguments are strings)."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptInfo:
+    """One prompt as `prompts/list` shows it: name, display title, description, arguments."""
+
+    name: str
+    title: str | None = None
+    description: str = ""
+    arguments: tuple[PromptArgumentInfo, ...] = ()
+    icons: tuple[Icon, ...] = ()
 
 
 @runtime_checkable
 class CommandRegistry(Protocol):
-    """What the daemon serves: `invoke_command` (coroutine, or sync run in a worker thread)."""
+    """What the daemon serves: `invoke_command` (coroutine, or sync run in a worker thread).
+
+    A registry may also serve MCP resources and prompts; the MCP projection looks for these
+    methods and declares the capability only where they exist (each may be a coroutine or a
+    plain function, run in a worker thread):
+    `resources() -> Sequence[ResourceInfo]` with `read_resource(name, params, context)`
+    (`params`: the template's variables, `{}` for a fixed URI) answering `str` (text), `bytes`
+    (a blob) or a JSON value; `prompts() -> Sequence[PromptInfo]` with
+    `get_prompt(name, arguments, context)` answering a string or a list of messages.
+    A server-wide `title` and `icons` attribute, when present, describe the server itself.
+    """
 
     def invoke_command(self, name: str, args: Any, context: Any) -> Any: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from local_daemon._registry import _arg_descriptions
+from local_daemon._signature import arg_descriptions as _arg_descriptions
 
 
 @pytest.mark.parametrize(
