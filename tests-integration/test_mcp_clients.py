@@ -36,7 +36,9 @@ TIMEOUT = 180
 # The Inspector gives a server 15 s to connect; a loaded machine may need more.
 PATIENT = ("--connect-timeout", "120000")
 
-# The scenarios of `conformance list --server` that a tools-only, stateless server must pass.
+# The scenarios of `conformance list --server` that a stateless server with tools, resources and
+# prompts must pass (subscriptions need a session; logging, completion, sampling, elicitation and
+# the other content kinds are features the daemon does not offer).
 SCENARIOS = (
     "server-initialize",
     "ping",
@@ -45,6 +47,15 @@ SCENARIOS = (
     "tools-call-error",
     "tools-call-with-progress",
     "dns-rebinding-protection",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
 )
 
 
