@@ -203,7 +203,9 @@ def test_conformance_server_scenarios(
             for check in json.loads(path.read_text())
         ]
         statuses = {check["id"]: check["status"] for check in checks}
-        if process.returncode != 0 or not statuses or set(statuses.values()) != {"SUCCESS"}:
+        # INFO checks report what was seen (the suite's 0.2 reports a session id's shape so).
+        passed = set(statuses.values()) <= {"SUCCESS", "INFO"} and "SUCCESS" in statuses.values()
+        if process.returncode != 0 or not passed:
             failed[scenario] = {"rc": process.returncode, "checks": statuses, "out": output[-2000:]}
     assert not failed, json.dumps(failed, indent=1)
 

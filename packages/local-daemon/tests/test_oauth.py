@@ -3,12 +3,12 @@
 The app is the daemon's (`build_http_app(gate=...)` with `/mcp`) on a real loopback socket; the
 client is `mcp.client.auth.OAuthClientProvider` under the SDK's streamable-HTTP client. The
 browser step runs on the daemon's own pages (`oauth_support.DaemonBrowser`): the consent page,
-the sign-in with a login code from the token file, Allow.
+the sign-in with a login code from the token file, Allow. The TypeScript SDK's OAuth client signs
+in over TLS in a network namespace (test_oauth_remote.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -415,31 +415,3 @@ class TestDiscovery:
             headers={"Host": "evil.example"},
         )
         assert answer.status_code == 403
-
-
-class TestTypeScriptSdkClient:
-    async def test_discovers_registers_signs_in_and_calls_a_tool(self, served: Served) -> None:
-        script = Path(__file__).resolve().parent / "node" / "mcp_oauth_client.mjs"
-        proc = await asyncio.create_subprocess_exec(
-            "node",
-            str(script),
-            served.mcp_url,
-            mint_login_code(served.token_file),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        async with asyncio.timeout(120):
-            out, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()[-3000:]
-        result = json.loads(out)
-        assert result["first"] == "unauthorized"
-        assert "code_challenge_method=S256" in result["authUrl"]
-        assert "resource=" in result["authUrl"]
-        assert result["step"]["signedIn"] == 200
-        assert result["step"]["named"] is True
-        assert result["clientId"].startswith("dcr1.")
-        assert result["hasRefresh"] is True
-        assert result["tools"] == ["t_echo"]
-        assert result["called"] == {"ok": True, "data": {"text": "from ts"}}
-        names = [s.client_name for s in list_sessions(served.auth.sessions_file) if s.client_id]
-        assert names == ["ts sdk client"]

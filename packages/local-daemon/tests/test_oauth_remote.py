@@ -1,9 +1,11 @@
-"""End to end over TLS: the `mcp` SDK's OAuth client signs in to the real daemon's remote listener.
+"""End to end over TLS: the `mcp` SDK's OAuth client and the TypeScript SDK's sign in to the real
+daemon's remote listener.
 
-The daemon (`start_daemon(remote=..., tool_prefix=...)`) and the client run inside a private network
-namespace (`unshare -n`, 192.0.2.10 on its lo), so nothing binds or sends outside it. Run as a
-script (`python test_oauth_remote.py WORKDIR`) this file plays the namespace side and prints its
-observations as one JSON line.
+The daemon (`start_daemon(remote=..., tool_prefix=...)`) and both clients run inside a private
+network namespace (`unshare -n`, 192.0.2.10 on its lo), so nothing binds or sends outside it; the
+TypeScript client (`node/mcp_oauth_client.mjs`) trusts the test CA through `NODE_EXTRA_CA_CERTS`.
+Run as a script (`python test_oauth_remote.py WORKDIR`) this file plays the namespace side and
+prints its observations as one JSON line.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from oauth_support import DaemonBrowser, MemoryStorage, sdk_handlers
 pytestmark = pytest.mark.slow
 
 THIS = Path(__file__).resolve()
+TS_CLIENT = THIS.parent / "node" / "mcp_oauth_client.mjs"
 ADDR = gate_support.NS_SERVER_ADDR
 _TIMEOUT = 20.0
 
@@ -109,6 +112,16 @@ async def _scenario(workdir: Path) -> dict[str, Any]:
             out["structured"] = called.structured_content
             sessions = list_sessions(state_dir / "sessions.json")
             out["client_names"] = [s.client_name for s in sessions if s.client_id]
+            ca_file = workdir / "ca.pem"
+            ca.cert_pem.write_to_path(str(ca_file))
+            out["ts"] = await _typescript_client(
+                origin + "/mcp", mint_login_code(token_file), ca_file
+            )
+            out["ts_sessions"] = [
+                s.client_name
+                for s in list_sessions(state_dir / "sessions.json")
+                if s.client_id and s.client_name != "namespace client"
+            ]
             assert storage.tokens is not None
             access = storage.tokens.access_token
             out["tokens"] = [access, storage.tokens.refresh_token or ""]
@@ -138,6 +151,27 @@ async def _scenario(workdir: Path) -> dict[str, Any]:
     return out
 
 
+async def _typescript_client(mcp_url: str, login_code: str, ca_file: Path) -> dict[str, Any]:
+    """Run the TypeScript SDK's OAuth client against `mcp_url`; return what it printed."""
+    import os
+
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(TS_CLIENT),
+        mcp_url,
+        login_code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NODE_EXTRA_CA_CERTS": str(ca_file)},
+    )
+    async with asyncio.timeout(120):
+        out, err = await proc.communicate()
+    if proc.returncode != 0:
+        return {"failed": err.decode(errors="replace")[-3000:]}
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
 def main(argv: list[str]) -> int:
     """Run the namespace side and print its observations as JSON."""
     print(json.dumps(asyncio.run(_scenario(Path(argv[0])))), flush=True)
@@ -158,6 +192,26 @@ def test_sdk_client_signs_in_over_tls_and_calls_a_tool(observed: dict[str, Any])
     assert observed["tools"] == ["x_echo"]
     assert observed["structured"] == {"ok": True, "data": {"text": "over tls"}}
     assert observed["client_names"] == ["namespace client"]
+
+
+def test_typescript_sdk_client_signs_in_over_tls_and_calls_a_tool(
+    observed: dict[str, Any],
+) -> None:
+    # Discovery, dynamic registration, PKCE, the browser step on the daemon's own pages with a
+    # login code, the code exchange, then tools/list and tools/call: all over TLS.
+    result = observed["ts"]
+    assert "failed" not in result, result.get("failed")
+    assert result["first"] == "unauthorized"
+    assert result["authUrl"].startswith(observed["origin"] + "/authorize?")
+    assert "code_challenge_method=S256" in result["authUrl"]
+    assert "resource=" in result["authUrl"]
+    assert result["step"]["signedIn"] == 200
+    assert result["step"]["named"] is True
+    assert result["clientId"].startswith("dcr1.")
+    assert result["hasRefresh"] is True
+    assert result["tools"] == ["x_echo"]
+    assert result["called"] == {"ok": True, "data": {"text": "from ts"}}
+    assert observed["ts_sessions"] == ["ts sdk client"]
 
 
 def test_a_revoked_session_is_refused_at_once(observed: dict[str, Any]) -> None:

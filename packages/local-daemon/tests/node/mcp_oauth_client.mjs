@@ -2,6 +2,7 @@
 // The TypeScript SDK's own OAuth client signs in to the daemon: discovery, dynamic registration,
 // PKCE, the browser step on the daemon's pages (as their scripts do it, with the login code),
 // the code exchange, then tools/list and one tools/call. Prints one JSON document on stdout.
+// test_oauth_remote.py runs it in a network namespace over TLS (NODE_EXTRA_CA_CERTS names the CA).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -70,7 +71,9 @@ const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider
 const client = new Client({ name: "ts-oauth", version: "0.0.0" });
 await client.connect(transport);
 const listed = await client.listTools();
-const called = await client.callTool({ name: "t_echo", arguments: { text: "from ts" } });
+// The daemon's echo command, whatever its tool prefix.
+const echo = listed.tools.find((tool) => tool.name.endsWith("_echo"));
+const called = await client.callTool({ name: echo.name, arguments: { text: "from ts" } });
 await client.close();
 process.stdout.write(JSON.stringify({
   first,
