@@ -5,13 +5,16 @@ malformed answer (never transient, never passed on as an unknown string)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 from graphql import GraphQLEnumType
 
 from fakeforge.schema import graphql_schema, openapi
 from forge_automation import (
+    BackstopCheck,
+    BackstopSnapshot,
+    BackstopStatus,
     CheckConclusion,
     CheckRunConclusion,
     CheckStatus,
@@ -19,12 +22,14 @@ from forge_automation import (
     FileStatus,
     ForgeCliError,
     ForgeWire,
+    GraphqlApi,
     MergeableState,
     MergeMethod,
     PrState,
     ReviewDecision,
     ReviewStateName,
     StatusState,
+    read_backstop_snapshot,
 )
 from forge_builders import answering_wire
 
@@ -229,3 +234,110 @@ def test_every_documented_value_is_read() -> None:
     for decision in sorted(ours(ReviewDecision)):
         read, _ = answering_wire(pull_reviews(decision)).get_pull_reviews(REPO, 1, SHA, None)
         assert read.decision == decision
+
+
+# -- the backstop snapshot's states --------------------------------------------------------------
+
+
+def hinted(cls: type, field: str) -> Any:
+    return get_type_hints(cls)[field]
+
+
+def literal_values(hint: Any) -> set[str]:
+    """Return the values of a Literal, or of a union of Literals (None left out)."""
+    if get_origin(hint) is Literal:
+        return set(get_args(hint))
+    return {v for arg in get_args(hint) if arg is not type(None) for v in literal_values(arg)}
+
+
+def test_backstop_states_are_githubs() -> None:
+    open_pr = get_args(hinted(BackstopSnapshot, "open"))[0]
+    done_pr = get_args(hinted(BackstopSnapshot, "done"))[0]
+    review = get_args(hinted(open_pr, "reviews"))[0]
+    assert literal_values(hinted(BackstopCheck, "status")) == graphql_enum("CheckStatusState")
+    assert literal_values(hinted(BackstopCheck, "conclusion")) == graphql_enum(
+        "CheckConclusionState"
+    )
+    # A rollup context's state is all of GraphQL's StatusState, EXPECTED included.
+    assert literal_values(hinted(BackstopStatus, "state")) == graphql_enum("StatusState")
+    assert literal_values(hinted(review, "state")) == graphql_enum_as_is("PullRequestReviewState")
+    # The done range asks for MERGED and CLOSED only.
+    assert literal_values(hinted(done_pr, "state")) == graphql_enum("PullRequestState") - {"open"}
+
+
+CHECK_NODE = {
+    "__typename": "CheckRun",
+    "databaseId": 7,
+    "name": "ci",
+    "status": "COMPLETED",
+    "conclusion": "SUCCESS",
+    "completedAt": None,
+}
+STATUS_NODE = {"__typename": "StatusContext", "context": "legacy", "state": "EXPECTED"}
+REVIEW_NODE = {"fullDatabaseId": "9", "author": {"login": "bob"}, "state": "APPROVED"}
+DONE_NODE = {"number": 2, "state": "MERGED", "merged": True, "updatedAt": "2030-01-01T00:00:00Z"}
+
+
+def backstop_answer(
+    context: dict[str, Any], review: dict[str, Any], done: dict[str, Any]
+) -> GraphqlApi:
+    last = {"hasNextPage": False, "endCursor": None}
+    rollup = {"contexts": {"pageInfo": last, "nodes": [CHECK_NODE, context]}}
+    open_pr = {
+        "number": 1,
+        "isDraft": False,
+        "headRefName": "feature",
+        "headRefOid": SHA,
+        "baseRefName": "main",
+        "reviews": {"pageInfo": last, "nodes": [review]},
+        "headRef": {"target": {"oid": SHA, "statusCheckRollup": rollup}},
+    }
+    repository = {
+        "open": {"pageInfo": last, "nodes": [open_pr]},
+        "done": {"pageInfo": last, "nodes": [done]},
+        "main": None,
+    }
+    return lambda query, variables: {"data": {"repository": repository}}
+
+
+def read_backstop(api: GraphqlApi) -> BackstopSnapshot:
+    return read_backstop_snapshot(
+        api, repo=REPO, branch="main", since="2029-01-01T00:00:00Z", main_cursor=None, done_since=0
+    )
+
+
+def test_backstop_reads_githubs_states() -> None:
+    snapshot = read_backstop(backstop_answer(STATUS_NODE, REVIEW_NODE, DONE_NODE))
+    (pr,) = snapshot.open
+    check, status = pr.contexts
+    assert isinstance(check, BackstopCheck)
+    assert (check.status, check.conclusion) == ("completed", "success")
+    assert isinstance(status, BackstopStatus)
+    assert status.state == "expected"
+    assert [r.state for r in pr.reviews] == ["APPROVED"]
+    assert [d.state for d in snapshot.done] == ["merged"]
+
+
+BACKSTOP_CASES = [
+    ("check status", {**CHECK_NODE, "status": "DONE"}, REVIEW_NODE, DONE_NODE),
+    ("check conclusion", {**CHECK_NODE, "conclusion": "PASSED"}, REVIEW_NODE, DONE_NODE),
+    ("status state", {**STATUS_NODE, "state": "GREEN"}, REVIEW_NODE, DONE_NODE),
+    ("missing status state", {**STATUS_NODE, "state": None}, REVIEW_NODE, DONE_NODE),
+    ("review state", STATUS_NODE, {**REVIEW_NODE, "state": "LGTM"}, DONE_NODE),
+    ("done state", STATUS_NODE, REVIEW_NODE, {**DONE_NODE, "state": "OPEN"}),
+    ("done number", STATUS_NODE, REVIEW_NODE, {**DONE_NODE, "number": None}),
+]
+
+
+@pytest.mark.parametrize(
+    ("context", "review", "done"),
+    [c[1:] for c in BACKSTOP_CASES],
+    ids=[c[0] for c in BACKSTOP_CASES],
+)
+def test_a_backstop_state_outside_githubs_set_is_malformed(
+    context: dict[str, Any], review: dict[str, Any], done: dict[str, Any]
+) -> None:
+    with pytest.raises(ForgeCliError) as caught:
+        read_backstop(backstop_answer(context, review, done))
+    assert caught.value.kind == "malformed"
+    assert not caught.value.transient

@@ -24,12 +24,23 @@ from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
 from ._errors import BackstopTruncated, ForgeCliError
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, gh_call, graphql_args, run_gh
-from ._github.failures import graphql_failure
+from ._github.failures import graphql_failure, parsed
 from ._github.graphql import (
     BACKSTOP_CONTEXTS_QUERY,
     BACKSTOP_QUERY,
     BACKSTOP_REVIEWS_QUERY,
     OPEN_PAGE,
+)
+from ._github.shape import _one_of, _opt_one_of
+from ._records import (
+    CHECK_CONCLUSIONS,
+    CHECK_STATUSES,
+    REVIEW_STATES,
+    STATUS_STATES,
+    CheckRunConclusion,
+    CheckStatus,
+    ReviewStateName,
+    StatusState,
 )
 from ._validate import validate_branch, validate_repo, validate_sha, validate_since
 
@@ -53,6 +64,14 @@ __all__ = [
 # (`data` and `errors` both), so errors beside data are never lost on the way.
 GraphqlApi: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 
+# GraphQL's StatusState, lower-cased: a posted status's states, and `expected`, the rollup's word
+# for a required context nobody has reported yet. A done PR is `merged` or `closed` (the range
+# asks for no other).
+_ROLLUP_STATES: frozenset[StatusState | Literal["expected"]] = frozenset(
+    {*STATUS_STATES, "expected"}
+)
+_DONE_STATES: frozenset[Literal["merged", "closed"]] = frozenset({"merged", "closed"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackstopCheck:
@@ -61,8 +80,8 @@ class BackstopCheck:
     kind: Literal["check"] = "check"
     database_id: int | None
     name: str
-    status: str
-    conclusion: str | None
+    status: CheckStatus
+    conclusion: CheckRunConclusion | None
     completed_at: str | None
 
 
@@ -72,7 +91,7 @@ class BackstopStatus:
 
     kind: Literal["status"] = "status"
     context: str
-    state: str
+    state: StatusState | Literal["expected"]
     created_at: str | None
 
 
@@ -82,7 +101,7 @@ class BackstopReview:
 
     database_id: int | None
     author: str | None
-    state: str
+    state: ReviewStateName
     submitted_at: str | None
     commit_sha: str | None
 
@@ -106,7 +125,7 @@ class BackstopDonePr:
     """A merged or closed PR; `merged_by` is the merger's login."""
 
     number: int
-    state: str
+    state: Literal["merged", "closed"]
     merged: bool
     merged_at: str | None
     closed_at: str | None
@@ -271,20 +290,25 @@ class _Reader:
         return nodes
 
 
+def _lower(value: object) -> object:
+    # GraphQL shouts its enums; the records carry the REST spelling (checked by the caller).
+    return value.lower() if isinstance(value, str) else value
+
+
 def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
     kind = node.get("__typename")
     if kind == "CheckRun":
         return BackstopCheck(
             database_id=node.get("databaseId"),
             name=str(node.get("name", "")),
-            status=str(node.get("status", "")).lower(),
-            conclusion=(str(node["conclusion"]).lower() if node.get("conclusion") else None),
+            status=_one_of(_lower(node.get("status")), CHECK_STATUSES),
+            conclusion=_opt_one_of(_lower(node.get("conclusion")), CHECK_CONCLUSIONS),
             completed_at=node.get("completedAt"),
         )
     if kind == "StatusContext":
         return BackstopStatus(
             context=str(node.get("context", "")),
-            state=str(node.get("state", "")).lower(),
+            state=_one_of(_lower(node.get("state")), _ROLLUP_STATES),
             created_at=node.get("createdAt"),
         )
     return None
@@ -305,7 +329,7 @@ def _review(node: Mapping[str, Any]) -> BackstopReview:
     return BackstopReview(
         database_id=_big_int(node.get("fullDatabaseId")),
         author=(node.get("author") or {}).get("login"),
-        state=str(node.get("state", "")),
+        state=_one_of(node.get("state"), REVIEW_STATES),
         submitted_at=node.get("submittedAt"),
         commit_sha=(node.get("commit") or {}).get("oid"),
     )
@@ -334,7 +358,8 @@ def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
                 "object"
             ]["statusCheckRollup"]["contexts"],
         )
-    parsed = tuple(c for c in (_context(n) for n in contexts if n) if c is not None)
+    read = (parsed("a rollup context", n, _context) for n in contexts if n)
+    checks = tuple(c for c in read if c is not None)
     return BackstopOpenPr(
         number=number,
         draft=bool(node.get("isDraft")),
@@ -342,8 +367,8 @@ def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
         head_sha=str(node.get("headRefOid", "")),
         base_ref=str(node.get("baseRefName", "")),
         updated_at=node.get("updatedAt"),
-        contexts=parsed,
-        reviews=tuple(_review(r) for r in reviews if r),
+        contexts=checks,
+        reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
     )
 
 
@@ -418,7 +443,7 @@ def read_backstop_snapshot(
                 if not updated or _ms_of(updated) < cutoff_ms:
                     reached = True
                     break
-                done_prs.append(_done_pr(node))
+                done_prs.append(parsed("a done PR", node, _done_pr))
             _advance(ranges["done"], connection, stop=reached)
         if ranges["main"].paging:
             ref = repository.get("main")
@@ -477,7 +502,7 @@ def _advance(r: _Range, connection: Mapping[str, Any], *, stop: bool = False) ->
 def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
     return BackstopDonePr(
         number=int(node["number"]),
-        state=str(node.get("state", "")).lower(),
+        state=_one_of(_lower(node.get("state")), _DONE_STATES),
         merged=bool(node.get("merged")),
         merged_at=node.get("mergedAt"),
         closed_at=node.get("closedAt"),
