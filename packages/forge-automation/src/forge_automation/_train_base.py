@@ -16,12 +16,13 @@ from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 from ._ci_wait import CiPoll
-from ._errors import ForgeError
+from ._errors import ForgeCliError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._merge import delete_head_branch
 from ._port import ForgePort
 from ._redact import redact_forge_secrets
 from ._train import TrainResult, train_marker
+from ._types import LabelledPr
 
 _FETCH_TIMEOUT = 300.0
 
@@ -87,6 +88,46 @@ class _Train:
 
     def __post_init__(self) -> None:
         self.result = TrainResult(repo=self.repo, label=self.label)
+
+    def run(self) -> TrainResult:
+        """List the labelled PRs, ride the train over them, end with DONE unless it stopped."""
+        try:
+            rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
+        except ForgeInputError:
+            raise
+        except ForgeError as exc:
+            if isinstance(exc, ForgeCliError) and exc.status == 404:
+                raise  # no such repository (or none visible): no train to stop or rerun
+            self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
+            return self.result
+        listed = ",".join(f"#{r.number}" for r in rows) or "none"
+        mode = " (dry run: nothing is written)" if self.dry_run else ""
+        self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{self._shape()}{mode}")
+        self._ride(rows)
+        if self.result.stopped is None:
+            merged, dropped = len(self.result.merged), len(self.result.dropped)
+            tail = " (dry run)" if self.dry_run else ""
+            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{tail}")
+        return self.result
+
+    def _shape(self) -> str:
+        """What the TRAIN line adds about the kind of train (nothing for the serial one)."""
+        return ""
+
+    def _ride(self, rows: Sequence[LabelledPr]) -> None:
+        raise NotImplementedError
+
+    def _guard(self, number: int, step: Callable[[], None]) -> bool:
+        """Run one step of the train on PR `number`; return False once the train stopped."""
+        try:
+            step()
+        except _Stop as stop:
+            self._stopped(number, str(stop))
+        except ForgeInputError as exc:
+            self._drop_or_stop(number, "", f"cannot handle this PR: {_say(exc)}")
+        except ForgeError as exc:
+            self._stopped(number, _say(exc))
+        return self.result.stopped is None
 
     def _gate(self) -> _Gate:
         return _Gate(clone=self.clone, git=self.git, sleep=self.sleep, delays=self.delays)

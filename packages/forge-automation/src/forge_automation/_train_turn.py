@@ -4,14 +4,17 @@ whole story: what is dropped, what is judged again, what stops the train).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
+
 from ._ci_wait import ci_wait
-from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputError
+from ._errors import ForgeCliError, ForgeConflictError
 from ._forge_walk import forge_head_walk
 from ._merge import guarded_merge
 from ._premerge import PremergeResult, premerge
 from ._rules import load_required_contexts
-from ._train import TrainResult
 from ._train_base import _Again, _Drop, _Moved, _say, _Stop, _Train
+from ._types import LabelledPr
 
 # The longest pause between reads while waiting for update-branch's new head.
 _HEAD_POLL = 2.0
@@ -32,44 +35,24 @@ _CAN_PASS = ("strict base ", "CI is pending")
 class _SerialTrain(_Train):
     """The train of `--batch 1`: premerge, update, CI wait and merge of each PR in turn."""
 
-    def run(self) -> TrainResult:
-        try:
-            rows = self.port.list_labelled_prs(self.repo, self.label, state="all")
-        except ForgeInputError:
-            raise
-        except ForgeError as exc:
-            if isinstance(exc, ForgeCliError) and exc.status == 404:
-                raise  # no such repository (or none visible): no train to stop or rerun
-            self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
-            return self.result
-        listed = ",".join(f"#{r.number}" for r in rows) or "none"
-        mode = " (dry run: nothing is written)" if self.dry_run else ""
-        self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{mode}")
+    def _ride(self, rows: Sequence[LabelledPr]) -> None:
         for row in rows:
-            try:
-                if row.state == "open":
-                    self._turn(row.number)
-                else:
-                    self._closed(row.number)
-            except _Stop as stop:
-                self._stopped(row.number, str(stop))
+            if not self._guard(row.number, partial(self._step, row)):
                 break
-            except ForgeInputError as exc:
-                self._drop_or_stop(row.number, "", f"cannot handle this PR: {_say(exc)}")
-            except ForgeError as exc:
-                self._stopped(row.number, _say(exc))
-                break
-            if self.result.stopped is not None:
-                break
-        if self.result.stopped is None:
-            merged, dropped = len(self.result.merged), len(self.result.dropped)
-            tail = " (dry run)" if self.dry_run else ""
-            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{tail}")
-        return self.result
+
+    def _step(self, row: LabelledPr) -> None:
+        if row.state == "open":
+            self._turn(row.number)
+        else:
+            self._closed(row.number)
 
     # -- one PR ------------------------------------------------------------------------------------
 
-    def _turn(self, number: int) -> None:
+    def _turn(self, number: int, ready: Callable[[int, str, str], None] | None = None) -> None:
+        """Judge PR `number` until it can merge, then `ready(number, head, base)` (the merge).
+
+        Without `ready` the turn merges (the serial train); the batched train collects instead.
+        """
         ref = self._ref(number)
         if not self._still_labelled(number):
             self.emit(f"SKIPPED {ref}: the label was removed meanwhile")
@@ -84,9 +67,12 @@ class _SerialTrain(_Train):
         try:
             for _ in range(_ROUNDS):
                 try:
-                    ready = self._prepare(number, pr.base_ref, head, approved)
-                    if ready is not None:
-                        self._merge(number, ready)
+                    good = self._prepare(number, pr.base_ref, head, approved)
+                    if good is not None:
+                        if ready is None:
+                            self._merge(number, good)
+                        else:
+                            ready(number, good, pr.base_ref)
                     return
                 except _Moved as moved:
                     head = self._own_head(number, pr.base_ref, approved, moved.head, moved.to)
