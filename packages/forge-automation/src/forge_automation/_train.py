@@ -39,11 +39,13 @@ label:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ._ci_wait import CiPoll, check_wait_bounds
+from ._errors import ForgeInputError
 from ._exec import GitExec
 from ._port import ForgePort
 from ._premerge import UNKNOWN_REREAD_DELAYS
@@ -56,6 +58,8 @@ __all__ = ["TrainResult", "run_train", "train_marker"]
 # seconds of the push event, so five minutes without one means it will not come (a path filter, a
 # renamed job, an app that is not installed); without a grace the train waited the whole timeout.
 DEFAULT_TRAIN_GRACE = 300.0
+# The most PRs one car holds (GitHub's merge queue allows groups of 1 to 100).
+MAX_BATCH = 100
 
 
 @dataclass(slots=True, kw_only=True)
@@ -91,8 +95,18 @@ def run_train(
     clock: Callable[[], float] = time.monotonic,
     delays: Sequence[float] = UNKNOWN_REREAD_DELAYS,
     on_poll: Callable[[CiPoll], None] | None = None,
+    batch: int | None = None,
+    max_wait: float = 0.0,
+    explain: Callable[[str, str, str], str | None] | None = None,
 ) -> TrainResult:
-    """Merge the PRs carrying `label`, oldest first, one at a time; print one line per step.
+    """Merge the PRs carrying `label`, oldest first; print one line per step.
+
+    Without `batch` one PR at a time (update, CI wait, merge). With `batch` (1 to 100) the PRs
+    ride cars of that many: the base tip with their heads merged on, built in `clone` (required),
+    pushed to `train/<base>/<id>`, merged when the car's required checks pass and bisected when
+    they fail (`_train_batch`). `max_wait` (seconds) waits for a full first car before starting
+    a smaller one. `explain(repo, sha, check)` returns a failed check's first failure line for
+    the comment on a PR a red car drops (the CLI reads it as `ci-failures` does).
 
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
@@ -105,9 +119,15 @@ def run_train(
     validate_repo(repo)
     validate_label(label)
     check_wait_bounds(timeout, interval, grace)
+    if batch is not None and (isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH):
+        raise ForgeInputError("batch", f"must be a whole number from 1 to {MAX_BATCH}")
+    if not (max_wait >= 0 and math.isfinite(max_wait)):
+        raise ForgeInputError("max_wait", "must be a finite number of seconds >= 0")
+    from ._train_batch import BatchTrain
     from ._train_turn import _SerialTrain
 
-    train = _SerialTrain(
+    kind = _SerialTrain if batch is None else BatchTrain
+    train = kind(
         port=port,
         repo=repo,
         label=label,
@@ -122,5 +142,8 @@ def run_train(
         clock=clock,
         delays=delays,
         on_poll=on_poll,
+        batch=batch,
+        max_wait=max_wait,
+        explain=explain,
     )
     return train.run()

@@ -84,6 +84,9 @@ class _Train:
     clock: Callable[[], float]
     delays: Sequence[float]
     on_poll: Callable[[CiPoll], None] | None
+    batch: int | None = None
+    max_wait: float = 0.0
+    explain: Callable[[str, str, str], str | None] | None = None
     result: TrainResult = field(init=False)
 
     def __post_init__(self) -> None:

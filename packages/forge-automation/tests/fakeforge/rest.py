@@ -96,6 +96,7 @@ class RestApi(ChecksApi):
             (r"/check-runs/(\d+)", "GET", self.get_check_run),
             (r"/check-runs/(\d+)/annotations", "GET", self.check_run_annotations),
             (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
+            (r"/actions/jobs/(\d+)/rerun", "POST", self.rerun_job),
             (r"/actions/runs", "GET", self.list_workflow_runs),
         ]
 
@@ -152,6 +153,8 @@ class RestApi(ChecksApi):
     ) -> Any:
         if repo.branches.pop(b, None) is None:
             raise error(422, "Reference does not exist")
+        if repo.git is not None:
+            repo.git.set_branch(repo, b, None)
         self.state.effects["delete_ref"] += 1
         return 204, None, {}
 
@@ -289,8 +292,15 @@ class RestApi(ChecksApi):
         parents = (base_tip, head_sha) if method == "merge" else (base_tip,)
         title = data.get("commit_title") or f"Merge pull request #{n}"
         message = title if method == "rebase" else f"{title}\n\n{data.get('commit_message', '')}"
-        merged = repo.add_commit(f"{method}:{n}:{head_sha}", parents=parents, message=message)
-        repo.branches[base_ref] = merged
+        if repo.git is None:
+            merged = repo.add_commit(f"{method}:{n}:{head_sha}", parents=parents, message=message)
+            repo.branches[base_ref] = merged
+        else:
+            try:
+                merged = repo.git.merge(repo, base_tip, head_sha, parents, message)
+            except ValueError:
+                raise Answer(405, {"message": "Pull Request is not mergeable"}) from None
+            repo.git.set_branch(repo, base_ref, merged)
         pr.update(state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
         pr["merge_commit_sha"] = merged
         pr["_merge_message"] = message.rstrip()
@@ -330,6 +340,13 @@ class RestApi(ChecksApi):
         elif repo.update_accepted is not None:
             repo.update_accepted(int(n))
         return 202, answer, {}
+
+    def tick_git(self) -> None:
+        for repo in self.state.repos.values():
+            if repo.git is not None:
+                repo.git.sync(repo)
+                if repo.ci is not None:
+                    repo.ci.tick(repo)
 
     def land_updates(self) -> None:
         for repo in self.state.repos.values():

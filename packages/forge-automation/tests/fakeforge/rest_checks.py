@@ -176,6 +176,19 @@ class ChecksApi:
         location = f"http://{API_HOST}/_blobs/job-logs/{repo.full_name}/{job_id}"
         return 302, {}, {"Location": location}
 
+    def rerun_job(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, job_id: str
+    ) -> Any:
+        run = next((r for r in repo.check_runs if r["id"] == int(job_id)), None)
+        if run is None or run["app"]["id"] != 15368:
+            raise error(404, "Not Found")
+        if run["status"] != "completed":
+            raise error(403, "This job is already running.")
+        self.state.effects["rerun_job"] += 1
+        if repo.ci is not None:
+            repo.ci.rerun(repo, run)
+        return 201, {}, {}
+
     def blob(self, request: web.Request) -> tuple[int, object, dict[str, str]]:
         found = re.fullmatch(r"/_blobs/job-logs/([^/]+/[^/]+)/(\d+)", request.path)
         repo = self.state.repos.get(found.group(1)) if found else None

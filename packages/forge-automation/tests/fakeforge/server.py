@@ -39,6 +39,7 @@ class ForgeEndpoint(RestApi):
                 )
             )
             self.land_updates()
+            self.tick_git()
             if self.state.on_request is not None:
                 self.state.on_request(request.method, request.path)
             change: str | None = None

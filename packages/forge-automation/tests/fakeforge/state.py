@@ -11,7 +11,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fakeforge.gitrepo import GitBacking, SimulatedCi
 
 __all__ = [
     "API_HOST",
@@ -106,6 +109,10 @@ class RepoState:
     update_accepted: Callable[[int], None] | None = None
     # number -> [requests left before it lands, old head, base tip at the 202]
     pending_updates: dict[int, list[Any]] = field(default_factory=dict)
+    # A real bare git repository holding the commits and branches (`fakeforge.gitrepo`), and the
+    # simulated CI that runs on the trees pushed to it; both None for a state-only repository.
+    git: GitBacking | None = None
+    ci: SimulatedCi | None = None
 
     def pull_head(self, number: int) -> str | None:
         """Return the sha refs/pull/<number>/head points at, None without such a PR."""

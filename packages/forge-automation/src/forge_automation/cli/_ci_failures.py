@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .._github.rest import RestRequest
     from .._types import CheckRun
 
-__all__ = ["MAX_FAILED_JOBS", "ci_failures_command"]
+__all__ = ["MAX_FAILED_JOBS", "ci_failures_command", "first_failure_line"]
 
 MAX_FAILED_JOBS = 5
 _FAILING = frozenset({"failure", "timed_out", "startup_failure"})
@@ -59,6 +59,26 @@ def _job_log(repo: str, job_id: int) -> tuple[str | None, str | None]:
 MAX_ANNOTATIONS = 50
 _MESSAGE_LINES = 5
 _CONTROL = str.maketrans(dict.fromkeys([*range(9), *range(11, 32), *range(127, 160)]))
+
+
+def first_failure_line(repo: str, sha: str, check: str) -> str | None:
+    """Return the first failure line of the failed run of `check` at `sha`, read from its job log
+    as `ci-failures` reads it; None when there is no such run, log or line."""
+    from .._errors import ForgeError
+    from .._logs import summarize_job_log
+
+    try:
+        runs = port().latest_check_runs(repo, sha)
+        failed = [r for r in runs if r.name == check and r.conclusion in _FAILING]
+        if not failed:
+            return None
+        text, _problem = _job_log(repo, failed[0].id)
+    except ForgeError:
+        return None
+    if not text:
+        return None
+    first = summarize_job_log(text).first_failure
+    return _clean(first)[:300] if first else None
 
 
 def _clean(text: str) -> str:

@@ -228,6 +228,22 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         timeout="per CI wait (1800)",
         grace="a required check not reported S seconds into a CI wait drops the PR (300)",
     )
+    _option(
+        p,
+        "--batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="test N PRs at once as a car on train/<base>/<id> (needs --clone); bisect a red car",
+    )
+    _option(
+        p,
+        "--max-wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="with --batch: wait up to S seconds for N labelled PRs before the first car (0)",
+    )
     _flag(p, "--quiet", "quiet", "no CI progress on stderr")
     _flag(p, "--json", "as_json", "print one JSON object at the end (steps go to stderr)")
     return top, commands

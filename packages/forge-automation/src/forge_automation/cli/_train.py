@@ -39,10 +39,12 @@ def train_command(
     grace: float | None = None,
     quiet: bool = False,
     as_json: bool = False,
+    batch: int | None = None,
+    max_wait: float = 0.0,
 ) -> None:
     """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
     from .._errors import ForgeCliError, ForgeInputError
-    from .._train import DEFAULT_TRAIN_GRACE, run_train
+    from .._train import DEFAULT_TRAIN_GRACE, MAX_BATCH, run_train
     from .._validate import validate_label
 
     repo_name(repo)
@@ -60,9 +62,16 @@ def train_command(
         raise UsageError("--grace must be a finite number of seconds >= 0")
     if clone is not None and not os.path.isdir(clone):
         raise UsageError(f"--clone {clone[:200]!r} is not a directory")
+    if batch is not None and not 1 <= batch <= MAX_BATCH:
+        raise UsageError(f"--batch must be a whole number from 1 to {MAX_BATCH}")
+    if batch is not None and clone is None:
+        raise UsageError("--batch needs --clone DIR: cars are built with git in a clone")
+    if not (max_wait >= 0 and math.isfinite(max_wait)):
+        raise UsageError("--max-wait must be a finite number of seconds >= 0")
 
     import sys
 
+    from ._ci_failures import first_failure_line
     from ._progress import CiReport
 
     report = None if quiet else CiReport(sys.stderr, tty=sys.stderr.isatty(), command="train")
@@ -92,6 +101,9 @@ def train_command(
             interval=interval,
             grace=grace,
             on_poll=report,
+            batch=batch,
+            max_wait=max_wait,
+            explain=first_failure_line,
         )
     except ForgeCliError as exc:
         if exc.status == 404 and _no_repository(forge, repo):

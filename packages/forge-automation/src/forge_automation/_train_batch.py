@@ -1,0 +1,268 @@
+"""The batched train of `--batch N`: cars of N PRs tested together, merged when the car is green.
+
+Each PR is judged first as the serial train judges it (premerge, the CI wait on its head; a PR
+at fault is dropped with its comment); the next N that pass become a car (`_train_car`): the base
+tip with their heads merged on in queue order, pushed to `train/<base>/<id>`, and the base's
+required checks are waited for on the car's commit. Then:
+
+- green: the PRs are merged through the forge in order, each guarded by its head (`guarded_merge`
+  with the head sha as the forge's precondition). Before each merge the base must still be where
+  the car expects it, and each merge must land on it (its parent); afterwards the base's tree must
+  equal the car's tree. If not, the base moved under the train: it stops before the next merge
+  and says so; what merged is what the car tested up to that point.
+- red, one PR: the PR is dropped with a comment naming the failing checks (and, when the caller
+  gives `explain`, each one's first failure line, as `ci-failures` reads it).
+- red, more PRs: bisection. The first half is tested as a car of its own on the same base; when
+  green it merges, and the second half on top of it is the red car's tree itself, already seen
+  red: that half is split again without a new run (a single PR there is the culprit). When the
+  first half is red, it is bisected the same way and the second half goes back to the queue.
+  Each split halves the PRs, so the depth is at most log2(N).
+- checks that never reported on the car: the repository's CI does not run on `train/**`; the
+  train stops naming the fix (no PR is at fault).
+
+Everything the train knows lives on the forge: labels, and car branches whose names and commits
+are a function of the base tip and the heads. A rerun after a crash builds the same car, finds its
+branch (and the CI that ran on it) and does not test that tree again; PRs merged before the crash
+are finished by the listing (merged and still labelled); nothing merges without a green car.
+Car branches are deleted once their PRs are dealt with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from ._ci_wait import ci_wait
+from ._merge import guarded_merge
+from ._rules import load_required_contexts
+from ._train_base import _Stop
+from ._train_car import Car, CarGit, CarGitError
+from ._train_turn import _SerialTrain
+from ._types import LabelledPr, RequiredContext
+
+__all__ = ["BatchTrain"]
+
+_NEVER = "never reported"
+
+
+@dataclass(kw_only=True)
+class BatchTrain(_SerialTrain):
+    """A train that tests cars of `batch` PRs (see the module docstring)."""
+
+    cars: int = 0
+    _rules: tuple[RequiredContext, ...] = field(default=())
+
+    def _shape(self) -> str:
+        return f" batch={self.batch}"
+
+    def _ride(self, rows: Sequence[LabelledPr]) -> None:
+        queue: list[int] = []
+        for row in rows:
+            if row.state == "open":
+                queue.append(row.number)
+            elif not self._guard(row.number, partial(self._closed, row.number)):
+                return
+        if self.clone is None:
+            self._stopped(0, "--batch needs --clone: cars are built with git in a clone")
+            return
+        carts = CarGit(self.clone, self.git)
+        if not self._guard(0, partial(self._fill, queue)):
+            return
+        while queue and self.result.stopped is None:
+            first = queue[0]
+            ready = self._gather(queue)
+            if not ready or not self._running():
+                continue
+            if self.dry_run:
+                numbers = ",".join(f"#{n}" for n, _h, _b in ready)
+                self.emit(f"WOULD-CAR {self.repo} {numbers}: build, test, merge when green")
+                continue
+            prs = [(n, h) for n, h, _b in ready]
+            self._guard(first, partial(self._car, carts, ready[0][2], prs, queue))
+
+    def _fill(self, queue: list[int]) -> None:
+        """Wait up to `max_wait` for a full first car: new labelled PRs join the queue."""
+        deadline = self.clock() + self.max_wait
+        while len(queue) < (self.batch or 1) and self.clock() < deadline and not self.dry_run:
+            self.sleep(min(self.interval, max(deadline - self.clock(), 0.0)))
+            rows = self.port.list_labelled_prs(self.repo, self.label, state="open")
+            queue.extend(r.number for r in rows if r.number not in queue)
+
+    def _running(self) -> bool:
+        return self.result.stopped is None
+
+    def _gather(self, queue: list[int]) -> list[tuple[int, str, str]]:
+        """Judge PRs off the queue until `batch` of one base can merge; return them."""
+        ready: list[tuple[int, str, str]] = []
+
+        def take(number: int, head: str, base: str) -> None:
+            ready.append((number, head, base))
+
+        size = self.batch or 1
+        while queue and len(ready) < size and self._running():
+            number = queue[0]
+            if ready and self.port.get_pr(self.repo, number).base_ref != ready[0][2]:
+                break  # another base: its own car, after this one
+            queue.pop(0)
+            if not self._guard(number, partial(self._turn, number, take)):
+                queue.insert(0, number)
+        return ready
+
+    def _check_base(self, base: str) -> None:
+        rules = load_required_contexts(self.port, self.repo, base)
+        if rules.strict:
+            raise _Stop(
+                f"{base} requires branches to be up to date before merging, so the forge refuses "
+                "every PR of a car after the first; turn that rule off for "
+                f"{base} (each car tests the PRs on the base tip), or run without --batch"
+            )
+        if not rules.contexts:
+            raise _Stop(f"{base} requires no check, so no car can be proven green")
+        self._rules = rules.contexts
+
+    def _car(self, carts: CarGit, base: str, prs: list[tuple[int, str]], queue: list[int]) -> None:
+        self._check_base(base)
+        try:
+            tip = carts.fetch_base(base)
+            forge_tip = self.port.get_head_sha(self.repo, base)
+            if forge_tip != tip:
+                raise _Stop(f"the clone fetched {base} at {tip}, the forge has it at {forge_tip}")
+            self._settle(carts, base, tip, prs, queue)
+        except CarGitError as exc:
+            raise _Stop(str(exc)) from None
+
+    def _settle(
+        self,
+        carts: CarGit,
+        base: str,
+        tip: str,
+        prs: list[tuple[int, str]],
+        queue: list[int],
+        *,
+        red: tuple[Car, tuple[str, ...]] | None = None,
+    ) -> str | None:
+        """Test `prs` as a car on `tip` and land or bisect it; return the base tip after, None
+        when the train must build its next car from the queue (PRs went back to it).
+
+        `red` is a car CI saw red (and why): a car with its tree is not tested again.
+        """
+        car = carts.build(base, tip, prs)
+        queue[:0] = list(car.left_out)
+        for number in car.left_out:
+            self.emit(f"LATER {self._ref(number)}: conflicts with the car; it rides a later car")
+        if not car.prs:
+            return None
+        tested = car
+        if red is not None and red[0].tree == car.tree:
+            (tested, reasons), green = red, False
+            self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
+        else:
+            green, reasons = self._test(carts, car)
+        if green:
+            return self._land(carts, car, queue)
+        carts.delete(car)
+        if len(car.prs) == 1:
+            number, head = car.prs[0]
+            self._drop_or_stop(number, head, self._blame(tested, reasons))
+            return tip
+        half = len(car.prs) // 2
+        left, right = list(car.prs[:half]), list(car.prs[half:])
+        self.emit(f"SPLIT {car.numbers()}: test {_numbers(left)} first, on {car.base_tip}")
+        new_tip = self._settle(carts, base, tip, left, queue, red=None)
+        if new_tip is None or not all(n in self.result.merged for n, _ in left):
+            # A culprit was in the first half: the second goes back to the queue and fills
+            # the next car (tested there, on the base as it is then).
+            queue[:0] = [n for n, _ in right]
+            return new_tip
+        # The first half merged whole: the second on top of it is the red car's tree again.
+        return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons))
+
+    def _test(self, carts: CarGit, car: Car) -> tuple[bool, tuple[str, ...]]:
+        pushed = carts.push(car)
+        self.cars += 1
+        what = "CAR" if pushed else "CAR-FOUND"
+        self.emit(f"{what} {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
+        waited = ci_wait(
+            self.port,
+            self.repo,
+            car.sha,
+            rules=self._rules,
+            timeout=self.timeout,
+            interval=self.interval,
+            sleep=self.sleep,
+            clock=self.clock,
+            fail_fast=True,
+            grace=self.grace,
+            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, 0),
+        )
+        reasons = ", ".join(waited.reasons) or "-"
+        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
+        self.emit(f"{word[waited.verdict]} {car.branch} {reasons}")
+        if waited.reasons and all(r.endswith(_NEVER) for r in waited.reasons):
+            carts.delete(car)
+            raise _Stop(
+                f"the required checks never reported on {car.branch} ({reasons}): make the CI "
+                "run on pushes to train/** (for GitHub Actions: on: push: branches: ['train/**'])"
+            )
+        if waited.verdict == "timeout":
+            carts.delete(car)
+            raise _Stop(f"CI did not finish on {car.branch} within {self.timeout:g} s ({reasons})")
+        return waited.verdict == "green", tuple(waited.reasons)
+
+    def _blame(self, car: Car, reasons: tuple[str, ...]) -> str:
+        """Name the red car (the commit CI ran on), each failing check and its first failure."""
+        lines = [
+            f"CI is red on {car.branch} ({car.sha}: {car.numbers()} on {car.base} {car.base_tip})"
+        ]
+        for reason in reasons:
+            check = reason.split("=", 1)[0]
+            first = None if self.explain is None else self.explain(self.repo, car.sha, check)
+            lines.append(f"{reason}: {first}" if first else reason)
+        return ": ".join(lines[:1]) + ": " + "; ".join(lines[1:])
+
+    def _land(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
+        """Merge the car's PRs in order on the tip it was tested on; check the tree after."""
+        expected = car.base_tip
+        for index, (number, head) in enumerate(car.prs):
+            now = self.port.get_head_sha(self.repo, car.base)
+            if now != expected:
+                raise _Stop(
+                    f"{car.base} moved to {now} while {car.branch} was merging (expected "
+                    f"{expected}): what merged so far is what the car tested"
+                )
+            outcome = guarded_merge(
+                self.port, self.repo, number, head, approved_head=head, checked=True, **self._gate()
+            )
+            if outcome.status != "merged":
+                rest = [n for n, _ in car.prs[index:]]
+                queue[:0] = rest
+                self.emit(
+                    f"AGAIN {self._ref(number)} {head}: {outcome.status}: "
+                    f"{'; '.join(outcome.reasons) or outcome.head}; back to the queue"
+                )
+                carts.delete(car)
+                return None
+            self.port.remove_label(self.repo, number, self.label)
+            self.result.merged.append(number)
+            self.emit(outcome.line())
+            parents = self.port.commit_parents(self.repo, outcome.sha or "")
+            if not parents or parents[0] != expected:
+                raise _Stop(
+                    f"the merge of #{number} landed on {parents[0] if parents else '-'}, not on "
+                    f"{expected}: {car.base} moved under the train"
+                )
+            expected = outcome.sha or ""
+        tip = carts.fetch_base(car.base)
+        tree = carts.tree(tip)
+        if tip != expected or tree != car.tree:
+            raise _Stop(
+                f"{car.base} is at {tip} with tree {tree}, not the tested car's tree {car.tree}"
+            )
+        self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
+        carts.delete(car)
+        return tip
+
+
+def _numbers(prs: list[tuple[int, str]]) -> str:
+    return ",".join(f"#{n}" for n, _ in prs)
