@@ -595,6 +595,16 @@ def test_get_pr_computes_behind_against_the_base(forge: Backend) -> None:
     assert moved.behind_by == 1
 
 
+def test_rerun_job_starts_the_failed_job_again_on_the_same_commit(forge: Backend) -> None:
+    tip = forge.commit("rerun")
+    forge.runs(tip, [("test", "failure", ACTIONS_APP_ID)])
+    (failed,) = forge.port.latest_check_runs(REPO, tip)
+    forge.port.rerun_job(REPO, failed.id)
+    (latest,) = forge.port.latest_check_runs(REPO, tip)
+    assert (latest.name, latest.conclusion, latest.id != failed.id) == ("test", None, True)
+    assert forge.effects("rerun_job") == 1
+
+
 def test_delete_ref_deletes_once_and_skips_default_and_fork_heads(forge: Backend) -> None:
     _, tip = _main(forge)
     forge.branch("topic", tip)

@@ -464,7 +464,16 @@ def test_cli_train_json_is_one_object_at_the_end_with_the_steps_on_stderr() -> N
         out, err = done.communicate(timeout=120)
         assert done.returncode == 0, err
         result = json.loads(out)
-        assert list(result) == ["repo", "label", "dry_run", "merged", "dropped", "stopped", "steps"]
+        assert list(result) == [
+            "repo",
+            "label",
+            "dry_run",
+            "merged",
+            "dropped",
+            "stopped",
+            "flaky",
+            "steps",
+        ]
         assert {k: result[k] for k in ("repo", "label", "dry_run", "stopped")} == {
             "repo": REPO,
             "label": LABEL,

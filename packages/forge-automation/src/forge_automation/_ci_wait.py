@@ -115,6 +115,7 @@ def ci_wait(
     grace: float | None = None,
     head: Callable[[], str] | None = None,
     on_poll: Callable[[CiPoll], None] | None = None,
+    latest: bool = False,
 ) -> CiWaitResult:
     """Poll check runs and statuses of `sha` until green, red or moved, or time runs out.
 
@@ -122,7 +123,9 @@ def ci_wait(
     failure instead of once nothing that counts is still running. `grace` (seconds) turns a
     required context with no run or status yet into `red` once the wait is that old. `head`
     (read before each poll) ends the wait `moved` when it names another sha. `on_poll` is
-    called with each poll's `CiPoll`.
+    called with each poll's `CiPoll`. With `latest` only each check's latest run counts (the
+    forge's `filter=latest`, as its branch protection reads them): for a caller that reran a
+    failed run on purpose; otherwise every run counts, superseded ones included.
     """
     validate_repo(repo)
     validate_sha(sha)
@@ -151,7 +154,7 @@ def ci_wait(
                     sha=sha,
                     moved_to=current,
                 )
-            runs = port.check_runs(repo, sha)
+            runs = port.latest_check_runs(repo, sha) if latest else port.check_runs(repo, sha)
             statuses = port.commit_statuses(repo, sha)
         except ForgeCliError as exc:
             if not exc.transient:

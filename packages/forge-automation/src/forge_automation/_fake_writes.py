@@ -122,6 +122,17 @@ class FakeWrites:
             self._f.effects["create_check_run"] += 1
             return run
 
+    def rerun_job(self, repo: str, job_id: int) -> None:
+        with self._f._lock:
+            state = self._call("rerun_job")
+            old = next((r for runs in state.runs.values() for r in runs if r.id == job_id), None)
+            if old is None:
+                raise not_found(f"job {job_id}")
+            # A rerun is a new run of the same job on the same commit, queued until CI ends it.
+            new = replace(old, id=next(self._f._ids), status="queued", conclusion=None)
+            state.runs[old.head_sha].append(new)
+            self._f.effects["rerun_job"] += 1
+
     def merge_pr(
         self, repo: str, number: int, *, sha: str, method: str, subject: str, body: str
     ) -> str:

@@ -137,6 +137,9 @@ class GhCliWire:
     def delete_ref(self, repo: str, branch: str) -> None:
         self._send(rest.delete_ref(repo, branch))
 
+    def rerun_job(self, repo: str, job_id: int) -> None:
+        self._send(rest.rerun_job(repo, job_id))
+
     def find_open_pr(self, repo: str, head: str, base: str) -> t.PullRequest | None:
         request = rest.list_pulls(repo, head=head, base=base, per_page=1)
 

@@ -112,6 +112,12 @@ class ForgePort(PortReads):
             return DeleteRefResult(done=False, skipped="missing")
         return DeleteRefResult(done=True)
 
+    def rerun_job(self, repo: str, job_id: int) -> None:
+        """Re-run one GitHub Actions job (a check run of the Actions app) on the same commit."""
+        validate_repo(repo)
+        validate_number(job_id, "job_id")
+        self._wire.rerun_job(repo, job_id)
+
     def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> UpsertCommentResult:
         """Post `body` unless our own comment already holds `marker` alone on a line."""
         validate_repo(repo)

@@ -60,6 +60,8 @@ __all__ = ["TrainResult", "run_train", "train_marker"]
 DEFAULT_TRAIN_GRACE = 300.0
 # The most PRs one car holds (GitHub's merge queue allows groups of 1 to 100).
 MAX_BATCH = 100
+# The most reruns of a red car's failed checks before it is bisected.
+MAX_RETRIES = 5
 
 
 @dataclass(slots=True, kw_only=True)
@@ -72,6 +74,8 @@ class TrainResult:
     dropped: list[int] = field(default_factory=list)
     # The PR the train stopped at; 0 when it stopped before any (the listing failed).
     stopped: int | None = None
+    # Checks that failed on a car and passed when rerun on the same tree (`<car> <check>=...`).
+    flaky: list[str] = field(default_factory=list)
 
 
 def train_marker(label: str, head: str) -> str:
@@ -97,6 +101,7 @@ def run_train(
     on_poll: Callable[[CiPoll], None] | None = None,
     batch: int | None = None,
     max_wait: float = 0.0,
+    retry_flaky: int = 0,
     explain: Callable[[str, str, str], str | None] | None = None,
 ) -> TrainResult:
     """Merge the PRs carrying `label`, oldest first; print one line per step.
@@ -105,7 +110,9 @@ def run_train(
     ride cars of that many: the base tip with their heads merged on, built in `clone` (required),
     pushed to `train/<base>/<id>`, merged when the car's required checks pass and bisected when
     they fail (`_train_batch`). `max_wait` (seconds) waits for a full first car before starting
-    a smaller one. `explain(repo, sha, check)` returns a failed check's first failure line for
+    a smaller one. `retry_flaky` reruns a red car's failed Actions jobs up to that many times
+    before bisecting (a check that then passes is a flake, listed in `TrainResult.flaky`, never
+    held against a PR). `explain(repo, sha, check)` returns a failed check's first failure line for
     the comment on a PR a red car drops (the CLI reads it as `ci-failures` does).
 
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
@@ -123,6 +130,8 @@ def run_train(
         raise ForgeInputError("batch", f"must be a whole number from 1 to {MAX_BATCH}")
     if not (max_wait >= 0 and math.isfinite(max_wait)):
         raise ForgeInputError("max_wait", "must be a finite number of seconds >= 0")
+    if isinstance(retry_flaky, bool) or not 0 <= retry_flaky <= MAX_RETRIES:
+        raise ForgeInputError("retry_flaky", f"must be a whole number from 0 to {MAX_RETRIES}")
     from ._train_batch import BatchTrain
     from ._train_turn import _SerialTrain
 
@@ -144,6 +153,7 @@ def run_train(
         on_poll=on_poll,
         batch=batch,
         max_wait=max_wait,
+        retry_flaky=retry_flaky,
         explain=explain,
     )
     return train.run()

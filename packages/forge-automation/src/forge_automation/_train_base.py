@@ -86,6 +86,7 @@ class _Train:
     on_poll: Callable[[CiPoll], None] | None
     batch: int | None = None
     max_wait: float = 0.0
+    retry_flaky: int = 0
     explain: Callable[[str, str, str], str | None] | None = None
     result: TrainResult = field(init=False)
 
@@ -110,7 +111,8 @@ class _Train:
         if self.result.stopped is None:
             merged, dropped = len(self.result.merged), len(self.result.dropped)
             tail = " (dry run)" if self.dry_run else ""
-            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{tail}")
+            flaky = f" flaky={len(self.result.flaky)}" if self.result.flaky else ""
+            self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{flaky}{tail}")
         return self.result
 
     def _shape(self) -> str:

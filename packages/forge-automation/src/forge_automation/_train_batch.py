@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from ._ci_wait import ci_wait
+from ._ci_wait import CiWaitResult, ci_wait
+from ._constants import ACTIONS_APP_ID
 from ._merge import guarded_merge
 from ._rules import load_required_contexts
 from ._train_base import _Stop
@@ -44,6 +45,7 @@ from ._types import LabelledPr, RequiredContext
 __all__ = ["BatchTrain"]
 
 _NEVER = "never reported"
+_FAILED = frozenset({"failure", "timed_out", "startup_failure"})
 
 
 @dataclass(kw_only=True)
@@ -51,7 +53,8 @@ class BatchTrain(_SerialTrain):
     """A train that tests cars of `batch` PRs (see the module docstring)."""
 
     cars: int = 0
-    _rules: tuple[RequiredContext, ...] = field(default=())
+    # Each base's required checks, read once per run before its first car.
+    _rules: dict[str, tuple[RequiredContext, ...]] = field(default_factory=dict)
 
     def _shape(self) -> str:
         return f" batch={self.batch}"
@@ -71,6 +74,8 @@ class BatchTrain(_SerialTrain):
             return
         while queue and self.result.stopped is None:
             first = queue[0]
+            if not self._guard(first, partial(self._check_first, first)):
+                return
             ready = self._gather(queue)
             if not ready or not self._running():
                 continue
@@ -109,6 +114,12 @@ class BatchTrain(_SerialTrain):
                 queue.insert(0, number)
         return ready
 
+    def _check_first(self, number: int) -> None:
+        """Check the rules of the base of PR `number` before any PR of its car is judged."""
+        base = self.port.get_pr(self.repo, number).base_ref
+        if base not in self._rules:
+            self._check_base(base)
+
     def _check_base(self, base: str) -> None:
         rules = load_required_contexts(self.port, self.repo, base)
         if rules.strict:
@@ -119,10 +130,11 @@ class BatchTrain(_SerialTrain):
             )
         if not rules.contexts:
             raise _Stop(f"{base} requires no check, so no car can be proven green")
-        self._rules = rules.contexts
+        self._rules[base] = rules.contexts
 
     def _car(self, carts: CarGit, base: str, prs: list[tuple[int, str]], queue: list[int]) -> None:
-        self._check_base(base)
+        if base not in self._rules:
+            self._check_base(base)
         try:
             tip = carts.fetch_base(base)
             forge_tip = self.port.get_head_sha(self.repo, base)
@@ -153,15 +165,14 @@ class BatchTrain(_SerialTrain):
             self.emit(f"LATER {self._ref(number)}: conflicts with the car; it rides a later car")
         if not car.prs:
             return None
-        tested = car
         if red is not None and red[0].tree == car.tree:
-            (tested, reasons), green = red, False
+            (tested, reasons), green, confirmed = red, False, True
             self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
         else:
-            green, reasons = self._test(carts, car)
+            tested, green, reasons, confirmed = self._test(carts, car)
         if green:
-            return self._land(carts, car, queue)
-        carts.delete(car)
+            return self._land(carts, tested, queue)
+        carts.delete(tested)
         if len(car.prs) == 1:
             number, head = car.prs[0]
             self._drop_or_stop(number, head, self._blame(tested, reasons))
@@ -176,29 +187,36 @@ class BatchTrain(_SerialTrain):
             queue[:0] = [n for n, _ in right]
             return new_tip
         # The first half merged whole: the second on top of it is the red car's tree again.
+        if not confirmed and len(right) == 1:
+            # Without a rerun that failed again, a red may be a flake: the last PR is tested
+            # on its own rather than blamed for the car's red.
+            return self._settle(carts, base, new_tip, right, queue)
         return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons))
 
-    def _test(self, carts: CarGit, car: Car) -> tuple[bool, tuple[str, ...]]:
-        pushed = carts.push(car)
-        self.cars += 1
-        what = "CAR" if pushed else "CAR-FOUND"
-        self.emit(f"{what} {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
-        waited = ci_wait(
-            self.port,
-            self.repo,
-            car.sha,
-            rules=self._rules,
-            timeout=self.timeout,
-            interval=self.interval,
-            sleep=self.sleep,
-            clock=self.clock,
-            fail_fast=True,
-            grace=self.grace,
-            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, 0),
-        )
+    def _test(self, carts: CarGit, car: Car) -> tuple[Car, bool, tuple[str, ...], bool]:
+        """Push the car (or find one pushed before with its tree) and wait for its checks; rerun
+        failed ones up to `retry_flaky` times. Return the car CI ran on, green or not, the
+        failing reasons, and whether a red survived a rerun (then it is no flake)."""
+        found = carts.same_tree(car)
+        if found is not None:
+            car = found
+            self.emit(f"CAR-FOUND {car.branch} {car.sha} prs={car.numbers()} tree={car.tree}")
+        else:
+            carts.push(car)
+            self.cars += 1
+            self.emit(f"CAR {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
+        waited = self._wait(car)
+        confirmed = False
+        for attempt in range(1, self.retry_flaky + 1):
+            if waited.verdict != "red" or not self._rerun(car, attempt):
+                break
+            before, waited = waited, self._wait(car, latest=True)
+            confirmed = waited.verdict != "green"
+            if not confirmed:
+                names = ", ".join(before.reasons)
+                self.result.flaky.append(f"{car.branch} {names}")
+                self.emit(f"FLAKY {car.branch} {names}: failed, then passed on the same tree")
         reasons = ", ".join(waited.reasons) or "-"
-        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
-        self.emit(f"{word[waited.verdict]} {car.branch} {reasons}")
         if waited.reasons and all(r.endswith(_NEVER) for r in waited.reasons):
             carts.delete(car)
             raise _Stop(
@@ -208,7 +226,50 @@ class BatchTrain(_SerialTrain):
         if waited.verdict == "timeout":
             carts.delete(car)
             raise _Stop(f"CI did not finish on {car.branch} within {self.timeout:g} s ({reasons})")
-        return waited.verdict == "green", tuple(waited.reasons)
+        return car, waited.verdict == "green", tuple(waited.reasons), confirmed
+
+    def _wait(self, car: Car, *, latest: bool = False) -> CiWaitResult:
+        waited = ci_wait(
+            self.port,
+            self.repo,
+            car.sha,
+            rules=self._rules[car.base],
+            timeout=self.timeout,
+            interval=self.interval,
+            sleep=self.sleep,
+            clock=self.clock,
+            fail_fast=True,
+            grace=self.grace,
+            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, 0),
+            latest=latest,
+        )
+        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
+        self.emit(f"{word[waited.verdict]} {car.branch} {', '.join(waited.reasons) or '-'}")
+        return waited
+
+    def _rerun(self, car: Car, attempt: int) -> bool:
+        """Rerun the car's failed Actions jobs; False when there is none to rerun."""
+        failed = [
+            r
+            for r in self.port.latest_check_runs(self.repo, car.sha)
+            if r.conclusion in _FAILED and r.app_id == ACTIONS_APP_ID
+        ]
+        if not failed:
+            return False
+        for run in failed:
+            self.port.rerun_job(self.repo, run.id)
+        names = ",".join(sorted({r.name for r in failed}))
+        self.emit(f"RERUN {car.branch} {names}: attempt {attempt} of {self.retry_flaky}")
+        # The forge registers a rerun's new run a moment later: until it shows, the old failed
+        # run is still the latest and the wait would read it again.
+        old = {r.id for r in failed}
+        deadline = self.clock() + self.grace
+        while self.clock() < deadline:
+            latest = self.port.latest_check_runs(self.repo, car.sha)
+            if not old & {r.id for r in latest}:
+                break
+            self.sleep(self.interval)
+        return True
 
     def _blame(self, car: Car, reasons: tuple[str, ...]) -> str:
         """Name the red car (the commit CI ran on), each failing check and its first failure."""

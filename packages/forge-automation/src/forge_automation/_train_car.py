@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ._errors import ForgeError
 from ._exec import ExecOptions, GitExec
@@ -120,6 +120,21 @@ class CarGit:
         """Return where `branch` points on the remote, None when it does not exist."""
         out = self._run("ls-remote", "origin", f"refs/heads/{branch}")[1]
         return out.split()[0] if out else None
+
+    def same_tree(self, car: Car) -> Car | None:
+        """Return a car of the same base already on the remote with the car's tree (pushed by an
+        earlier run that stopped), None when there is none."""
+        prefix = f"refs/heads/{CAR_PREFIX}{car.base}/"
+        listing = self._run("ls-remote", "origin", f"{prefix}*")[1]
+        found = [line.split() for line in listing.splitlines() if line.strip()]
+        others = [(sha, ref) for sha, ref in found if sha != car.sha]
+        if not others:
+            return None
+        self._run("fetch", "--quiet", "--no-tags", "origin", *(ref for _, ref in others))
+        for sha, ref in others:
+            if self.tree(sha) == car.tree:
+                return replace(car, branch=ref.removeprefix("refs/heads/"), sha=sha)
+        return None
 
     def push(self, car: Car) -> bool:
         """Create the car's branch at its commit; False when it was there already."""

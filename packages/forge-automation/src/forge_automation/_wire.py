@@ -68,6 +68,10 @@ class ForgeWire(Protocol):
         """Delete `refs/heads/<branch>`."""
         ...
 
+    def rerun_job(self, repo: str, job_id: int) -> None:
+        """Re-run one GitHub Actions job (its check run id) on the same commit."""
+        ...
+
     def find_open_pr(self, repo: str, head: str, base: str) -> PullRequest | None:
         """Return the open PR from `head` (`owner:branch`) into `base`, or None."""
         ...

@@ -187,6 +187,8 @@ class ChecksApi:
         self.state.effects["rerun_job"] += 1
         if repo.ci is not None:
             repo.ci.rerun(repo, run)
+        else:  # a new run of the job on the same commit, in progress until a test ends it
+            repo.add_run(str(run["head_sha"]), str(run["name"]), None)
         return 201, {}, {}
 
     def blob(self, request: web.Request) -> tuple[int, object, dict[str, str]]:

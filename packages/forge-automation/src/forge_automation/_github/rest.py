@@ -49,6 +49,7 @@ __all__ = [
     "list_pulls",
     "merge_pull",
     "remove_issue_label",
+    "rerun_job",
     "update_pull_branch",
     "workflow_runs",
 ]
@@ -295,6 +296,11 @@ def check_run_annotations(
 def job_logs(repo: str, job_id: int, *, ok: frozenset[int] = _NONE) -> RestRequest:
     """Return `GET .../actions/jobs/{id}/logs` (actions/download-job-logs-for-workflow-run)."""
     return _get(f"{_repo(repo)}/actions/jobs/{job_id}/logs", accept="*/*", ok=ok)
+
+
+def rerun_job(repo: str, job_id: int) -> RestRequest:
+    """Return `POST .../actions/jobs/{id}/rerun` (actions/re-run-job-for-workflow-run)."""
+    return RestRequest(method="POST", path=f"{_repo(repo)}/actions/jobs/{job_id}/rerun", body={})
 
 
 def workflow_runs(repo: str, head_sha: str, *, ok: frozenset[int] = _NONE) -> RestRequest:

@@ -244,6 +244,14 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="S",
         help="with --batch: wait up to S seconds for N labelled PRs before the first car (0)",
     )
+    _option(
+        p,
+        "--retry-flaky",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --batch: rerun a red car's failed Actions jobs up to N times before bisecting",
+    )
     _flag(p, "--quiet", "quiet", "no CI progress on stderr")
     _flag(p, "--json", "as_json", "print one JSON object at the end (steps go to stderr)")
     return top, commands

@@ -41,10 +41,11 @@ def train_command(
     as_json: bool = False,
     batch: int | None = None,
     max_wait: float = 0.0,
+    retry_flaky: int = 0,
 ) -> None:
     """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
     from .._errors import ForgeCliError, ForgeInputError
-    from .._train import DEFAULT_TRAIN_GRACE, MAX_BATCH, run_train
+    from .._train import DEFAULT_TRAIN_GRACE, MAX_BATCH, MAX_RETRIES, run_train
     from .._validate import validate_label
 
     repo_name(repo)
@@ -68,6 +69,8 @@ def train_command(
         raise UsageError("--batch needs --clone DIR: cars are built with git in a clone")
     if not (max_wait >= 0 and math.isfinite(max_wait)):
         raise UsageError("--max-wait must be a finite number of seconds >= 0")
+    if not 0 <= retry_flaky <= MAX_RETRIES:
+        raise UsageError(f"--retry-flaky must be a whole number from 0 to {MAX_RETRIES}")
 
     import sys
 
@@ -103,6 +106,7 @@ def train_command(
             on_poll=report,
             batch=batch,
             max_wait=max_wait,
+            retry_flaky=retry_flaky,
             explain=first_failure_line,
         )
     except ForgeCliError as exc:
@@ -120,6 +124,7 @@ def train_command(
                 "merged": result.merged,
                 "dropped": result.dropped,
                 "stopped": result.stopped,
+                "flaky": result.flaky,
                 "steps": steps,
             }
         )
