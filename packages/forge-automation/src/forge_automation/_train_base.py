@@ -15,16 +15,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
-from ._ci_wait import CiPoll
+from ._ci_wait import CiPoll, CiWaitResult, ci_wait
 from ._errors import ForgeCliError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._merge import delete_head_branch
 from ._port import ForgePort
 from ._redact import redact_forge_secrets
 from ._train import TrainResult, train_marker
-from ._types import LabelledPr
+from ._types import LabelledPr, RequiredContext
 
 _FETCH_TIMEOUT = 300.0
+# How each CI wait's verdict reads in the train's lines.
+_WORD = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
 
 
 class _Stop(Exception):
@@ -133,6 +135,35 @@ class _Train:
         except ForgeError as exc:
             self._stopped(number, _say(exc))
         return self.result.stopped is None
+
+    def _wait_ci(
+        self,
+        sha: str,
+        rules: Sequence[RequiredContext],
+        number: int,
+        *,
+        head: Callable[[], str] | None = None,
+        latest: bool = False,
+    ) -> CiWaitResult:
+        """Wait for the required checks on `sha` (a PR's head, or a car with `number` 0)."""
+        return ci_wait(
+            self.port,
+            self.repo,
+            sha,
+            rules=rules,
+            timeout=self.timeout,
+            interval=self.interval,
+            sleep=self.sleep,
+            clock=self.clock,
+            # A required check that fails ends the wait at once; a push to the PR ends it too.
+            # Checks register late after a push: pending during the grace, then `never
+            # reported` (RED) rather than a wait for the whole timeout.
+            fail_fast=True,
+            grace=self.grace,
+            head=head,
+            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, number),
+            latest=latest,
+        )
 
     def _gate(self) -> _Gate:
         return _Gate(clone=self.clone, git=self.git, sleep=self.sleep, delays=self.delays)

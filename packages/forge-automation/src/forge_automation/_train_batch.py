@@ -33,11 +33,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from ._ci_wait import CiWaitResult, ci_wait
+from ._ci_wait import CiWaitResult
 from ._constants import ACTIONS_APP_ID
 from ._merge import guarded_merge
 from ._rules import load_required_contexts
-from ._train_base import _Stop
+from ._train_base import _WORD, _Stop
 from ._train_car import Car, CarGit, CarGitError
 from ._train_turn import _SerialTrain
 from ._types import LabelledPr, RequiredContext
@@ -229,22 +229,8 @@ class BatchTrain(_SerialTrain):
         return car, waited.verdict == "green", tuple(waited.reasons), confirmed
 
     def _wait(self, car: Car, *, latest: bool = False) -> CiWaitResult:
-        waited = ci_wait(
-            self.port,
-            self.repo,
-            car.sha,
-            rules=self._rules[car.base],
-            timeout=self.timeout,
-            interval=self.interval,
-            sleep=self.sleep,
-            clock=self.clock,
-            fail_fast=True,
-            grace=self.grace,
-            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, 0),
-            latest=latest,
-        )
-        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
-        self.emit(f"{word[waited.verdict]} {car.branch} {', '.join(waited.reasons) or '-'}")
+        waited = self._wait_ci(car.sha, self._rules[car.base], 0, latest=latest)
+        self.emit(f"{_WORD[waited.verdict]} {car.branch} {', '.join(waited.reasons) or '-'}")
         return waited
 
     def _rerun(self, car: Car, attempt: int) -> bool:

@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from ._ci_wait import ci_wait
 from ._errors import ForgeCliError, ForgeConflictError
 from ._forge_walk import forge_head_walk
 from ._merge import guarded_merge
 from ._premerge import PremergeResult, premerge
 from ._rules import load_required_contexts
-from ._train_base import _Again, _Drop, _Moved, _say, _Stop, _Train
+from ._train_base import _WORD, _Again, _Drop, _Moved, _say, _Stop, _Train
 from ._types import LabelledPr
 
 # The longest pause between reads while waiting for update-branch's new head.
@@ -149,26 +148,14 @@ class _SerialTrain(_Train):
         if behind:
             head = self._update(number, base, head, approved)
         rules = load_required_contexts(self.port, self.repo, base)
-        waited = ci_wait(
-            self.port,
-            self.repo,
+        waited = self._wait_ci(
             head,
-            rules=rules.contexts,
-            timeout=self.timeout,
-            interval=self.interval,
-            sleep=self.sleep,
-            clock=self.clock,
-            # A required check that fails ends the wait at once; a push to the PR ends it too.
-            # After our own update-branch the new head's checks register late: pending during
-            # the grace, then `never reported` (RED) rather than a wait for the whole timeout.
-            fail_fast=True,
-            grace=self.grace,
+            rules.contexts,
+            number,
             head=lambda: self.port.wire.get_pr(self.repo, number).head_sha,
-            on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, number),
         )
         reasons = ", ".join(waited.reasons) or "-"
-        word = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
-        self.emit(f"{word[waited.verdict]} {ref} {head} {reasons}")
+        self.emit(f"{_WORD[waited.verdict]} {ref} {head} {reasons}")
         if waited.verdict == "moved":
             raise _Moved(head, waited.moved_to)
         if waited.verdict == "timeout":
