@@ -40,7 +40,8 @@ USAGE = {
     ),
     "train": (
         "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
-        "[--interval S] [--grace S] [--quiet] [--json] REPO"
+        "[--interval S] [--grace S] [--batch N] [--max-wait S] [--retry-flaky N] [--quiet] "
+        "[--json] REPO"
     ),
 }
 

@@ -29,6 +29,7 @@ Car branches are deleted once their PRs are dealt with.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,7 +40,7 @@ from ._merge import guarded_merge
 from ._rules import load_required_contexts
 from ._train_base import _WORD, _Stop
 from ._train_car import Car, CarGit, CarGitError
-from ._train_turn import _SerialTrain
+from ._train_turn import _ROUNDS, _SerialTrain
 from ._types import LabelledPr, RequiredContext
 
 __all__ = ["BatchTrain"]
@@ -53,6 +54,8 @@ class BatchTrain(_SerialTrain):
     """A train that tests cars of `batch` PRs (see the module docstring)."""
 
     cars: int = 0
+    # How often the forge refused each PR's merge after a green car (bounded by _ROUNDS).
+    _refused: Counter[int] = field(default_factory=Counter)
     # Each base's required checks, read once per run before its first car.
     _rules: dict[str, tuple[RequiredContext, ...]] = field(default_factory=dict)
 
@@ -85,6 +88,9 @@ class BatchTrain(_SerialTrain):
                 continue
             prs = [(n, h) for n, h, _b in ready]
             self._guard(first, partial(self._car, carts, ready[0][2], prs, queue))
+        if self._running() and not self.dry_run:
+            for base in self._rules:
+                self._guard(0, partial(carts.sweep, base))
 
     def _fill(self, queue: list[int]) -> None:
         """Wait up to `max_wait` for a full first car: new labelled PRs join the queue."""
@@ -282,6 +288,9 @@ class BatchTrain(_SerialTrain):
                 self.port, self.repo, number, head, approved_head=head, checked=True, **self._gate()
             )
             if outcome.status != "merged":
+                self._refused[number] += 1
+                if self._refused[number] > _ROUNDS:
+                    raise _Stop(f"the forge refused #{number}'s merge {_ROUNDS} times")
                 rest = [n for n, _ in car.prs[index:]]
                 queue[:0] = rest
                 self.emit(

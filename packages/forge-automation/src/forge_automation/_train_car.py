@@ -149,6 +149,14 @@ class CarGit:
         self._run("push", "--quiet", f"--force-with-lease={ref}:", "origin", f"{car.sha}:{ref}")
         return True
 
+    def sweep(self, base: str) -> None:
+        """Delete every car branch of `base` left by an earlier run that stopped (each only
+        while it still points where the listing found it)."""
+        prefix = f"refs/heads/{CAR_PREFIX}{base}/"
+        listing = self._run("ls-remote", "origin", f"{prefix}*")[1]
+        for sha, ref in (line.split() for line in listing.splitlines() if line.strip()):
+            self._run("push", "--quiet", f"--force-with-lease={ref}:{sha}", "origin", f":{ref}")
+
     def delete(self, car: Car) -> None:
         """Delete the car's branch if it still points at the car."""
         ref = f"refs/heads/{car.branch}"

@@ -1,0 +1,111 @@
+"""`forge-cli train --batch 4` against `--batch 1` over the same queue, through the real gh
+against the local forge (issue 27's "done when").
+
+Each run gets a fresh local forge whose repository is a real bare git repository with a simulated
+CI (`fakeforge.gitrepo`): each car's `ci` check finishes `CI_SECONDS` after the push; 20 labelled
+PRs, of which 2 are broken (green alone, red beside today's base: they use an API main removed
+after they forked) and `ci` flakes once (the first tree that should pass fails). Both runs use
+`--retry-flaky 1`. Figures: CI runs per merged PR (trees CI ran on plus job reruns; the targets
+are at most 0.85 batched, 1.11 for the serial train) and the batched run's wall time against
+the `--batch 1` run's in the same process (target at most 0.6x). Each run also checks what it
+must: every good PR merged, the 2 broken dropped with the failing check's first failure line,
+and every car the base landed on a tree CI saw green.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages" / "forge-automation" / "tests"))
+
+from fakeforge import ForgeServer  # noqa: E402
+from fakeforge.gitrepo import train_world  # noqa: E402
+
+REPO = "acme/widgets"
+LABEL = "merge-train"
+PRS = 20
+BROKEN = (6, 15)
+CI_SECONDS = 2.0
+FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
+
+
+def _ride(batch: int) -> tuple[float, int, int]:
+    """Run one train; return its wall time, the CI runs it caused and the PRs it merged."""
+    with ForgeServer() as server, tempfile.TemporaryDirectory() as where:
+        repo = server.state.repo(REPO)
+        clone = train_world(
+            repo, where, prs=PRS, broken=BROKEN, duration=CI_SECONDS, flaky="ci", label=LABEL
+        )
+        command = [FORGE_CLI, "train", REPO, "--label", LABEL, "--clone", clone, "--quiet"]
+        flags = ["--batch", str(batch), "--retry-flaky", "1", "--interval", "0.25"]
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*command, *flags],
+            env={**os.environ, **server.env()},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        wall = time.perf_counter() - start
+        lines = done.stdout.splitlines()
+        assert done.returncode == 0, (lines, done.stderr[-2000:])
+        assert repo.ci is not None
+        assert repo.git is not None
+        merged = [n for n in range(1, PRS + 1) if repo.prs[n]["merged"]]
+        assert merged == [n for n in range(1, PRS + 1) if n not in BROKEN], lines
+        for number in BROKEN:
+            body = repo.comments[number][0]["body"]
+            assert f"ImportError: uses-api-v1-{number} needs api v1" in body, body
+        landed = [line.rsplit("tree=", 1)[1] for line in lines if line.startswith("LANDED ")]
+        assert landed, lines
+        assert all(tree in repo.ci.green_trees for tree in landed), lines
+        assert repo.git.tree(repo.git.heads()["main"]) == landed[-1]
+        return wall, repo.ci.runs + repo.ci.reruns, len(merged)
+
+
+def main() -> None:
+    """Print one JSON line per figure."""
+    serial_wall, serial_runs, serial_merged = _ride(1)
+    wall, runs, merged = _ride(4)
+    rows = [
+        {
+            "name": "train --batch 1: CI runs per merged PR",
+            "value": round(serial_runs / serial_merged, 3),
+            "unit": "runs",
+            "baseline": f"{serial_runs} runs, {serial_merged} merged",
+            "baseline_value": serial_runs,
+            "ratio": round(serial_runs / serial_merged, 3),
+            "target": "<= 1.11 (one per PR, the flake's rerun beside)",
+        },
+        {
+            "name": "train --batch 4: CI runs per merged PR",
+            "value": round(runs / merged, 3),
+            "unit": "runs",
+            "baseline": f"{runs} runs, {merged} merged",
+            "baseline_value": runs,
+            "ratio": round(runs / merged, 3),
+            "target": "<= 0.85",
+        },
+        {
+            "name": "train --batch 4 wall time",
+            "value": round(wall, 1),
+            "unit": "s",
+            "baseline": "train --batch 1, same queue, same run (s)",
+            "baseline_value": round(serial_wall, 1),
+            "ratio": round(wall / serial_wall, 3),
+            "target": "<= 0.6x",
+        },
+    ]
+    for row in rows:
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
