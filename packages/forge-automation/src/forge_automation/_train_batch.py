@@ -158,12 +158,13 @@ class BatchTrain(_SerialTrain):
         prs: list[tuple[int, str]],
         queue: list[int],
         *,
-        red: tuple[Car, tuple[str, ...]] | None = None,
+        red: tuple[Car, tuple[str, ...], bool] | None = None,
     ) -> str | None:
         """Test `prs` as a car on `tip` and land or bisect it; return the base tip after, None
         when the train must build its next car from the queue (PRs went back to it).
 
-        `red` is a car CI saw red (and why): a car with its tree is not tested again.
+        `red` is a car CI saw red (why, and whether the red survived a rerun): a car with its
+        tree is not tested again.
         """
         car = carts.build(base, tip, prs)
         queue[:0] = list(car.left_out)
@@ -172,7 +173,7 @@ class BatchTrain(_SerialTrain):
         if not car.prs:
             return None
         if red is not None and red[0].tree == car.tree:
-            (tested, reasons), green, confirmed = red, False, True
+            (tested, reasons, confirmed), green = red, False
             self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
         else:
             tested, green, reasons, confirmed = self._test(carts, car)
@@ -197,7 +198,7 @@ class BatchTrain(_SerialTrain):
             # Without a rerun that failed again, a red may be a flake: the last PR is tested
             # on its own rather than blamed for the car's red.
             return self._settle(carts, base, new_tip, right, queue)
-        return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons))
+        return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons, confirmed))
 
     def _test(self, carts: CarGit, car: Car) -> tuple[Car, bool, tuple[str, ...], bool]:
         """Push the car (or find one pushed before with its tree) and wait for its checks; rerun
