@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from content_registry import CANARY, PNG, registry, runs
 from daemon_mcp_fixture import FixtureRegistry
 from daemon_raw_http import serve_app
+from daemon_support import running
 from local_daemon import Icon, Registry, build_http_app, create_mcp_server
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -243,3 +244,27 @@ def test_a_malformed_template_fails_at_start_up() -> None:
     fresh.resource("x://{a}{b}", name="adjacent")(lambda a, b: a + b)
     with pytest.raises(ValueError):
         create_mcp_server(fresh, tool_prefix="", version="1")
+
+
+async def test_through_the_attach_relay(tmp_path: Path) -> None:
+    # `mcp-stdio --attach` relays every message: resources and prompts reach the shared daemon.
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "local_daemon.cli", "mcp-stdio", "--attach", str(tmp_path / "state")],
+        env={"PYTHONPATH": str(TESTS_DIR)},
+        cwd=TESTS_DIR,
+    )
+    async with running(tmp_path, registry=registry, tool_prefix=""):
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                capabilities = client.server_capabilities
+                read = await client.read_resource("notes://relayed")
+                prompt = await client.get_prompt("greet", {"who": "Kim"})
+    assert capabilities.resources is not None
+    assert capabilities.prompts is not None
+    [content] = read.contents
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text == "# relayed"
+    text = prompt.messages[0].content
+    assert isinstance(text, types.TextContent)
+    assert text.text == "Write a warm greeting for Kim."
