@@ -240,8 +240,9 @@ async def test_daemon_keeps_finished_results_across_a_restart(tmp_path: Path) ->
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         record = json.loads(path.read_bytes())
-        # The task and the call's result: nothing of the request.
-        assert set(record) == {"version", "task", "result"}
+        # The task, its owner (a name, no secret) and the call's result: nothing of the request.
+        assert set(record) == {"version", "owner", "task", "result"}
+        assert record["owner"] == "loopback"
         assert set(record["task"]) <= {
             "taskId",
             "status",
@@ -311,7 +312,8 @@ def _record(task_id: str, finished: datetime.datetime, ttl_ms: int) -> bytes:
         "lastUpdatedAt": stamp,
         "ttl": ttl_ms,
     }
-    return json.dumps({"version": 1, "task": task, "result": result}).encode()
+    document = {"version": 1, "owner": "loopback", "task": task, "result": result}
+    return json.dumps(document).encode()
 
 
 async def test_a_restart_reads_time_to_live_by_a_clock_stepped_either_way(tmp_path: Path) -> None:

@@ -37,7 +37,14 @@ from local_daemon._oauth_paths import (
 )
 from local_daemon._pages import STYLE, envelope, html_response, script_json, too_many_sign_ins
 from local_daemon._peer import is_local_peer
-from local_daemon._types import AUTH_RECORD_KEY, STILL_AUTHORISED_KEY, AuthRecord, Middleware
+from local_daemon._tasks import owner_context
+from local_daemon._types import (
+    AUTH_CONTEXT_KEY,
+    AUTH_RECORD_KEY,
+    STILL_AUTHORISED_KEY,
+    AuthRecord,
+    Middleware,
+)
 
 if TYPE_CHECKING:
     from local_daemon._oauth_http import OAuthEndpoints
@@ -357,6 +364,7 @@ class _Gate:
             issued_at=verified.issued_at,
             peer_local=is_local_peer(request.remote),
         )
+        request[AUTH_CONTEXT_KEY] = owner_context(verified.credential, verified.session_id)
         still_authorised: Callable[[], bool] = functools.partial(self._still_authorised, request)
         request[STILL_AUTHORISED_KEY] = still_authorised
         return await handler(request)

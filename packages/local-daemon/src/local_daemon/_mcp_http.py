@@ -47,9 +47,10 @@ from ._bodies import (
 from ._config import AppOptions
 from ._json import NonFiniteNumberError, parse_json
 from ._mcp import NOT_FINITE, REQUEST_AUTH, create_mcp_server, tool_caller
-from ._mcp_tasks import REQUEST_CANCELLED, install_tasks
+from ._mcp_tasks import REQUEST_CANCELLED, REQUEST_CONTEXT, install_tasks
 from ._tasks import TaskStore
 from ._types import (
+    AUTH_CONTEXT_KEY,
     AUTH_RECORD_KEY,
 )
 
@@ -350,9 +351,11 @@ class McpHttpHandler:
         # Behind the remote gate the request carries its credential record; tool calls hand it
         # to `create_context("mcp", auth)` as `/rpc` does.
         token = REQUEST_AUTH.set(request.get(AUTH_RECORD_KEY))
+        owner = REQUEST_CONTEXT.set(request.get(AUTH_CONTEXT_KEY, "loopback"))
         try:
             return await self._handle(request)
         finally:
+            REQUEST_CONTEXT.reset(owner)
             REQUEST_AUTH.reset(token)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:

@@ -10,15 +10,19 @@ live, optional) or, on 2026-07-28, when the client's capabilities list the exten
 
 `tasks/result` waits for the task to finish and, when the request asks for progress (a progress
 token), forwards the command's newest progress reports while it waits: a client that comes back
-keeps seeing progress. `notifications/cancelled` never touches a task (only `tasks/cancel` does);
-task ids are 144 random bits, and any client this daemon lets call its tools may use one it
-holds (the daemon serves one user).
+keeps seeing progress. `notifications/cancelled` never touches a task (only `tasks/cancel` does).
+
+A task belongs to the authorization context that started it (`REQUEST_CONTEXT`: "loopback", the
+remote bearer secret's "bearer", or one remote device's session): `tasks/get`, `tasks/result`
+and `tasks/cancel` answer another context's task id exactly as an unknown one, and `tasks/list`
+lists the caller's tasks only. Task ids are 144 random bits besides.
 
 Importing this module imports `mcp`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -39,6 +43,7 @@ from ._tasks import TasksFullError, TaskState, TaskStore
 __all__ = [
     "RELATED_TASK_META_KEY",
     "REQUEST_CANCELLED",
+    "REQUEST_CONTEXT",
     "TASKS_EXTENSION",
     "ToolCall",
     "install_tasks",
@@ -55,6 +60,12 @@ _CORE_TASKS_VERSION = "2025-11-25"
 # LSP defines it, since MCP sends nothing for a cancelled request on a connection that stays.
 # A cancelled task's `tasks/result` answers it too.
 REQUEST_CANCELLED = -32800
+
+# The authorization context of the `/mcp` request being answered (`_tasks.owner_context`): set
+# around each request from the gate's (`AUTH_CONTEXT_KEY`); "loopback" where no gate stands.
+REQUEST_CONTEXT: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "local_daemon.mcp_context", default="loopback"
+)
 
 # Runs one tool call (name, arguments) with a progress sender; answers the tool result.
 ToolCall = Callable[[str, Mapping[str, Any] | None, ProgressSender | None], Awaitable[Any]]
@@ -99,7 +110,7 @@ def install_tasks(server: Server[Any], store: TaskStore, call: ToolCall) -> None
     server.extensions[TASKS_EXTENSION] = {}
 
     def task_of(task_id: str) -> TaskState:
-        task = store.get(task_id)
+        task = store.get(task_id, REQUEST_CONTEXT.get())
         if task is None:
             raise MCPError(types.INVALID_PARAMS, "Unknown task", data=task_id)
         return task
@@ -115,7 +126,9 @@ def install_tasks(server: Server[Any], store: TaskStore, call: ToolCall) -> None
             return _dump(await call(params.name, params.arguments, progress))
 
         try:
-            task = store.start(run, ttl_ms=ttl, error_result=_error_result)
+            task = store.start(
+                run, ttl_ms=ttl, error_result=_error_result, owner=REQUEST_CONTEXT.get()
+            )
         except TasksFullError:
             limit = store.limits.max_tasks
             raise MCPError(
@@ -182,7 +195,7 @@ def install_tasks(server: Server[Any], store: TaskStore, call: ToolCall) -> None
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
         # At most `max_tasks`: one page.
-        return {"tasks": [task.wire(poll) for task in store.tasks()]}
+        return {"tasks": [task.wire(poll) for task in store.tasks(REQUEST_CONTEXT.get())]}
 
     server.middleware.append(middleware)
     server.add_request_handler("tasks/get", types.GetTaskRequestParams, on_get)

@@ -12,7 +12,12 @@ through the one state-file layer (`write_atomic`: 0600, whole or not at all) whe
 when it ends, and read back (`read_safe_file`) when the daemon starts again: finished tasks keep
 their results for the rest of their time to live, and a task that was still working when the
 daemon stopped is reported failed. A file holds the task's status, times and the call's result,
-nothing of the request (no credential, no arguments).
+nothing of the request (no credential, no arguments) but its owner.
+
+Each task belongs to the authorization context that started it, its `owner`: a name holding no
+secret (`owner_context`: "loopback", "bearer", or "session:" and the SHA-256 of a remote
+device's session id). Only that context finds it (`get`, `tasks`); a task file read back with
+no owner belongs to nobody and is kept only until its time to live runs out.
 
 The store holds JSON values (the wire form of the task and of the result); it imports nothing of
 `mcp`, so the daemon can load it before the SDK.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -53,6 +59,7 @@ __all__ = [
     "TaskStatus",
     "TaskStore",
     "TasksFullError",
+    "owner_context",
 ]
 
 TaskStatus: TypeAlias = Literal["working", "completed", "failed", "cancelled"]
@@ -76,6 +83,21 @@ ResultValue: TypeAlias = dict[str, Any]
 TaskRun: TypeAlias = Callable[[ProgressSender], Awaitable[ResultValue]]
 # Builds the result a failed task reports from an RPC error envelope.
 ErrorResult: TypeAlias = Callable[[Mapping[str, Any]], ResultValue]
+
+
+# The owner of a task read back from a file that names none: no caller's context is this.
+_NOBODY = ""
+
+
+def owner_context(credential: str | None, session_id: str | None) -> str:
+    """The owner a task started under this credential gets: "loopback" with none (the loopback
+    listener, stdio), "session:<SHA-256 of the id>" for a remote device's session, else the
+    credential's kind ("bearer")."""
+    if credential is None:
+        return "loopback"
+    if session_id is not None:
+        return "session:" + hashlib.sha256(session_id.encode()).hexdigest()
+    return credential
 
 
 class TasksFullError(Exception):
@@ -118,6 +140,7 @@ class TaskState:
         "created",
         "done",
         "expires",
+        "owner",
         "report",
         "report_seq",
         "result",
@@ -130,8 +153,9 @@ class TaskState:
         "updated",
     )
 
-    def __init__(self, task_id: str, *, created: float, ttl_ms: int) -> None:
+    def __init__(self, task_id: str, *, created: float, ttl_ms: int, owner: str) -> None:
         self.task_id = task_id
+        self.owner = owner
         self.status: TaskStatus = "working"
         self.status_message: str | None = None
         self.created = self.updated = created  # wall clock, for the wire and the file
@@ -202,7 +226,12 @@ class TaskState:
 
     def record(self) -> bytes:
         """The task's file: its wire object and its result."""
-        document = {"version": _RECORD_VERSION, "task": self.wire(None), "result": self.result}
+        document = {
+            "version": _RECORD_VERSION,
+            "owner": self.owner,
+            "task": self.wire(None),
+            "result": self.result,
+        }
         return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -289,7 +318,13 @@ class TaskStore:
         ):
             self._log.warning("task file %s skipped: not a task record", path.name)
             return None
-        task = TaskState(task_id, created=created, ttl_ms=ttl)
+        owner = document.get("owner")
+        task = TaskState(
+            task_id,
+            created=created,
+            ttl_ms=ttl,
+            owner=owner if isinstance(owner, str) and owner else _NOBODY,
+        )
         if status == "working":
             # Its command died with the daemon; the file says so from now on.
             stopped = error_result(error_envelope(DAEMON_STOPPED_CODE, DAEMON_STOPPED_MESSAGE))
@@ -372,8 +407,11 @@ class TaskStore:
             return self.limits.default_ttl_ms
         return min(requested, self.limits.max_ttl_ms)
 
-    def start(self, run: TaskRun, *, ttl_ms: int | None, error_result: ErrorResult) -> TaskState:
-        """Start `run` as a new task and return it (working); raise `TasksFullError`."""
+    def start(
+        self, run: TaskRun, *, ttl_ms: int | None, error_result: ErrorResult, owner: str
+    ) -> TaskState:
+        """Start `run` as a new task of `owner` and return it (working); raise
+        `TasksFullError`."""
         if self._closed:
             raise TasksFullError
         self._sweep()
@@ -383,7 +421,7 @@ class TaskStore:
                 raise TasksFullError
             self._forget(min(finished, key=lambda task: task.updated))
         task_id = secrets.token_urlsafe(_ID_BYTES)
-        task = TaskState(task_id, created=time.time(), ttl_ms=self.ttl_for(ttl_ms))
+        task = TaskState(task_id, created=time.time(), ttl_ms=self.ttl_for(ttl_ms), owner=owner)
         self._tasks[task_id] = task
         task.runner = asyncio.ensure_future(self._run(task, run, error_result))
         return task
@@ -416,15 +454,24 @@ class TaskStore:
                 task.finish(status, result, None, time.monotonic())
         await self._save(task)
 
-    def get(self, task_id: str) -> TaskState | None:
-        """Return the task `task_id` while it is kept."""
+    def get(self, task_id: str, owner: str) -> TaskState | None:
+        """Return the task `task_id` while it is kept, if `owner` started it (another's is
+        None, as an unknown id is)."""
         self._sweep()
-        return self._tasks.get(task_id)
+        task = self._tasks.get(task_id)
+        if task is None or not owner or task.owner != owner:
+            return None
+        return task
 
-    def tasks(self) -> list[TaskState]:
-        """Return every task kept, newest first."""
+    def tasks(self, owner: str | None = None) -> list[TaskState]:
+        """Return the tasks kept that `owner` started (every one with None), newest first."""
         self._sweep()
-        return sorted(self._tasks.values(), key=lambda task: task.created, reverse=True)
+        kept = [
+            task
+            for task in self._tasks.values()
+            if owner is None or (owner and task.owner == owner)
+        ]
+        return sorted(kept, key=lambda task: task.created, reverse=True)
 
     def cancel(self, task: TaskState) -> None:
         """Cancel a working task: it is cancelled at once, and its command is stopped."""

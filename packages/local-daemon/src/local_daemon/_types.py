@@ -160,6 +160,10 @@ class FormattedError:
 # Set by the gate on every request it lets through; read by /rpc to build the context.
 AUTH_RECORD_KEY: web.RequestKey[AuthRecord] = web.RequestKey("local_daemon.auth", AuthRecord)
 
+# Set by the gate beside the record: the request's authorization context, a name holding no
+# secret (`_tasks.owner_context`); MCP tasks belong to it. Unset on loopback.
+AUTH_CONTEXT_KEY: web.RequestKey[str] = web.RequestKey("local_daemon.auth_context", str)
+
 # Set by the gate beside the record: true while the request's credential would still be let
 # through (the session not revoked, the token not rotated); long-lived streams ask it again.
 STILL_AUTHORISED_KEY: web.RequestKey[Callable[[], bool]] = web.RequestKey(

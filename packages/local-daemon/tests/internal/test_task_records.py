@@ -19,6 +19,7 @@ TASK_ID = "T" * 24
 NAME = f"{TASK_ID}.json"
 _VALID: dict[str, Any] = {
     "version": 1,
+    "owner": "loopback",
     "task": {
         "taskId": TASK_ID,
         "status": "completed",
@@ -80,6 +81,9 @@ def test_load_keeps_a_task_or_skips_the_file(data: bytes) -> None:
             assert task.terminal
             assert 0 < task.ttl_ms <= store.limits.max_ttl_ms
             assert task.result is None or isinstance(task.result, dict)
+            # Its owner as the file names it, or nobody's (no caller's context is "").
+            assert store.get(TASK_ID, "loopback") in (task, None)
+            assert store.get(TASK_ID, "") is None
         if not kept:
             assert path.read_bytes() == data  # skipped, as it was
 
@@ -93,3 +97,21 @@ def test_the_valid_record_is_kept() -> None:
         store = TaskStore(directory)
         store.load(_error_result)
         assert [task.task_id for task in store.tasks()] == [TASK_ID]
+        assert store.get(TASK_ID, "loopback") is not None
+        assert store.get(TASK_ID, "bearer") is None
+        assert store.tasks("bearer") == []
+
+
+def test_a_record_naming_no_owner_is_nobodys() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        path = directory / NAME
+        record = {key: value for key, value in _VALID.items() if key != "owner"}
+        path.write_bytes(json.dumps(record).encode())
+        os.chmod(path, 0o600)
+        store = TaskStore(directory)
+        store.load(_error_result)
+        assert [task.task_id for task in store.tasks()] == [TASK_ID]  # kept until it expires
+        for context in ("loopback", "bearer", ""):
+            assert store.get(TASK_ID, context) is None
+            assert store.tasks(context) == []
