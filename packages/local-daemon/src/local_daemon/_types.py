@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._auth import DaemonAuth
 
 __all__ = [
+    "AUTH_CONTEXT_KEY",
     "AUTH_RECORD_KEY",
     "STILL_AUTHORISED_KEY",
     "AuthRecord",
