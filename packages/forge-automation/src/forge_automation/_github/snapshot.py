@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_SUCH_PR",
     "PrSnapshot",
+    "open_pr_base",
     "parse_pr_snapshot",
     "pr_snapshot_request",
     "review_state_from_snapshot",
@@ -85,6 +86,21 @@ def parse_pr_snapshot(body: Any) -> PrSnapshot | None:
     if repository is None:
         raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
     return parsed("a pull request snapshot", repository, _snapshot)
+
+
+def open_pr_base(body: Any) -> str | None:
+    """Return the base branch an answer to PR_SNAPSHOT_QUERY names for an open PR, else None.
+
+    A hint, not a verdict: pr-status starts its classic-protection read with it before the answer
+    is parsed (`parse_pr_snapshot` still reads the whole answer); any other shape gives None.
+    """
+    data = body.get("data") if isinstance(body, dict) else None
+    repository = data.get("repository") if isinstance(data, dict) else None
+    pull = repository.get("pullRequest") if isinstance(repository, dict) else None
+    if not isinstance(pull, dict) or pull.get("state") != "OPEN":
+        return None
+    base = pull.get("baseRefName")
+    return base if isinstance(base, str) and base else None
 
 
 def _not_found(body: Mapping[str, Any]) -> bool:

@@ -16,9 +16,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from .._errors import ForgeCliError
     from .._exec import ExecOptions, ExecResult, GhExec
     from .._gh import GhChild
     from .._types import CheckRun
+
+    _Key = tuple[tuple[str, ...], bytes]
 
 __all__ = ["pr_status_command", "prefetch"]
 
@@ -63,6 +66,7 @@ def pr_status_command(ref: str, as_json: bool = False, early: _Prestarted | None
     if started is None:
         started = _Prestarted.start(repo, number)
     try:
+        started.follow()
         _pr_status(started, repo, number, as_json=as_json)
     finally:
         started.close()
@@ -150,21 +154,23 @@ def _pr_status(
 
 
 class _Prestarted:
-    """A GhExec whose first call, if it is the snapshot read, a child started earlier answers.
+    """A GhExec whose calls children started earlier answer, each once.
 
-    `start` runs the snapshot read's gh now (through `_gh.start_gh`, the one launcher); the
-    read's `gh_call` later makes the same call (same argv and stdin, no extra env) and gets that
-    child's answer. Every other call, and a retry, runs gh as usual through `run_gh`, so a
-    mismatch costs time, never correctness. `close()` stops the child if nobody asked for it.
+    `start` runs the snapshot read's gh now (through `_gh.start_gh`, the one launcher). `follow`
+    waits for its answer and, when that names an open PR, starts the read of the PR's base's
+    classic protection at once (pr-status's one REST read in the usual case), so that it runs
+    beside the library's imports rather than after them. No thread: imports in two threads race
+    (`dataclasses` reads a half-built `typing`). A later call with the same argv and stdin (no
+    extra env, no cwd) gets that child's answer; every other call, and a retry, runs gh as usual
+    through `run_gh`, so a mismatch costs time, never correctness: every answer still goes
+    through `gh_call` and its parsers. `close()` stops every child nobody asked for.
     """
 
-    def __init__(
-        self, repo: tuple[str, int], args: list[str], input: bytes, child: GhChild | None
-    ) -> None:
+    def __init__(self, repo: tuple[str, int], key: _Key, child: GhChild | None) -> None:
         self.repo = repo
-        self._args = args
-        self._input = input
-        self._child = child
+        self._key = key
+        self._children: dict[_Key, GhChild] = {} if child is None else {key: child}
+        self._failed: ForgeCliError | None = None
 
     @classmethod
     def start(cls, repo: str, number: int) -> _Prestarted:
@@ -180,26 +186,49 @@ class _Prestarted:
         # A gh that cannot start: the call itself runs gh again and reports why.
         with contextlib.suppress(ForgeCliError):
             child = start_gh(args, input=body)
-        return cls((repo, number), args, body, child)
+        return cls((repo, number), (tuple(args), body), child)
+
+    def follow(self, timeout: float | None = _GH_TIMEOUT) -> None:
+        """Wait for the snapshot's answer; start the classic-protection read it calls for."""
+        from .._errors import ForgeCliError, ForgeError
+        from .._gh import parse_gh_response, request_args, start_gh
+        from .._github.rest import get_branch_protection
+        from .._github.snapshot import open_pr_base
+
+        child = self._children.get(self._key)
+        if child is None or self._failed is not None:
+            return
+        try:
+            answer = child.finish(timeout)
+        except ForgeCliError as exc:  # its timeout: the snapshot's call raises it
+            del self._children[self._key]
+            self._failed = exc
+            return
+        response = parse_gh_response(answer.stdout)
+        if answer.returncode != 0 or response is None or response.status != 200:
+            return
+        try:
+            base = open_pr_base(response.json())
+            if base is not None:
+                args = request_args(get_branch_protection(self.repo[0], base))
+                self._children[(tuple(args), b"")] = start_gh(args)
+        except ForgeError:  # a hint not followed costs time only: the call runs gh itself
+            return
 
     def __call__(self, args: Sequence[str], options: ExecOptions) -> ExecResult:
         from .._gh import run_gh
 
-        child, self._child = self._child, None
-        if child is None:
+        if options.env or options.cwd is not None:
             return run_gh(args, options)
-        if (
-            list(args) != self._args
-            or options.input != self._input
-            or options.env
-            or options.cwd is not None
-        ):
-            child.stop()
-            return run_gh(args, options)
-        return child.finish(options.timeout)
+        key = (tuple(args), options.input or b"")
+        if key == self._key and self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
+        child = self._children.pop(key, None)
+        return child.finish(options.timeout) if child is not None else run_gh(args, options)
 
     def close(self) -> None:
-        """Stop the child if its answer was never asked for."""
-        child, self._child = self._child, None
-        if child is not None:
+        """Stop every child whose answer was never asked for."""
+        children, self._children = list(self._children.values()), {}
+        for child in children:
             child.stop()
