@@ -1,12 +1,13 @@
 """`forge-cli pr-status` wall time vs one bare `gh api` call against the same local forge API.
 
-pr-status pays Python and CLI start-up plus one forge read: a GraphQL document for the PR, its
+pr-status pays Python and CLI start-up plus two forge reads: a GraphQL document for the PR, its
 head's check runs, the base's rules and the head's ancestors, started as a gh child before the
 library is imported (so the imports run beside it), then classic branch protection over REST
-(GitHub layers it on the rulesets and the document cannot ask for it; read without loading the
-wire). The world here is the usual one (required checks by ruleset, strict, head up to date),
-which needs no other REST read. Its gh child runs
-with TCELL_MINIMIZE=1, which spares it tcell's rune-width table; the baseline is a bare call
+(GitHub layers it on the rulesets; the document cannot ask for it), started as soon as the
+document answers with the PR's base, before the verdict's modules load, so that it too runs
+beside the imports rather than after them. The world here is the usual one (required checks by
+ruleset, strict, head up to date), which needs no other REST read. Its gh children run
+with TCELL_MINIMIZE=1, which spares them tcell's rune-width table; the baseline is a bare call
 without it, as a user would type it. Python runs from its bytecode cache, as an installed package
 does. The target is at most 2.0x one bare call.
 
