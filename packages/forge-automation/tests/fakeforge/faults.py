@@ -4,6 +4,8 @@
 test removes it; gh receives the faulted HTTP answer, as it would from GitHub. Parts:
 
 - `protection`: REST `GET .../branches/{branch}/protection` (and its required_status_checks);
+- `rulesets`: REST `GET .../rules/branches/{branch}` (the rulesets' `pull_request` rule is a
+  review rule; pr-status reads the rulesets in its GraphQL document instead);
 - `reviews`: the GraphQL reviews selection (PullRequestSnapshot, PullRequestReviewState);
 - `threads`: the GraphQL review threads (PullRequestSnapshot, PullRequestReviewThreads).
 
@@ -24,11 +26,14 @@ from typing import Any
 
 __all__ = ["GRAPHQL_FAULTS", "PARTS", "REST_FAULTS", "faulted_answer", "mutated"]
 
-PARTS = ("protection", "reviews", "threads")
+PARTS = ("protection", "rulesets", "reviews", "threads")
 REST_FAULTS = ("rate-limit", "not-found", "502", "empty", "truncated", "missing-field")
 GRAPHQL_FAULTS = ("rate-limit", "502", "empty", "truncated", "errors", "missing-field", "no-cursor")
 
-_REST_PART = {"protection": re.compile(r"/repos/[^/]+/[^/]+/branches/.+/protection(/.*)?")}
+_REST_PART = {
+    "protection": re.compile(r"/repos/[^/]+/[^/]+/branches/.+/protection(/.*)?"),
+    "rulesets": re.compile(r"/repos/[^/]+/[^/]+/rules/branches/.+"),
+}
 _GRAPHQL_PART = {
     "reviews": {"PullRequestSnapshot", "PullRequestReviewState"},
     "threads": {"PullRequestSnapshot", "PullRequestReviewThreads"},
@@ -92,6 +97,15 @@ def faulted_answer(state: Any, path: str, body: bytes) -> tuple[Answer | None, s
 def mutated(payload: object, change: str) -> object:
     """Apply a data fault (`part:fault`) to an answer's payload, in place where it can."""
     part, _, fault = change.partition(":")
+    if part == "rulesets":
+        # Each rule's `parameters` (what the rule asks) left out; copies: the rules are the
+        # forge state's own.
+        if not isinstance(payload, list):
+            return payload
+        return [
+            {k: v for k, v in rule.items() if k != "parameters"} if isinstance(rule, dict) else rule
+            for rule in payload
+        ]
     if part == "protection":
         # The required checks' `contexts` (required by GitHub's description) left out.
         if isinstance(payload, dict) and isinstance(payload.get("required_status_checks"), dict):
