@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
+    CheckRunConclusion,
+    CheckStatus,
     FakeForge,
     PullRequest,
     RequiredChecks,
@@ -26,7 +28,9 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
-def _run(name: str, head: str, status: str, conclusion: str | None) -> CheckRun:
+def _run(
+    name: str, head: str, status: CheckStatus, conclusion: CheckRunConclusion | None
+) -> CheckRun:
     return CheckRun(
         id=next(_RUN_IDS),
         name=name,
@@ -103,7 +107,7 @@ def seed_forge() -> DemoForge:
         ),
     )
     demo = DemoForge(forge=forge)
-    specs = [
+    specs: list[tuple[int, str, CheckRunConclusion | None, CheckRunConclusion, bool]] = [
         (1, "Add a retry budget to the poller", "success", "success", False),
         (2, "Refactor the usage reader", "failure", "success", False),
         (3, "Status line: show weekly reset", None, "success", False),
