@@ -7,28 +7,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from accounts_support import UsageServer, check_files, usage_body
+from accounts_support import UsageServer, usage_body
 from test_cli import Home, plant_reading
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Iterator[Home]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield Home(path=path, url=server.url)
-    check_files(tmp_path)
 
 
 def token_of(config: Path) -> str:
