@@ -196,7 +196,3 @@ class Accounts:
         week = meter.week_used if self.now < meter.week_resets else 0.0
         resets = meter.week_resets if self.now < meter.week_resets else meter.week_resets + WEEK
         return {"five_hour": (five, five_resets), "seven_day": (week, resets)}
-
-    def has_room(self, name: str) -> bool:
-        """Whether account `name` is below 100% in both windows now."""
-        return all(used < 100 for used, _ in self.usage(name).values())
