@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 
-import forge_automation
 from fakeforge import ForgeServer
 from forge_builders import GreenPr
 
@@ -41,13 +40,6 @@ def test_the_cli_imports_only_what_it_uses() -> None:
         "subprocess",
     }
     assert loaded & heavy == set()
-
-
-def test_the_lazy_front_door_serves_every_exported_name() -> None:
-    from forge_automation import _MODULE_OF
-
-    assert set(_MODULE_OF) == set(forge_automation.__all__)
-    assert forge_automation.format_squash_message.__module__ == "forge_automation._squash"
 
 
 def test_importing_the_cli_leaves_the_library_for_later() -> None:
