@@ -243,6 +243,34 @@ def test_pr_status_never_loads_typer(server: ForgeServer, repo: RepoState) -> No
     )
 
 
+def test_an_in_process_pr_status_leaves_the_callers_collector_as_it_was(
+    server: ForgeServer, repo: RepoState
+) -> None:
+    # pr-status pauses the collector while it runs, and the console script freezes what is left
+    # just before the process exits; a caller that runs `main(argv)` in its own process keeps
+    # its collector on and nothing of its own frozen.
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    code = (
+        "import gc, sys\n"
+        "from forge_automation import cli\n"
+        "try:\n"
+        f"    cli.main(['pr-status', '{REPO}#1'])\n"
+        "except SystemExit as done:\n"
+        "    print(done.code, gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **server.env()},
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith(f"{REPO}#1 open ")
+    assert done.stderr.split() == ["0", "True", "0"]
+
+
 # -- reviews: from the same document, read on only where it cannot answer whole --------------------
 
 

@@ -16,6 +16,7 @@ that maps every outcome to them, never with a traceback:
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -46,8 +47,23 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     debug = os.environ.get("FORGE_CLI_DEBUG") == "1"
     if args[:1] == ["--debug"]:
         debug, args = True, args[1:]
-    code = _run(args, debug=debug)
+    # pr-status is one short read that makes little garbage: the collector's passes over the
+    # modules it imports cost it a tenth of its CPU, so it runs without them, and the collector
+    # is back on when it returns (ci-wait and train run long and keep theirs).
+    pause = args[:1] == ["pr-status"] and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        code = _run(args, debug=debug)
+    finally:
+        if pause:
+            gc.enable()
     sys.stdout.flush()
+    if argv is None:
+        # The process ends here (the console script): the interpreter's last collection would
+        # walk every object the command's imports made, a third of pr-status's time after its
+        # answer. Frozen objects are left to the OS; atexit handlers still run.
+        gc.freeze()
     raise SystemExit(code)
 
 
