@@ -71,8 +71,8 @@ typecheck: setup-python ## mypy --strict over every package's src and tests
 docs: setup-python ## build the docs site into site/ (mkdocs build --strict: a warning fails it)
 	@NO_MKDOCS_2_WARNING=1 $(UV) run --no-sync mkdocs build --strict --quiet
 
-bench: setup ## run the benchmarks and write BENCHMARKS.md
-	@$(UV) run --no-sync python benchmarks/run.py
+bench: setup ## run the benchmarks and write BENCHMARKS.md (BENCH="bench_forge_cli ...": only those rows)
+	@$(UV) run --no-sync python benchmarks/run.py $(BENCH)
 
 build: setup ## build three wheels and three sdists into dist/
 	@$(UV) build --all-packages --no-sources --out-dir dist
