@@ -11,8 +11,10 @@ head's first 100 ancestors, which prove "not behind" when they hold the base tip
 The read never decides on less than the REST reads would: each part the document cannot answer
 whole is read again over REST, exactly as before (`pr_snapshot`):
 - classic protection, always for an open PR: GitHub layers it on the rulesets, and the document
-  cannot ask for it; the rules go through `_rules.load_branch_rules` (premerge's one loader),
-  given the document's rulesets;
+  does not ask for it, as GraphQL's `Ref.branchProtectionRule` is null both for "no rule" and for
+  a caller who may not see it (no admin rights, or a token without the administration permission),
+  where REST's two 404 bodies tell them apart; the rules go through `_rules.load_branch_rules`
+  (premerge's one loader), given the document's rulesets;
 - a connection with another page (more than 100 check suites, runs per suite, or rules), or a
   last commit that is not the PR's head: the runs by sha, or the rulesets over REST;
 - a strict base whose tip is not among the head's first 100 ancestors: the REST compare;
