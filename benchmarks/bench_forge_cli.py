@@ -11,8 +11,12 @@ with TCELL_MINIMIZE=1, which spares them tcell's rune-width table; the baseline 
 without it, as a user would type it. Python runs from its bytecode cache, as an installed package
 does. The target is at most 2.0x one bare call.
 
-Two figures for information: one gh call as forge-cli runs it, and the forge requests one
-pr-status makes (counted at the server, so a call made twice would show).
+Three figures for information: one gh call as forge-cli runs it; pr-status's own share (its wall
+time minus two such calls: what Python adds around the two reads, which must run one after the
+other as the second needs the first's answer); and the forge requests one pr-status makes
+(counted at the server, so a call made twice would show). On a shared machine the ratio moves with
+the load: the two gh children and Python's imports then compete for the cores, and the bare
+baseline is one process.
 """
 
 from __future__ import annotations
@@ -104,6 +108,13 @@ def main() -> None:
             "ms",
             bare,
             "information",
+        ),
+        _row(
+            "pr-status's own share: its wall time minus two gh calls as forge-cli runs them",
+            statistics.median(cli_times) - 2 * statistics.median(child_times),
+            "ms",
+            bare,
+            "information: Python start-up, imports and work around its two serial forge reads",
         ),
         {
             "name": "forge requests per forge-cli pr-status",
