@@ -58,6 +58,10 @@ class BatchTrain(_SerialTrain):
     _refused: Counter[int] = field(default_factory=Counter)
     # Each base's required checks, read once per run before its first car.
     _rules: dict[str, tuple[RequiredContext, ...]] = field(default_factory=dict)
+    # Each red seen (check, first failure line) and the trees it stayed red on; and the ones
+    # seen to pass on a rerun (flakes: never evidence against a tree).
+    _reds: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _flakes: set[tuple[str, str]] = field(default_factory=set)
 
     def _shape(self) -> str:
         return f" batch={self.batch}"
@@ -213,16 +217,21 @@ class BatchTrain(_SerialTrain):
             self.cars += 1
             self.emit(f"CAR {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
         waited = self._wait(car)
-        confirmed = False
+        failures = self._failures(car, waited)
+        confirmed = self._reproduced(car, failures)
         for attempt in range(1, self.retry_flaky + 1):
-            if waited.verdict != "red" or not self._rerun(car, attempt):
+            if waited.verdict != "red" or confirmed or not self._rerun(car, attempt):
                 break
             before, waited = waited, self._wait(car, latest=True)
             confirmed = waited.verdict != "green"
             if not confirmed:
                 names = ", ".join(before.reasons)
+                self._flakes.update(failures)
                 self.result.flaky.append(f"{car.branch} {names}")
                 self.emit(f"FLAKY {car.branch} {names}: failed, then passed on the same tree")
+        if waited.verdict == "red":
+            for key in failures:
+                self._reds.setdefault(key, set()).add(car.tree)
         reasons = ", ".join(waited.reasons) or "-"
         if waited.reasons and all(r.endswith(_NEVER) for r in waited.reasons):
             carts.delete(car)
@@ -234,6 +243,32 @@ class BatchTrain(_SerialTrain):
             carts.delete(car)
             raise _Stop(f"CI did not finish on {car.branch} within {self.timeout:g} s ({reasons})")
         return car, waited.verdict == "green", tuple(waited.reasons), confirmed
+
+    def _failures(self, car: Car, waited: CiWaitResult) -> list[tuple[str, str]]:
+        """Each failed check of a red car with its first failure line (the ones that have one)."""
+        if waited.verdict != "red" or self.explain is None:
+            return []
+        found = []
+        for reason in waited.reasons:
+            check, _, conclusion = reason.partition("=")
+            if conclusion not in _FAILED:
+                continue
+            line = self.explain(self.repo, car.sha, check)
+            if line:
+                found.append((check, line))
+        return found
+
+    def _reproduced(self, car: Car, failures: list[tuple[str, str]]) -> bool:
+        """Whether a failure of this car already stayed red on another tree (never a flake's):
+        the same failure on two trees is no flake, as a failed rerun shows on one."""
+        for key in failures:
+            if key not in self._flakes and self._reds.get(key, set()) - {car.tree}:
+                self.emit(
+                    f"KNOWN {car.branch} {key[0]}: the same failure stayed red on another tree "
+                    f"({key[1]}); no rerun"
+                )
+                return True
+        return False
 
     def _wait(self, car: Car, *, latest: bool = False) -> CiWaitResult:
         waited = self._wait_ci(car.sha, self._rules[car.base], 0, latest=latest)
