@@ -16,7 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_accounts import UsageReading, WindowForecast, reading_pace, window_forecast
+from agent_accounts import (
+    RateWindow,
+    UsageReading,
+    WindowForecast,
+    reading_pace,
+    window_forecast,
+)
 
 H = 3600
 DAY = 24 * H
@@ -96,6 +102,74 @@ def test_bursty_five_hours_is_within_ten_percent_at_half_the_window() -> None:
     found = forecast_at_half(readings, "five_hour", 5 * H)
     assert found.full_at is not None
     assert abs(found.full_at - full) <= 0.10 * (full - (T0 + 2.5 * H))
+
+
+def working_days(
+    days: int, blocks: list[tuple[float, float]], rate: float, *, step: float
+) -> tuple[list[UsageReading], list[tuple[float, float]]]:
+    """`days` days from T0 (midnight UTC) of use at `rate` %/h in each day's `blocks` (hours),
+    a five-hour window opening at the first use after the last one reset and use stopping at
+    100%; readings every `step` s. Return them and each window's `(opened, full_at)`."""
+    readings: list[UsageReading] = []
+    fills: list[tuple[float, float]] = []
+    opened: float | None = None
+    used, t = 0.0, T0
+    while t < T0 + days * DAY:
+        if opened is not None and t >= opened + 5 * H:
+            opened, used = None, 0.0
+        if round(t - T0) % round(step) == 0:
+            window: RateWindow = {"used_percentage": float(round(used))}
+            if opened is not None:
+                window["resets_at"] = opened + 5 * H
+            limits = {"five_hour": window}
+            readings.append({"session_id": "usage-poll", "written_at": t, "rate_limits": limits})
+        hour = (t - T0) % DAY / H
+        if any(a <= hour < b for a, b in blocks) and used < 100:
+            if opened is None:
+                opened = t
+            used += rate / 60
+            if used >= 100:
+                fills.append((opened, t + 60 - (used - 100) / rate * H))
+                used = 100.0
+        t += 60
+    return readings, fills
+
+
+def test_a_five_hour_window_filling_after_lunch_is_forecast_past_the_break() -> None:
+    # A day job: 9-12 and 13-18 at 27 %/h. The morning's window reaches ~80% by noon and fills
+    # after lunch; a straight line through its first half lands the fill inside the break.
+    readings, fills = working_days(3, [(9, 12), (13, 18)], 27.0, step=150)
+    opened, full = next((o, f) for o, f in fills if o >= T0 + 2 * DAY)  # the third morning
+    now = opened + 2.5 * H
+    found = window_forecast("five_hour", [r for r in readings if r["written_at"] <= now], now)
+    assert found is not None
+    assert found.full_at is not None
+    assert abs(found.full_at - full) <= 0.10 * (full - now)
+    seen = [r for r in readings if r["written_at"] <= now][-1]
+    line = (
+        now + (100 - seen["rate_limits"]["five_hour"]["used_percentage"]) / found.rate_per_hour * H
+    )
+    assert abs(line - full) > 0.25 * (full - now)  # not vacuous: the line alone is far off
+    # The afternoon's window fills with no pause ahead of it: the straight line, to the minute.
+    opened, full = next((o, f) for o, f in fills if o >= T0 + 2 * DAY + 13 * H)
+    now = opened + 2.5 * H
+    found = window_forecast("five_hour", [r for r in readings if r["written_at"] <= now], now)
+    assert found is not None
+    assert found.full_at is not None
+    assert abs(found.full_at - full) <= 0.10 * (full - now)
+
+
+def test_a_day_the_window_was_full_still_tells_the_pace_after_it() -> None:
+    # Use resumes at 13:00 after lunch and the window fills by 13:30 each day, so the history
+    # has no reading of the 13:30-14:00 pace (full) and only a reading at 100% after 13:00:
+    # the forecast still takes the afternoon as busy, not idle.
+    readings, fills = working_days(3, [(9, 12), (13, 18)], 30.0, step=1800)
+    opened, full = next((o, f) for o, f in fills if o >= T0 + 2 * DAY)
+    now = opened + 2.5 * H
+    found = window_forecast("five_hour", [r for r in readings if r["written_at"] <= now], now)
+    assert found is not None
+    assert found.full_at is not None
+    assert abs(found.full_at - full) <= 0.10 * (full - now)
 
 
 def test_a_window_not_filling_before_its_reset_has_no_full_time() -> None:

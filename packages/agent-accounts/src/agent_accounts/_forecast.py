@@ -4,10 +4,12 @@ The points are a window's `(written_at, used_percentage)` from a profile's usage
 only for the current window: those with the newest point's `resets_at` (within two minutes), or
 with no reset time, those after the last drop in use, and only those at or before `now`. The
 central forecast extends the slope over the whole current window so far from the newest point
-to 100%; for a window of a day or more (a week) whose history spans a day, it instead goes
-forward half hour by half hour, each half hour of the day at the pace the history shows for it,
-scaled to the current window's use (work hours fill a week, nights do not: a straight line
-through a week used in working hours lands its fill in the night). The interval takes the
+to 100%. When the history spans a day and shows the account pausing before that line's fill (a
+night, a lunch break, the end of a working day: a half hour at under a quarter of the line's
+pace), it instead goes forward half hour by half hour, each half hour of the day at the pace the
+history shows for it, scaled to the current window's use: work hours fill a week and nights do
+not, and a five-hour window filling through lunch fills after it (a straight line lands the
+first in the night and the second in the lunch break). The interval takes the
 steeper and the gentler of the overall slope and the recent one (the last tenth of the window's
 length), so a burst shows as an early bound, a lull as a late one, widened to hold the central
 time. A time past the window's reset is no forecast (it resets first). Pure and light: plain tuples,
@@ -121,26 +123,60 @@ def _fills(t: float, used: float, slope: float | None, resets: float | None) -> 
 def _day_profile(points: Sequence[tuple[float, float, float | None]]) -> list[float] | None:
     """Use per second in each half hour of the day (UTC), from the rise between consecutive
     points of one window (every window the history holds); None when the points span under a
-    day (no daily rhythm to tell) or show no rise."""
+    day (no daily rhythm to tell) or show no rise.
+
+    A full window shows no pace: the time it was full is unseen. A pair that reaches 100% filled
+    inside it at the pace of the half hour or more before it when that pace fills it in time
+    (the rest of the pair unseen); else when it filled is not known and the pair is unseen. An
+    unseen half hour (under `MIN_SPAN_S` of pairs in it) takes the busier of the nearest measured
+    half hours either side: an account that was full at that time of day was in use then, so
+    the end of a lunch break it filled right after, or a working day's last hour, counts as busy.
+    """
     if not points or points[-1][0] - points[0][0] < _DAY:
         return None
     risen = [0.0] * _BINS
     seen = [0.0] * _BINS
+    run: list[tuple[float, float]] = []  # the points so far of the window the pair is in
     for (t0, u0, r0), (t1, u1, r1) in itertools.pairwise(points):
         same = r0 == r1 or (r0 is not None and r1 is not None and abs(r0 - r1) < RESET_TOLERANCE_S)
-        if t1 <= t0 or not same or u1 < u0 - 0.5 or u1 >= 100:
-            continue  # a reset between them, or a full window: the pace is not known
+        if t1 <= t0 or not same or u1 < u0 - 0.5:
+            run = []
+            continue  # a reset between them: the pace is not known
+        run.append((t0, u0))
+        if u0 >= 100:
+            continue  # a full window: the pace is not known
         rate = max(0.0, u1 - u0) / (t1 - t0)
+        end = t1
+        if u1 >= 100:
+            # Full inside the pair: at the pace of the half hour or more before it, if that
+            # fills it in time (the rest of the pair unseen), else when is not known.
+            span = min((t0 - t for t, _ in run if t0 - t >= _BIN_S), default=None)
+            pace = 0.0 if span is None else (u0 - next(u for t, u in run if t0 - t == span)) / span
+            if pace <= 0 or t0 + (100 - u0) / pace > t1:
+                continue
+            end, rate = t0 + (100 - u0) / pace, pace
         t = t0
-        while t < t1:  # spread the rise over the time it took (a night's gap included)
-            edge = min(t1, (math.floor(t / _BIN_S) + 1) * _BIN_S)
+        while t < end:  # spread the rise over the time it took (a night's gap included)
+            edge = min(end, (math.floor(t / _BIN_S) + 1) * _BIN_S)
             risen[int(t // _BIN_S) % _BINS] += rate * (edge - t)
             seen[int(t // _BIN_S) % _BINS] += edge - t
             t = edge
-    if not any(risen):
+    known = [b for b in range(_BINS) if seen[b] >= MIN_SPAN_S]
+    if not known or not any(risen):
         return None
-    overall = sum(risen) / sum(seen)
-    return [risen[b] / seen[b] if seen[b] else overall for b in range(_BINS)]
+    measured: list[float | None] = [
+        risen[b] / seen[b] if seen[b] >= MIN_SPAN_S else None for b in range(_BINS)
+    ]
+    rates: list[float] = []
+    for b, shown in enumerate(measured):
+        if shown is not None:
+            rates.append(shown)
+            continue
+        # Unseen: the busier of the nearest measured half hours either side.
+        after = next(r for k in range(_BINS) if (r := measured[(b + k) % _BINS]) is not None)
+        before = next(r for k in range(_BINS) if (r := measured[(b - k) % _BINS]) is not None)
+        rates.append(max(after, before))
+    return rates
 
 
 def _expected(rates: Sequence[float], start: float, end: float) -> float:
@@ -171,13 +207,23 @@ def _fills_by_day(
     return None
 
 
-def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> Forecast | None:
-    """Forecast when window `name` fills: `(full_at, earliest, latest, %/h, t, used, resets_at)`.
+def _pauses(rates: Sequence[float], start: float, end: float, pace: float) -> bool:
+    """Whether `rates` hold a half hour under a quarter of `pace` between `start` and `end`."""
+    t = start
+    while t < end:
+        if rates[int(t // _BIN_S) % _BINS] < pace / 4:
+            return True
+        t = (math.floor(t / _BIN_S) + 1) * _BIN_S
+    return False
 
-    None when the history has no slope for the current window (fewer than two points, spanning
-    under `MIN_SPAN_S`) or the window has already reset at `now`. A bound or the central time is
-    None when that slope does not reach 100% before the reset.
-    """
+
+def _model(
+    name: str, history: Iterable[UsageReading], now: float
+) -> tuple[list[tuple[float, float, float | None]], float, list[float] | None] | None:
+    """The current window's points, their overall slope (% per second) and, when the days
+    before show the account pausing before that slope's fill, the pace of each half hour of the
+    day scaled to this window (else None: the straight line). None without a slope, or when the
+    window has reset by `now`."""
     every = _all_points(name, history, now)
     points = _current(every)
     overall = _slope(points)
@@ -186,47 +232,60 @@ def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> F
     t, used, resets = points[-1]
     if resets is not None and resets <= now:
         return None
-    length = _WINDOW_SECONDS.get(name, 5 * 3600)
-    recent_points = [p for p in points if p[0] >= t - length / 10]
-    recent = _slope(recent_points)
-    if recent is None:
-        recent = overall
-    steep, gentle = max(overall, recent), min(overall, recent)
-    earliest = _fills(t, used, steep, resets)
-    latest = _fills(t, used, gentle, resets)
-    # Only windows of a day or more: a five-hour window's fill often turns on a percent of use
-    # just before its reset or a break, where the rhythm of the days before helps no better.
-    profile = _day_profile(every) if length >= _DAY else None
+    profile = _day_profile(every)
     expected = 0.0 if profile is None else _expected(profile, points[0][0], t)
     if profile is None or expected <= 0 or used <= points[0][1]:
+        return points, overall, None
+    scale = (used - points[0][1]) / expected
+    rates = [rate * scale for rate in profile]
+    line = _fills(t, used, overall, resets)
+    end = line if line is not None else (resets if resets is not None else t + 7 * _DAY)
+    if overall > 0 and not _pauses(rates, t, end, overall):
+        return points, overall, None  # no pause ahead: the straight line is the better guess
+    return points, overall, rates
+
+
+def forecast_window(name: str, history: Iterable[UsageReading], now: float) -> Forecast | None:
+    """Forecast when window `name` fills: `(full_at, earliest, latest, %/h, t, used, resets_at)`.
+
+    None when the history has no slope for the current window (fewer than two points, spanning
+    under `MIN_SPAN_S`) or the window has already reset at `now`. A bound or the central time is
+    None when that slope does not reach 100% before the reset.
+    """
+    found = _model(name, history, now)
+    if found is None:
+        return None
+    points, overall, rates = found
+    t, used, resets = points[-1]
+    length = _WINDOW_SECONDS.get(name, 5 * 3600)
+    recent = _slope([p for p in points if p[0] >= t - length / 10])
+    if recent is None:
+        recent = overall
+    earliest = _fills(t, used, max(overall, recent), resets)
+    latest = _fills(t, used, min(overall, recent), resets)
+    if rates is None:
         central = _fills(t, used, overall, resets)
     else:
-        # A day or more of history: each half hour of the day keeps the pace it had (work hours
-        # fill a week, nights do not), scaled to this window's own use.
-        scale = (used - points[0][1]) / expected
-        central = _fills_by_day(t, used, [r * scale for r in profile], resets)
+        # The days before pause where the line does not (a night, a lunch break, the end of a
+        # working day): each half hour of the day keeps the pace it had, scaled to this window.
+        central = _fills_by_day(t, used, rates, resets)
         if central is not None:
             earliest = central if earliest is None else min(earliest, central)
         latest = None if central is None or latest is None else max(latest, central)
-    return (
-        central,
-        earliest,
-        latest,
-        overall * 3600,
-        t,
-        used,
-        resets,
-    )
+    return (central, earliest, latest, overall * 3600, t, used, resets)
 
 
 def use_now(name: str, history: Iterable[UsageReading], now: float) -> float | None:
-    """Return the use window `name` has reached by `now` at its overall slope (capped at 100).
+    """Return the use window `name` has reached by `now` on its forecast's path (capped at 100).
 
     None without a forecast. `best` and `run` weigh a reading minutes old by this instead of its
-    value then: an account filling fast has less room now than its last reading says.
+    value then: an account filling fast has less room now than its last reading says. The path
+    is the forecast's: the overall slope, or the day's pace where the days before pause.
     """
-    found = forecast_window(name, history, now)
+    found = _model(name, history, now)
     if found is None:
         return None
-    rate, t, used = found[3], found[4], found[5]
-    return min(100.0, max(used, used + rate / 3600 * (now - t)))
+    points, overall, rates = found
+    t, used, _ = points[-1]
+    risen = overall * (now - t) if rates is None else _expected(rates, t, now)
+    return min(100.0, max(used, used + risen))
