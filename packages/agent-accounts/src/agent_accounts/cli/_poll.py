@@ -109,12 +109,11 @@ async def _refresh_all(
     """
     import asyncio
 
-    import httpx
-
     from agent_accounts.io import DEFAULT_AUTH_URL, refresh_if_needed
+    from agent_accounts.io._http import client_for
 
     # No onFailure: the command line files no deposit.
-    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+    async with client_for(None) as client:  # the one transport (one TLS context a process)
         results = await asyncio.gather(
             *(
                 refresh_if_needed(
@@ -192,10 +191,10 @@ async def _poll(options: Namespace) -> int:
         entries = await poll_all(profiles=targets, api_base=api_base) if targets else []
         outcomes = {str(p.config_dir): (e.result, e) for p, e in zip(targets, entries, strict=True)}
     else:
-        import httpx
+        from agent_accounts.io._http import client_for
 
         # One client for every profile, redirects off; one deadline per request bounds it.
-        async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+        async with client_for(None) as client:
             results = await asyncio.gather(
                 *(poll_usage(p, client=client, api_base=api_base) for p in targets)
             )
@@ -261,12 +260,11 @@ async def _poll_spread(
     import contextlib
     import time
 
-    import httpx
-
     from agent_accounts._schedule import MIN_POLL_GAP_S, poll_phases, poll_times
     from agent_accounts.io import poll_all
     from agent_accounts.io._atomic import ensure_private_dir
     from agent_accounts.io._dirlock import dir_locked
+    from agent_accounts.io._http import client_for
     from agent_accounts.io._readings import sessions_dir
 
     fresh_for = period if max_age is None else max_age
@@ -277,7 +275,7 @@ async def _poll_spread(
     fresh: dict[str, tuple[Any, int]] = {}
     outcomes: dict[str, tuple[PollResult, PollEntry | None]] = {}
     answered: float | None = None
-    async with httpx.AsyncClient(follow_redirects=False, timeout=None) as client:  # noqa: S113
+    async with client_for(None) as client:  # the one transport (one TLS context a process)
         for index in sorted(range(len(profiles)), key=lambda i: due[i]):
             profile, config_dir = profiles[index], str(profiles[index].config_dir)
             start = mono + (due[index] - wall)
