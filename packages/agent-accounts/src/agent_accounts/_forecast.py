@@ -120,28 +120,35 @@ def _fills(t: float, used: float, slope: float | None, resets: float | None) -> 
     return None if resets is not None and at > resets else at
 
 
-def _day_profile(points: Sequence[tuple[float, float, float | None]]) -> list[float] | None:
+def _day_profile(
+    points: Sequence[tuple[float, float, float | None]], length: float
+) -> list[float] | None:
     """Use per second in each half hour of the day (UTC), from the rise between consecutive
-    points of one window (every window the history holds); None when the points span under a
-    day (no daily rhythm to tell) or show no rise.
+    points of one window (every window the history holds, each `length` seconds long); None
+    when the points span under a day (no daily rhythm to tell) or show no rise.
 
-    A full window shows no pace: the time it was full is unseen. A pair that reaches 100% filled
-    inside it at the pace of the half hour or more before it when that pace fills it in time
-    (the rest of the pair unseen); else when it filled is not known and the pair is unseen. An
-    unseen half hour (under `MIN_SPAN_S` of pairs in it) takes the busier of the nearest measured
-    half hours either side: an account that was full at that time of day was in use then, so
-    the end of a lunch break it filled right after, or a working day's last hour, counts as busy.
+    A new window opened at 0% `length` before its reset, so a pair across a reset counts from
+    then. A full window shows no pace: the time it was full is unseen. A pair that reaches 100%
+    filled inside it at the pace of the half hour or more before it when that pace fills it in
+    time (the rest of the pair unseen); else when it filled is not known and the pair is unseen.
+    A half hour seen for under half its length (a few minutes of whole-percent readings are
+    mostly rounding) takes the busier of the nearest measured half hours either side: an
+    account that was full at that time of day was in use then, so the end of a lunch break it
+    filled right after, or a working day's last hour, counts as busy.
     """
     if not points or points[-1][0] - points[0][0] < _DAY:
         return None
     risen = [0.0] * _BINS
     seen = [0.0] * _BINS
     run: list[tuple[float, float]] = []  # the points so far of the window the pair is in
-    for (t0, u0, r0), (t1, u1, r1) in itertools.pairwise(points):
+    for (t_before, u_before, r0), (t1, u1, r1) in itertools.pairwise(points):
+        t0, u0 = t_before, u_before
         same = r0 == r1 or (r0 is not None and r1 is not None and abs(r0 - r1) < RESET_TOLERANCE_S)
         if t1 <= t0 or not same or u1 < u0 - 0.5:
             run = []
-            continue  # a reset between them: the pace is not known
+            if r1 is None or not t0 <= r1 - length < t1:
+                continue  # a reset between them, its new window's start unknown
+            t0, u0 = r1 - length, 0.0  # a new window: it opened at 0% `length` before its reset
         run.append((t0, u0))
         if u0 >= 100:
             continue  # a full window: the pace is not known
@@ -161,11 +168,10 @@ def _day_profile(points: Sequence[tuple[float, float, float | None]]) -> list[fl
             risen[int(t // _BIN_S) % _BINS] += rate * (edge - t)
             seen[int(t // _BIN_S) % _BINS] += edge - t
             t = edge
-    known = [b for b in range(_BINS) if seen[b] >= MIN_SPAN_S]
-    if not known or not any(risen):
+    if not any(s >= _BIN_S / 2 for s in seen) or not any(risen):
         return None
     measured: list[float | None] = [
-        risen[b] / seen[b] if seen[b] >= MIN_SPAN_S else None for b in range(_BINS)
+        risen[b] / seen[b] if seen[b] >= _BIN_S / 2 else None for b in range(_BINS)
     ]
     rates: list[float] = []
     for b, shown in enumerate(measured):
@@ -232,7 +238,7 @@ def _model(
     t, used, resets = points[-1]
     if resets is not None and resets <= now:
         return None
-    profile = _day_profile(every)
+    profile = _day_profile(every, _WINDOW_SECONDS.get(name, 5 * 3600))
     expected = 0.0 if profile is None else _expected(profile, points[0][0], t)
     if profile is None or expected <= 0 or used <= points[0][1]:
         return points, overall, None
