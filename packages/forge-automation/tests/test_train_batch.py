@@ -228,3 +228,32 @@ def test_cli_killed_after_a_cars_first_merge_reruns_without_testing_the_tree_aga
         assert server.state.effects["merge_pr"] == 3
         assert repo.git.tree(repo.git.heads()["main"]) in repo.ci.green_trees
         assert not any(b.startswith("train/") for b in repo.git.heads()), lines
+
+
+def test_a_failed_read_while_judging_the_next_car_stops_before_the_car_merges(
+    tmp_path: Path,
+) -> None:
+    # The next car's PRs are judged while a car is in CI; a read that fails there stops the
+    # train at once: the car in CI is deleted untested, nothing merges, every PR keeps its label.
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=4, duration=0.1)
+        ci = repo.ci
+        assert ci is not None
+        tick = ci.tick
+
+        def fault_once_a_car_runs(state: RepoState) -> None:
+            tick(state)
+            if ci.runs:
+                server.state.part_faults["reviews"] = "502"
+
+        ci.tick = fault_once_a_car_runs  # type: ignore[method-assign,assignment]
+        result, lines = _ride(server, clone, batch=2)
+        assert result.stopped == 3, lines
+        assert lines[-1].startswith(f"STOPPED {REPO}#3: "), lines
+        assert sum(1 for line in lines if line.startswith("CAR ")) == 1, lines
+        assert not any(line.startswith(("GREEN ", "MERGED ", "LANDED ")) for line in lines)
+        assert server.state.effects["merge_pr"] == 0
+        assert all(repo.labels[n] == [LABEL] for n in (1, 2, 3, 4))
+        assert repo.git is not None
+        assert not any(b.startswith("train/") for b in repo.git.heads()), lines

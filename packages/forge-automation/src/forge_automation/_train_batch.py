@@ -17,6 +17,8 @@ required checks are waited for on the car's commit. Then:
   red: that half is split again without a new run (a single PR there is the culprit). When the
   first half is red, it is bisected the same way and the second half goes back to the queue.
   Each split halves the PRs, so the depth is at most log2(N).
+- while a car from the queue is in CI, the next car's PRs are judged (`_look_ahead`); a red car
+  puts them back behind its bisection's PRs; a stop while judging them deletes the car untested.
 - checks that never reported on the car: the repository's CI does not run on `train/**`; the
   train stops naming the fix (no PR is at fault).
 
@@ -46,6 +48,12 @@ from ._types import LabelledPr, RequiredContext
 __all__ = ["BatchTrain"]
 
 _NEVER = "never reported"
+
+
+class _Halted(Exception):
+    """The train stopped while judging the next car; its STOPPED line is written."""
+
+
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
 
 
@@ -62,6 +70,8 @@ class BatchTrain(_SerialTrain):
     # seen to pass on a rerun (flakes: never evidence against a tree).
     _reds: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     _flakes: set[tuple[str, str]] = field(default_factory=set)
+    # The next car's PRs, judged while the car before it was in CI (None: not judged yet).
+    _ahead: list[tuple[int, str, str]] | None = None
 
     def _shape(self) -> str:
         return f" batch={self.batch}"
@@ -79,11 +89,12 @@ class BatchTrain(_SerialTrain):
         carts = CarGit(self.clone, self.git)
         if not self._guard(0, partial(self._fill, queue)):
             return
-        while queue and self.result.stopped is None:
-            first = queue[0]
-            if not self._guard(first, partial(self._check_first, first)):
-                return
-            ready = self._gather(queue)
+        while (queue or self._ahead) and self.result.stopped is None:
+            ready, self._ahead = self._ahead, None
+            if ready is None:
+                if not self._guard(queue[0], partial(self._check_first, queue[0])):
+                    return
+                ready = self._gather(queue)
             if not ready or not self._running():
                 continue
             if self.dry_run:
@@ -91,7 +102,9 @@ class BatchTrain(_SerialTrain):
                 self.emit(f"WOULD-CAR {self.repo} {numbers}: build, test, merge when green")
                 continue
             prs = [(n, h) for n, h, _b in ready]
-            self._guard(first, partial(self._car, carts, ready[0][2], prs, queue))
+            self._guard(ready[0][0], partial(self._car, carts, ready[0][2], prs, queue))
+        if self._ahead:
+            queue[:0] = [n for n, _h, _b in self._ahead]  # judged, never in a car: still queued
         if self._running() and not self.dry_run:
             for base in self._rules:
                 self._guard(0, partial(carts.sweep, base))
@@ -150,9 +163,11 @@ class BatchTrain(_SerialTrain):
             forge_tip = self.port.get_head_sha(self.repo, base)
             if forge_tip != tip:
                 raise _Stop(f"the clone fetched {base} at {tip}, the forge has it at {forge_tip}")
-            self._settle(carts, base, tip, prs, queue)
+            self._settle(carts, base, tip, prs, queue, ahead=True)
         except CarGitError as exc:
             raise _Stop(str(exc)) from None
+        except _Halted:
+            pass  # the stop was said while judging the next car
 
     def _settle(
         self,
@@ -163,12 +178,14 @@ class BatchTrain(_SerialTrain):
         queue: list[int],
         *,
         red: tuple[Car, tuple[str, ...], bool] | None = None,
+        ahead: bool = False,
     ) -> str | None:
         """Test `prs` as a car on `tip` and land or bisect it; return the base tip after, None
         when the train must build its next car from the queue (PRs went back to it).
 
         `red` is a car CI saw red (why, and whether the red survived a rerun): a car with its
-        tree is not tested again.
+        tree is not tested again. With `ahead` (a car from the queue, not a bisection's) the
+        next car's PRs are judged while this car is in CI.
         """
         car = carts.build(base, tip, prs)
         queue[:0] = list(car.left_out)
@@ -180,7 +197,7 @@ class BatchTrain(_SerialTrain):
             (tested, reasons, confirmed), green = red, False
             self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
         else:
-            tested, green, reasons, confirmed = self._test(carts, car)
+            tested, green, reasons, confirmed = self._test(carts, car, queue if ahead else None)
         if green:
             return self._land(carts, tested, queue)
         carts.delete(tested)
@@ -188,6 +205,7 @@ class BatchTrain(_SerialTrain):
             number, head = car.prs[0]
             self._drop_or_stop(number, head, self._blame(tested, reasons))
             return tip
+        self._requeue_ahead(queue)  # the bisection's PRs come first, in queue order
         half = len(car.prs) // 2
         left, right = list(car.prs[:half]), list(car.prs[half:])
         self.emit(f"SPLIT {car.numbers()}: test {_numbers(left)} first, on {car.base_tip}")
@@ -204,10 +222,28 @@ class BatchTrain(_SerialTrain):
             return self._settle(carts, base, new_tip, right, queue)
         return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons, confirmed))
 
-    def _test(self, carts: CarGit, car: Car) -> tuple[Car, bool, tuple[str, ...], bool]:
+    def _requeue_ahead(self, queue: list[int]) -> None:
+        """Put the PRs judged for the next car back at the queue's front (judged again later)."""
+        if self._ahead:
+            queue[:0] = [n for n, _h, _b in self._ahead]
+        self._ahead = None
+
+    def _look_ahead(self, queue: list[int]) -> None:
+        """Judge the next car's PRs off the queue (while a car is in CI)."""
+        if not queue or self._ahead is not None:
+            return
+        self._check_first(queue[0])
+        self._ahead = self._gather(queue)
+
+    def _test(
+        self, carts: CarGit, car: Car, queue: list[int] | None = None
+    ) -> tuple[Car, bool, tuple[str, ...], bool]:
         """Push the car (or find one pushed before with its tree) and wait for its checks; rerun
         failed ones up to `retry_flaky` times. Return the car CI ran on, green or not, the
-        failing reasons, and whether a red survived a rerun (then it is no flake)."""
+        failing reasons, and whether a red survived a rerun (then it is no flake).
+
+        Given the `queue`, the next car's PRs are judged while this one is in CI; when that
+        stops the train, the car is deleted untested (`_Halted`)."""
         found = carts.same_tree(car)
         if found is not None:
             car = found
@@ -216,6 +252,15 @@ class BatchTrain(_SerialTrain):
             carts.push(car)
             self.cars += 1
             self.emit(f"CAR {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
+        if queue is not None:
+            try:
+                self._look_ahead(queue)
+            except BaseException:
+                carts.delete(car)
+                raise
+            if not self._running():
+                carts.delete(car)
+                raise _Halted
         waited = self._wait(car)
         failures = self._failures(car, waited)
         confirmed = self._reproduced(car, failures)
@@ -327,6 +372,7 @@ class BatchTrain(_SerialTrain):
                 self._refused[number] += 1
                 if self._refused[number] > _ROUNDS:
                     raise _Stop(f"the forge refused #{number}'s merge {_ROUNDS} times")
+                self._requeue_ahead(queue)
                 rest = [n for n, _ in car.prs[index:]]
                 queue[:0] = rest
                 self.emit(
