@@ -1,0 +1,140 @@
+"""forge-cli train --batch killed at random moments, then rerun until DONE, converges.
+
+The local forge's repository is a real bare git repository with a simulated CI
+(`fakeforge.gitrepo`): 6 labelled PRs, #2 and #5 broken (red beside today's base), `ci` flaking
+once. Every gh and git call the train makes counts; the train dies (`_Crash`, which nothing may
+catch) right after a call chosen at random (seeded; an unkilled run makes about 450), is run again, and dies again at another
+until three kills are spent; the last run goes to DONE. Whatever the moments, the end is the
+same: the four innocent PRs merged once each, each merge made while a car holding the PR was
+seen green by CI, the base's tree one CI saw green, the two broken PRs dropped with one comment
+naming the failing check's first failure line, no other PR commented on, every label and car
+branch gone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from fakeforge import ForgeServer
+from fakeforge.gitrepo import train_world
+from forge_automation import (
+    ExecOptions,
+    ExecResult,
+    exec_git,
+    forge_port,
+    gh_cli_wire,
+    run_train,
+)
+
+REPO = "acme/widgets"
+LABEL = "merge-train"
+BROKEN = (2, 5)
+INNOCENT = (1, 3, 4, 6)
+
+
+class _Crash(BaseException):
+    """The process dies here."""
+
+
+class _Calls:
+    """Counts gh and git calls; raises `_Crash` right after the `crash_after`-th one."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.crash_after: int | None = None
+
+    def done(self) -> None:
+        self.calls += 1
+        if self.calls == self.crash_after:
+            raise _Crash
+
+
+def _explain(server: ForgeServer, sha: str, check: str) -> str | None:
+    """The first failure line of `check` at `sha`, read from the forge's job log."""
+    repo = server.state.repo(REPO)
+    runs = [r for r in repo.check_runs if r["head_sha"] == sha and r["name"] == check]
+    if not runs or runs[-1].get("conclusion") != "failure":
+        return None
+    log = repo.job_logs.get(int(runs[-1]["id"]), b"").decode()
+    return next((line for line in log.splitlines() if line.startswith("FAILED ")), None)
+
+
+@pytest.mark.slow  # whole trains through the real gh, killed and rerun
+@pytest.mark.parametrize("seed", [27])
+def test_batch_train_killed_at_random_moments_and_rerun_converges(
+    tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=6, broken=BROKEN, duration=0.1, flaky="ci")
+        ci, bare = repo.ci, repo.git
+        assert ci is not None
+        assert bare is not None
+        unproven: list[int] = []
+
+        def merged(number: int) -> None:
+            # The merge is made only for a PR some car holding it was seen green with.
+            if not any(f"change-{number}.txt" in bare.paths(t) for t in ci.green_trees):
+                unproven.append(number)
+
+        repo.after_merge = merged
+        calls = _Calls()
+        gh = server.exec()
+
+        def counted_gh(args: Sequence[str], options: ExecOptions) -> ExecResult:
+            done = gh(args, options)
+            calls.done()
+            return done
+
+        def counted_git(args: Sequence[str], options: ExecOptions) -> ExecResult:
+            done = exec_git(args, options)
+            calls.done()
+            return done
+
+        kills, runs = 0, 0
+        lines: list[str] = []
+        while runs < 12:
+            runs += 1
+            calls.calls = 0
+            calls.crash_after = rng.randint(1, 300) if kills < 3 else None
+            lines = []
+            try:
+                result = run_train(
+                    forge_port(gh_cli_wire(counted_gh)),
+                    REPO,
+                    LABEL,
+                    emit=lines.append,
+                    clone=clone,
+                    git=counted_git,
+                    batch=4,
+                    retry_flaky=1,
+                    interval=0.05,
+                    timeout=60,
+                    grace=30,
+                    delays=(),
+                    explain=lambda _repo, sha, check: _explain(server, sha, check),
+                )
+            except _Crash:
+                kills += 1
+                continue
+            if result.stopped is None:
+                break
+        # The last run's DONE counts only what it finished itself.
+        assert [line.split()[:2] for line in lines[-1:]] == [["DONE", REPO]], lines
+        assert kills == 3, (kills, runs)
+        assert unproven == []
+        assert all(repo.prs[n]["merged"] for n in INNOCENT), lines
+        assert not any(repo.prs[n]["merged"] for n in BROKEN)
+        assert server.state.effects["merge_pr"] == len(INNOCENT)  # none merged twice
+        assert bare.tree(bare.heads()["main"]) in ci.green_trees
+        for number in BROKEN:
+            (comment,) = repo.comments[number]
+            assert f"ImportError: uses-api-v1-{number} needs api v1" in comment["body"]
+        assert all(not repo.comments.get(n) for n in INNOCENT)
+        assert all(repo.labels[n] == [] for n in (*INNOCENT, *BROKEN))
+        assert not any(b.startswith("train/") for b in bare.heads()), lines
