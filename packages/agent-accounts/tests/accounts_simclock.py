@@ -3,11 +3,14 @@ PYTHONPATH that reads the time from a file the test writes.
 
 The file holds one little-endian double, the simulated epoch seconds. In the child,
 `time.time`, `time.time_ns` and `time.monotonic` (so asyncio's loop clock too) read it, and
-`time.sleep` and `asyncio.sleep` move it forward by what they were asked to wait and return at
-once: a `poll --period 150` spreads its requests over 150 simulated seconds in no real time, and
-a local server in the test reads the same file to date each request it receives. A clock the
-test never moves is a fixed one (`SimClock.fixed`). Children that `exec` (`account-cli run`)
-hand the same clock to the program they run (the environment carries it).
+`time.sleep` and `asyncio.sleep` (patched when asyncio is first imported) move it forward by
+what they were asked to wait and return at once: a `poll --period 150` spreads its requests
+over 150 simulated seconds in no real time, and a local server in the test reads the same file
+to date each request it receives. The machine is simulated too: `os.uname().nodename` is
+`simclock` in every child, so `poll --period`, which hashes the machine's name into each
+profile's phase, polls at the same phases on any host. A clock the test never moves is a fixed
+one (`SimClock.fixed`). Children that `exec` (`account-cli run`) hand the same clock to the
+program they run (the environment carries it).
 """
 
 from __future__ import annotations
@@ -28,13 +31,12 @@ import os as _os
 
 _path = _os.environ.get({CLOCK_ENV!r})
 if _path:
-    import asyncio as _asyncio
     import struct as _struct
+    import sys as _sys
     import time as _time
 
     _fd = _os.open(_path, _os.O_RDWR | _os.O_CLOEXEC)
     _pack = _struct.Struct("<d")
-    _real_sleep = _asyncio.sleep
 
     def _now():
         return _pack.unpack(_os.pread(_fd, 8, 0))[0]
@@ -46,15 +48,41 @@ if _path:
     def _sleep(seconds):
         _advance(seconds)
 
-    async def _async_sleep(delay, result=None):
-        _advance(delay)
-        return await _real_sleep(0, result)
-
     _time.time = _now
     _time.time_ns = lambda: int(_now() * 1e9)
     _time.monotonic = _now
     _time.sleep = _sleep
-    _asyncio.sleep = _async_sleep
+
+    _uname = _os.uname()
+    _os.uname = lambda: _os.uname_result((_uname[0], "simclock", *_uname[2:]))
+
+    class _SleepWhenImported:
+        """Patch `asyncio.sleep` once asyncio is imported: importing it here would cost
+        every child (`account-cli run` among them) most of its start-up."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name != "asyncio":
+                return None
+            _sys.meta_path.remove(self)
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+            exec_module = spec.loader.exec_module
+
+            def _exec(module):
+                exec_module(module)
+                real_sleep = module.sleep
+
+                async def _async_sleep(delay, result=None):
+                    _advance(delay)
+                    return await real_sleep(0, result)
+
+                module.sleep = _async_sleep
+
+            spec.loader.exec_module = _exec
+            return spec
+
+    _sys.meta_path.insert(0, _SleepWhenImported())
 '''
 
 

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field
 
 __all__ = [
+    "BURST_REACH_S",
     "DAY",
     "FIVE_H",
     "HOUR",
@@ -34,6 +35,12 @@ DAY = 24 * HOUR
 FIVE_H = 5 * HOUR
 WEEK = 7 * DAY
 STEP_S = 60.0
+BURST_S = 900.0
+BURST, LULL = 1.6, 0.4
+"""An account's use alternates a burst and a lull of `BURST_S` each at these times its mean."""
+BURST_REACH_S = (BURST - 1) * BURST_S
+"""How far the bursts can move a fill from the time the mean pace gives, either way: use runs
+ahead of (or behind) the mean by at most (BURST - 1) x BURST_S x the mean, nine minutes of it."""
 WEEK_SHARE = 0.16
 """A percent of a five-hour window is this many percent of the week: six full windows a week."""
 
@@ -80,8 +87,9 @@ RHYTHMS: dict[str, tuple[tuple[int, ...], tuple[tuple[float, float], ...], float
 
 def account_trace(name: str, start: float, *, seed: int) -> list[Session]:
     """The recorded use of account `name` over the week from `start`: in each of its blocks,
-    bursts of 15 minutes at 1.6 times its mean rate and 15 at 0.4 times, the block's start
-    moved by up to ten minutes and its rate by up to 10% from day to day."""
+    bursts of 15 minutes at 1.6 times its mean rate and 15 at 0.4 times (`BURST_S`, `BURST`,
+    `LULL`), the block's start moved by up to ten minutes and its rate by up to 10% from day to
+    day."""
     rng = random.Random(f"{seed}:{name}")
     days, blocks, rate = RHYTHMS[name]
     sessions: list[Session] = []
@@ -92,9 +100,11 @@ def account_trace(name: str, start: float, *, seed: int) -> list[Session]:
             end = start + day * DAY + last * HOUR
             burst = True
             while t < end:
-                factor = 1.6 if burst else 0.4
-                sessions.append(Session(start=t, end=min(t + 900, end), rate=rate * scale * factor))
-                t += 900
+                factor = BURST if burst else LULL
+                sessions.append(
+                    Session(start=t, end=min(t + BURST_S, end), rate=rate * scale * factor)
+                )
+                t += BURST_S
                 burst = not burst
     return sessions
 

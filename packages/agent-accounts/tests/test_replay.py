@@ -18,8 +18,10 @@ account each runs on, five seconds old); `account-cli run` starts each session. 
 - no two requests come within a second of each other, and a request for an account whose status
   line was fresh (drawn less than a period before) comes at least ten minutes after the
   previous one for that account (the poll's per-model window is what it still fetches);
-- at half of each weekly window that fills later, the forecast from the history the replay
-  wrote is within 10% of the time left to the true fill.
+- at half of each window that fills later, the forecast from the history the replay wrote is
+  within 10% of the time left to the true fill: a weekly window's within 10%, a five-hour
+  window's within 10% beyond the nine minutes the trace's 15-minute bursts can move it, which
+  readings half an hour apart cannot show (`check_forecasts`).
 
 The timer's runs go through one child that calls the CLI's `main` per run (`DRIVER`): the same
 code and clock as a fresh process each time, without paying a process start per run; `run` is
@@ -52,6 +54,7 @@ from accounts_support import (
     make_profile,
 )
 from accounts_trace import (
+    BURST_REACH_S,
     DAY,
     FIVE_H,
     WEEK,
@@ -99,6 +102,7 @@ class Week:
     accounts: Accounts
     configs: dict[str, Path]
     env: dict[str, str]
+    home: Path
     requests: list[tuple[float, str]] = field(default_factory=list)
     starts: list[tuple[float, str | None, dict[str, float]]] = field(default_factory=list)
     """Each session's start: when, the account `run` chose (None: refused), each one's true use."""
@@ -160,12 +164,13 @@ async def server() -> AsyncIterator[UsageServer]:
         yield running
 
 
-async def start_timer(env: dict[str, str]) -> asyncio.subprocess.Process:
+async def start_timer(env: dict[str, str], home: Path) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         DRIVER,
         env=env,
+        cwd=home,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
@@ -197,6 +202,7 @@ async def start_session(week: Week, session: Session) -> None:
         "-c",
         'printf %s "$AGENT_CONFIG_DIR"',
         env=week.env,
+        cwd=week.home,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -230,15 +236,20 @@ async def test_a_week_over_three_accounts_is_never_stopped_while_one_has_room(
         n: Path(make_profile(home / ".agent-profiles", n, now=START + WEEK)[0].config_dir)
         for n in NAMES
     }
-    env = env_without_profiles(home, AGENT_API_BASE_URL=server.url, **clock.env())
-    week = Week(clock=clock, accounts=accounts, configs=configs, env=env)
+    # The profile root is named relative to the children's working directory (`home`): each
+    # profile's config dir, which the poll hashes into its phase with the machine's name (the
+    # clock's `simclock`), is then the same string on every run, so the replay is too.
+    env = env_without_profiles(
+        home, AGENT_API_BASE_URL=server.url, AGENT_PROFILE_ROOT=".agent-profiles", **clock.env()
+    )
+    week = Week(clock=clock, accounts=accounts, configs=configs, env=env, home=home)
 
     async def handler(request: web.Request, running: UsageServer) -> web.StreamResponse:
         return await usage_answer(week, request)
 
     server.handler = handler
     sessions = week_of_sessions(START, seed=28)
-    timer = await start_timer(env)
+    timer = await start_timer(env, home)
     try:
         for event, at, session in timeline(sessions):
             if event == "tick":
@@ -329,15 +340,23 @@ def check_requests(week: Week) -> None:
 
 
 def check_forecasts(week: Week) -> None:
-    """At half of each weekly window that filled later, the forecast from the history the
-    replay wrote is within 10% of the time left to the true fill.
+    """At half of each window that filled later, the forecast from the history the replay wrote
+    is within 10% of the time left to the true fill; a five-hour window's, within 10% of it plus
+    `BURST_REACH_S` (nine minutes).
 
-    Five-hour windows are printed, not held to it: with the timer's runs half an hour apart
-    here (150 s in life) a five-hour window has a handful of points by its half, and one that
-    fills minutes before its reset or right after a break turns on a percent of use.
-    `test_forecast` holds five-hour windows to 10% on readings as dense as the timer's.
+    What the timer's readings cannot show: use here alternates 15-minute bursts at 1.6 times an
+    account's mean pace and lulls at 0.4 times, and the readings come half an hour apart (150 s
+    in life), one burst and one lull, so where in such a pair the last percent falls is not in
+    the history. That moves a fill by up to nine minutes either way from the time the mean pace
+    gives, against a five-hour window's 10% of the 60-130 minutes left at its half, so it is
+    held to 10% beyond those nine minutes. (Told each block's exact start and mean pace and the
+    true use at the half, a forecast is still 9.9% off on account a's Tuesday morning window,
+    from the bursts alone; and a window filling after lunch turns on when lunch ends, which the
+    trace moves by up to ten minutes from day to day.) A week is long enough that nine minutes
+    do not count. Windows whose half lies in the first day are left out: no daily rhythm yet.
     """
     errors: dict[str, list[float]] = {"five_hour": [], "seven_day": []}
+    beyond: list[float] = []
     for filled in week.accounts.filled:
         length = FIVE_H if filled.window == "five_hour" else WEEK
         half = filled.opened + length / 2
@@ -348,6 +367,11 @@ def check_forecasts(week: Week) -> None:
         full_at = None if found is None else found.full_at
         error = math.inf if full_at is None else abs(full_at - filled.full_at)
         errors[filled.window].append(round(error / (filled.full_at - half), 3))
+        if filled.window == "five_hour":
+            beyond.append(round(max(0.0, error - BURST_REACH_S) / (filled.full_at - half), 3))
     print(f"forecast errors at half the window: {errors}", file=sys.stderr)
+    print(f"five-hour errors beyond the bursts' reach: {beyond}", file=sys.stderr)
     assert len(errors["seven_day"]) >= 2
     assert all(error <= 0.10 for error in errors["seven_day"]), errors
+    assert len(beyond) >= 5
+    assert all(error <= 0.10 for error in beyond), errors
