@@ -35,6 +35,7 @@ __all__ = [
     "Handler",
     "UsageServer",
     "account_cli",
+    "add_profile",
     "answer_ok",
     "assert_no_canary",
     "canary_token",
@@ -92,6 +93,21 @@ def make_profile(
             doc = credentials(expires_at_ms=int(now * 1000) + 24 * HOUR_MS)
         token = seed_credentials(config, doc)
     return Profile(label=name.lstrip("."), config_dir=str(config)), token
+
+
+def add_profile(
+    home: Path,
+    name: str,
+    doc: dict[str, Any] | bytes | None = None,
+    *,
+    seed: bool = True,
+    now: float = NOW,
+) -> Path:
+    """Create profile `name` in HOME `home` (`.agent` is the default account, any other name goes
+    under `.agent-profiles`) as `make_profile` does; return its config dir."""
+    parent = home if name == ".agent" else home / ".agent-profiles"
+    profile, _ = make_profile(parent, name, doc, seed=seed, now=now)
+    return Path(profile.config_dir)
 
 
 def usage_body(five: float = 23.0, week: float = 41.5, **extra: Any) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from accounts_cli_support import Home
 from accounts_support import CANARY, UsageServer, account_cli
 from agent_accounts import Alert, AlertMark, alert_crossings, parse_alert_thresholds
-from test_cli import Home
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0

@@ -9,20 +9,16 @@ import json
 import os
 import stat
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from accounts_support import (
-    CANARY,
     NOW,
     UsageServer,
-    check_files,
-    check_logs,
     make_profile,
-    quiet_logs,
     usage_body,
 )
 from agent_accounts.io import PollEntry, PollFailed, PollOk, Profile, poll_all, poll_usage
@@ -30,15 +26,7 @@ from agent_accounts.io import PollEntry, PollFailed, PollOk, Profile, poll_all, 
 FIRST, CAP = 300.0, 3600.0
 
 
-@pytest.fixture(autouse=True)
-def no_leaks(
-    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], tmp_path: Path
-) -> Iterator[None]:
-    quiet_logs(caplog)
-    yield
-    check_logs(caplog)
-    assert CANARY not in "".join(capfd.readouterr())
-    check_files(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 class Scripted(UsageServer):
@@ -63,8 +51,9 @@ async def server() -> AsyncIterator[Scripted]:
 
 
 @pytest.fixture
-def profile(tmp_path: Path) -> Profile:
-    return make_profile(tmp_path / "home" / ".agent-profiles", "work")[0]
+def profile(work: tuple[Profile, str]) -> Profile:
+    """conftest's `work` profile, signed in."""
+    return work[0]
 
 
 def backoff_file(profile: Profile) -> Path:

@@ -6,138 +6,24 @@ stdout or stderr, an exit code outside 0, 1, 2 and 64, or a stderr line that is 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from accounts_support import (
-    CANARY,
-    HOUR_MS,
-    UsageServer,
-    account_cli,
-    check_files,
-    credentials,
-    env_without_profiles,
-    make_profile,
-    usage_body,
-)
+from accounts_cli_support import Home, plant_reading, run_cli
+from accounts_support import CANARY, HOUR_MS, UsageServer, account_cli, credentials, usage_body
 
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|\+00:00)"
 LOCAL = r"\w{3} \d{1,2} \w{3}(?: \d{4})? \d\d:\d\d \S+"  # `Sat 28 Nov 14:32 CET`, local time
-STDERR_LINE = re.compile(
-    r"account-cli: no account qualifies \(.+\)"
-    r"|account-cli: no profile labelled '[^'\n]+'"
-    r"|account-cli: [^:\n]+: (login (missing|expired|unreadable|refused \([a-z-]+\))"
-    r"|config dir .+ \(.+\)"
-    r"|poll failed: [a-z0-9-]+|usage write failed|usage unreadable"
-    r"|token refresh failed: [a-z0-9-]+"
-    r"|[a-z0-9_]+ at [0-9.]+% \(crossed [0-9.]+%\), resets (unknown|\S+)"
-    r"|alert hook (failed: exit -?\d+|timed out after \S+|could not start)"
-    r"|alert state write failed; alerts held back)"
-)
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.out.splitlines()
-
-
-def day_from_now() -> int:
-    return int(time.time() * 1000) + 24 * HOUR_MS
-
-
-@dataclass
-class Home:
-    """A HOME with a default profile and `.agent-profiles/<name>` ones, and the env to run in."""
-
-    path: Path
-    url: str
-
-    @property
-    def profiles(self) -> Path:
-        return self.path / ".agent-profiles"
-
-    def add(
-        self, name: str, doc: dict[str, Any] | bytes | None = None, *, seed: bool = True
-    ) -> Path:
-        parent = self.path if name == ".agent" else self.profiles
-        if doc is None:
-            doc = credentials(expires_at_ms=day_from_now())
-        profile, _ = make_profile(parent, name, doc, seed=seed)
-        return Path(profile.config_dir)
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return env_without_profiles(self.path, **{"AGENT_API_BASE_URL": self.url, **extra})
-
-    async def run(self, *args: str, env: dict[str, str] | None = None) -> Run:
-        return await run_cli(list(args), env or self.env())
-
-
-async def run_cli(args: list[str], env: dict[str, str], argv0: list[str] | None = None) -> Run:
-    proc = await asyncio.create_subprocess_exec(
-        *(argv0 or [account_cli()]),
-        *args,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode is not None
-    run = Run(proc.returncode, out.decode(), err.decode())
-    assert "Traceback" not in run.err + run.out
-    assert CANARY not in run.err + run.out
-    assert run.code in (0, 1, 2, 64), run
-    if run.code != 64 and "-X" not in (argv0 or []):
-        for line in run.err.splitlines():
-            assert STDERR_LINE.fullmatch(line), line
-    return run
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Home:
-    path = tmp_path / "home"
-    path.mkdir()
-    return Home(path=path, url=server.url)
-
-
-@pytest.fixture(autouse=True)
-def no_canary_in_files(tmp_path: Path) -> Any:
-    yield
-    check_files(tmp_path)
-
-
-def plant_reading(config: Path, name: str, written_at: float, **windows: float) -> None:
-    sessions = config / "status-cache" / "sessions"
-    sessions.mkdir(parents=True, exist_ok=True)
-    limits = {
-        w: {"used_percentage": pct, "resets_at": 1_893_456_000.7} for w, pct in windows.items()
-    }
-    doc = {"session_id": name, "written_at": written_at, "rate_limits": limits}
-    (sessions / f"{name}.json").write_text(json.dumps(doc))
+pytestmark = pytest.mark.usefixtures("no_canary_in_files")
 
 
 # --- poll ---------------------------------------------------------------------------------------

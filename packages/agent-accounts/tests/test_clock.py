@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from accounts_cli_support import Home, plant_reading
 from accounts_crash_support import Scene, new_scene
 from accounts_support import UsageServer
 from agent_accounts.io import read_usage
-from test_cli import Home, plant_reading
 
 HOURS_2 = 2 * 3600.0
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from accounts_cli_support import Home
 from accounts_crash_support import strace_prefix
 from accounts_support import UsageServer, account_cli, usage_body
-from test_cli import Home
 
 HISTORY = Path("status-cache") / "usage-history.jsonl"
 READING = Path("status-cache") / "sessions" / "usage-poll.json"

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from accounts_simclock import SimClock
-from accounts_support import CANARY, account_cli, make_profile
+from accounts_support import CANARY, account_cli, add_profile
 
 NOW = 1_700_000_000.0  # in the past: files written now are never stale to this clock
 MIN, HOUR, DAY = 60, 3600, 86400
@@ -41,15 +41,8 @@ def clock(tmp_path: Path) -> SimClock:
     return SimClock.fixed(tmp_path, NOW)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def cli(
-    home: Path,
+    home_dir: Path,
     clock: SimClock,
     *args: str,
     stdin: bytes = b"",
@@ -61,7 +54,7 @@ def cli(
         for k, v in os.environ.items()
         if not k.startswith("AGENT_") and k not in ("NO_COLOR", "PYTHONPATH")
     }
-    base.update(HOME=str(home), **clock.env())
+    base.update(HOME=str(home_dir), **clock.env())
     done = subprocess.run(
         [account_cli(), *args],
         input=stdin,
@@ -76,10 +69,8 @@ def cli(
     return run
 
 
-def profile(home: Path, name: str) -> Path:
-    parent = home if name == ".agent" else home / ".agent-profiles"
-    config, _ = make_profile(parent, name, now=NOW)
-    return Path(config.config_dir)
+def profile(home_dir: Path, name: str) -> Path:
+    return add_profile(home_dir, name, now=NOW)
 
 
 def plant(
@@ -111,13 +102,13 @@ FIVE_RESET = NOW + HOUR + 47 * MIN + 30
 WEEK_RESET = NOW + 3 * DAY + HOUR + 30 * MIN
 
 
-def one_account(home: Path, five: float = 23.9, week: float = 41) -> None:
-    plant(profile(home, ".agent"), five, week, five_reset=FIVE_RESET, week_reset=WEEK_RESET)
+def one_account(home_dir: Path, five: float = 23.9, week: float = 41) -> None:
+    plant(profile(home_dir, ".agent"), five, week, five_reset=FIVE_RESET, week_reset=WEEK_RESET)
 
 
-def test_one_account_reads_as_a_person_would_say_it(home: Path, clock: SimClock) -> None:
-    one_account(home)
-    run = cli(home, clock, "statusline", "--no-color")
+def test_one_account_reads_as_a_person_would_say_it(home_dir: Path, clock: SimClock) -> None:
+    one_account(home_dir)
+    run = cli(home_dir, clock, "statusline", "--no-color")
     assert (run.code, run.out, run.err) == (0, "5h 23% 1h48m · 7d 41% 3d2h\n", "")
 
 
@@ -130,10 +121,10 @@ def test_one_account_reads_as_a_person_would_say_it(home: Path, clock: SimClock)
     ],
 )
 def test_each_percentage_is_coloured_by_its_threshold(
-    home: Path, clock: SimClock, five: float, week: float, colours: tuple[str, str]
+    home_dir: Path, clock: SimClock, five: float, week: float, colours: tuple[str, str]
 ) -> None:
-    one_account(home, five, week)
-    run = cli(home, clock, "statusline")
+    one_account(home_dir, five, week)
+    run = cli(home_dir, clock, "statusline")
     five_text, week_text = f"{int(five)}%", f"{int(week)}%"
     assert run.out == (
         f"5h {colours[0]}{five_text}{OFF} 1h48m · 7d {colours[1]}{week_text}{OFF} 3d2h\n"
@@ -143,22 +134,22 @@ def test_each_percentage_is_coloured_by_its_threshold(
 
 @pytest.mark.parametrize(("value", "coloured"), [("1", False), ("", True), (None, True)])
 def test_no_color_is_honoured_when_set_and_not_empty(
-    home: Path, clock: SimClock, value: str | None, coloured: bool
+    home_dir: Path, clock: SimClock, value: str | None, coloured: bool
 ) -> None:
-    one_account(home)
-    run = cli(home, clock, "statusline", env=None if value is None else {"NO_COLOR": value})
+    one_account(home_dir)
+    run = cli(home_dir, clock, "statusline", env=None if value is None else {"NO_COLOR": value})
     assert ("\x1b[" in run.out) is coloured
     assert run.out.replace(GREEN, "").replace(OFF, "") == "5h 23% 1h48m · 7d 41% 3d2h\n"
 
 
 def test_several_accounts_each_get_a_labelled_line_the_current_one_first(
-    home: Path, clock: SimClock
+    home_dir: Path, clock: SimClock
 ) -> None:
-    one_account(home)
-    plant(profile(home, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY + 1)
-    profile(home, "spare")  # no reading: left out, as in the pipe rows
-    plant(profile(home, "ahead"), 5, 5, five_reset=NOW + 5 * HOUR, week_reset=NOW + 7 * DAY)
-    run = cli(home, clock, "statusline", "--no-color")
+    one_account(home_dir)
+    plant(profile(home_dir, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY + 1)
+    profile(home_dir, "spare")  # no reading: left out, as in the pipe rows
+    plant(profile(home_dir, "ahead"), 5, 5, five_reset=NOW + 5 * HOUR, week_reset=NOW + 7 * DAY)
+    run = cli(home_dir, clock, "statusline", "--no-color")
     assert run.out == (
         "default 5h 23% 1h48m · 7d 41% 3d2h\n"
         "ahead 5h 5% 5h · 7d 5% 7d\n"
@@ -166,7 +157,11 @@ def test_several_accounts_each_get_a_labelled_line_the_current_one_first(
     )
     # AGENT_CONFIG_DIR names the current account: it leads, under its own label.
     run = cli(
-        home, clock, "statusline", "--no-color", AGENT_CONFIG_DIR=str(home / ".agent-profiles/work")
+        home_dir,
+        clock,
+        "statusline",
+        "--no-color",
+        AGENT_CONFIG_DIR=str(home_dir / ".agent-profiles/work"),
     )
     assert run.out.splitlines()[0] == "work 5h 100% 1m · 7d 7% 6d1h"
     assert run.out.splitlines()[1:] == [
@@ -175,11 +170,11 @@ def test_several_accounts_each_get_a_labelled_line_the_current_one_first(
     ]
 
 
-def test_an_account_without_a_reading_says_so(home: Path, clock: SimClock) -> None:
-    profile(home, ".agent")
-    assert cli(home, clock, "statusline").out == "no usage reading yet\n"
-    plant(profile(home, "work"), 1, 2)
-    assert cli(home, clock, "statusline").out == (
+def test_an_account_without_a_reading_says_so(home_dir: Path, clock: SimClock) -> None:
+    profile(home_dir, ".agent")
+    assert cli(home_dir, clock, "statusline").out == "no usage reading yet\n"
+    plant(profile(home_dir, "work"), 1, 2)
+    assert cli(home_dir, clock, "statusline").out == (
         f"default no usage reading yet\nwork 5h {GREEN}1%{OFF} · 7d {GREEN}2%{OFF}\n"
     )
 
@@ -189,41 +184,41 @@ def test_no_home_at_all_is_no_reading_and_exit_0(tmp_path: Path, clock: SimClock
     assert (run.code, run.out, run.err) == (0, "no usage reading yet\n", "")
 
 
-def test_a_window_past_its_reset_and_a_stale_reading(home: Path, clock: SimClock) -> None:
+def test_a_window_past_its_reset_and_a_stale_reading(home_dir: Path, clock: SimClock) -> None:
     # The five-hour window reset 10 minutes ago: its use is the old window's, so none is shown.
     plant(
-        profile(home, ".agent"),
+        profile(home_dir, ".agent"),
         90,
         30,
         five_reset=NOW - 600,
         week_reset=NOW + DAY,
         age=2 * HOUR + 5,
     )
-    run = cli(home, clock, "statusline", "--no-color")
+    run = cli(home_dir, clock, "statusline", "--no-color")
     assert run.out == "5h reset · 7d 30% 1d · read 2h1m ago\n"
 
 
-def test_a_window_without_a_reset_time_shows_its_use_only(home: Path, clock: SimClock) -> None:
-    plant(profile(home, ".agent"), 12.5, 99.99, week_reset=NOW + 1)
-    assert cli(home, clock, "statusline", "--no-color").out == "5h 12% · 7d 99% 1m\n"
+def test_a_window_without_a_reset_time_shows_its_use_only(home_dir: Path, clock: SimClock) -> None:
+    plant(profile(home_dir, ".agent"), 12.5, 99.99, week_reset=NOW + 1)
+    assert cli(home_dir, clock, "statusline", "--no-color").out == "5h 12% · 7d 99% 1m\n"
 
 
 def test_labels_that_could_carry_escapes_are_left_out_and_tokens_redacted(
-    home: Path, clock: SimClock
+    home_dir: Path, clock: SimClock
 ) -> None:
-    one_account(home)
-    plant(profile(home, "esc\x1b[2Jape"), 1, 1)
-    plant(profile(home, f"sk-ant-oat01-{CANARY}"), 2, 2)
-    run = cli(home, clock, "statusline", "--no-color")
+    one_account(home_dir)
+    plant(profile(home_dir, "esc\x1b[2Jape"), 1, 1)
+    plant(profile(home_dir, f"sk-ant-oat01-{CANARY}"), 2, 2)
+    run = cli(home_dir, clock, "statusline", "--no-color")
     assert run.out == "default 5h 23% 1h48m · 7d 41% 3d2h\n[REDACTED] 5h 2% · 7d 2%\n"
     assert "\x1b" not in run.out
 
 
-def test_format_pipe_is_status_statusline_byte_for_byte(home: Path, clock: SimClock) -> None:
-    one_account(home)
-    plant(profile(home, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY)
-    pipe = cli(home, clock, "statusline", "--format", "pipe")
-    spec = cli(home, clock, "status", "--statusline")
+def test_format_pipe_is_status_statusline_byte_for_byte(home_dir: Path, clock: SimClock) -> None:
+    one_account(home_dir)
+    plant(profile(home_dir, "work"), 100, 7, five_reset=NOW + 59, week_reset=NOW + 6 * DAY)
+    pipe = cli(home_dir, clock, "statusline", "--format", "pipe")
+    spec = cli(home_dir, clock, "status", "--statusline")
     assert pipe == spec
     assert pipe.out == "23|41|1700006450|1700264600|||||5\nother|work|100|7|5|\n"
 
@@ -240,23 +235,25 @@ PAYLOAD = {
 
 
 def test_the_tee_prints_the_human_line_of_the_reading_it_just_kept(
-    home: Path, clock: SimClock
+    home_dir: Path, clock: SimClock
 ) -> None:
-    profile(home, ".agent")
-    run = cli(home, clock, "statusline-tee", stdin=json.dumps(PAYLOAD).encode())
+    profile(home_dir, ".agent")
+    run = cli(home_dir, clock, "statusline-tee", stdin=json.dumps(PAYLOAD).encode())
     assert (run.code, run.err) == (0, "")
     assert run.out == f"5h {YELLOW}61%{OFF} 2h · 7d {RED}85%{OFF} 2d1h\n"
-    run = cli(home, clock, "statusline-tee", "--no-color", stdin=json.dumps(PAYLOAD).encode())
+    run = cli(home_dir, clock, "statusline-tee", "--no-color", stdin=json.dumps(PAYLOAD).encode())
     assert run.out == "5h 61% 2h · 7d 85% 2d1h\n"
-    run = cli(home, clock, "statusline-tee", "--format", "pipe", stdin=json.dumps(PAYLOAD).encode())
+    run = cli(
+        home_dir, clock, "statusline-tee", "--format", "pipe", stdin=json.dumps(PAYLOAD).encode()
+    )
     assert run.out == "61|85|1700007200|1700172801|||||0\n"
 
 
 @pytest.mark.parametrize("flags", [["--format", "pipe"], ["--no-color"], ["--format", "human"]])
 def test_the_tee_refuses_line_flags_beside_then(
-    home: Path, clock: SimClock, flags: list[str]
+    home_dir: Path, clock: SimClock, flags: list[str]
 ) -> None:
-    run = cli(home, clock, "statusline-tee", "--then", "cat", *flags)
+    run = cli(home_dir, clock, "statusline-tee", "--then", "cat", *flags)
     assert run.code == 64
     assert run.out == ""
     assert run.err.startswith(
@@ -275,9 +272,9 @@ def test_the_tee_refuses_line_flags_beside_then(
     ],
 )
 def test_statusline_usage_errors(
-    home: Path, clock: SimClock, args: list[str], problem: str
+    home_dir: Path, clock: SimClock, args: list[str], problem: str
 ) -> None:
-    run = cli(home, clock, "statusline", *args)
+    run = cli(home_dir, clock, "statusline", *args)
     assert run.code == 64
     assert run.err.startswith(f"account-cli: {problem}")
     assert "usage: account-cli statusline [-h]" in run.err
@@ -299,13 +296,13 @@ sys.stderr.write(repr(sorted(sys.modules)))
 
 
 @pytest.mark.parametrize("args", [["statusline"], ["statusline-tee"]])
-def test_the_human_line_loads_no_heavy_module(home: Path, args: list[str]) -> None:
+def test_the_human_line_loads_no_heavy_module(home_dir: Path, args: list[str]) -> None:
     from test_statusline import HEAVY, HEAVY_TOP_LEVEL
 
-    one_account(home)
-    plant(profile(home, "work"), 1, 2)
+    one_account(home_dir)
+    plant(profile(home_dir, "work"), 1, 2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "COV", "PYTHON"))}
-    env["HOME"] = str(home)
+    env["HOME"] = str(home_dir)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(args)],
         input=json.dumps(PAYLOAD).encode(),
@@ -343,7 +340,7 @@ def test_the_human_line_loads_no_heavy_module(home: Path, args: list[str]) -> No
     ],
 )
 def test_status_text_shows_reset_countdowns_and_local_times(
-    home: Path, clock: SimClock, zone: str, reset: str, full: str, past: str, next_year: str
+    home_dir: Path, clock: SimClock, zone: str, reset: str, full: str, past: str, next_year: str
 ) -> None:
     # Two hours into the five-hour window (40%) with 80% used: full half an hour from now.
     limits = {
@@ -352,10 +349,10 @@ def test_status_text_shows_reset_countdowns_and_local_times(
         "seven_day_opus": {"used_percentage": 0, "resets_at": NOW + 60 * DAY},
     }
     doc = {"session_id": "usage-poll", "written_at": NOW - 30, "rate_limits": limits}
-    sessions = profile(home, ".agent") / "status-cache/sessions"
+    sessions = profile(home_dir, ".agent") / "status-cache/sessions"
     sessions.mkdir(parents=True)
     (sessions / "usage-poll.json").write_text(json.dumps(doc))
-    run = cli(home, clock, "status", TZ=zone)
+    run = cli(home_dir, clock, "status", TZ=zone)
     assert (run.code, run.err) == (0, "")
     assert run.out.splitlines()[1:] == [
         f"  five_hour: 80% used, 40% elapsed, resets in 3h ({reset}), 100% projected at {full}",

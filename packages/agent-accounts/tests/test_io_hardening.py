@@ -10,7 +10,6 @@ import json
 import subprocess
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,9 @@ from accounts_support import (
     NOW,
     UsageServer,
     account_cli,
-    check_files,
-    check_logs,
     env_without_profiles,
     exception_text,
     make_profile,
-    quiet_logs,
     reading,
     seed_credentials,
     usage_body,
@@ -37,26 +33,7 @@ from agent_accounts.io import PollFailed, PollOk, Profile, poll_usage, read_logi
 CAP = 64 * 1024
 
 
-@pytest.fixture(autouse=True)
-def no_leaks(
-    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], tmp_path: Path
-) -> Iterator[None]:
-    quiet_logs(caplog)
-    yield
-    check_logs(caplog)
-    assert CANARY not in "".join(capfd.readouterr())
-    check_files(tmp_path)
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> tuple[Profile, str]:
-    return make_profile(tmp_path / "profiles", "work")
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
+pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 def encoded(body: bytes, encoding: str) -> web.Response:

@@ -73,13 +73,6 @@ def now_ms() -> int:
 
 
 @pytest.fixture
-def profile(tmp_path: Path) -> Profile:
-    config = tmp_path / "profiles" / "work"
-    config.mkdir(parents=True, mode=0o700)
-    return Profile(label="work", config_dir=str(config))
-
-
-@pytest.fixture
 async def server() -> AsyncIterator[TokenServer]:
     srv = TokenServer(expires_in=300)  # 5 min: due again for a 10-minute margin
     await srv.start()

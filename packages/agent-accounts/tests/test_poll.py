@@ -28,12 +28,9 @@ from accounts_support import (
     UsageServer,
     assert_no_canary,
     canary_token,
-    check_files,
-    check_logs,
     credentials,
     exception_text,
     make_profile,
-    quiet_logs,
     seed_credentials,
     usage_body,
 )
@@ -52,35 +49,14 @@ FAKE_URL = f"{FAKE_BASE}/api/oauth/usage"
 LIMIT = 64 * 1024
 
 
-@pytest.fixture(autouse=True)
-def no_leaks(
-    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], tmp_path: Path
-) -> Iterator[None]:
-    quiet_logs(caplog)
-    yield
-    check_logs(caplog)
-    out, err = capfd.readouterr()
-    assert CANARY not in out
-    assert CANARY not in err
-    check_files(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     path = tmp_path / "home" / ".agent-profiles"
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-@pytest.fixture
-def work(root: Path) -> tuple[Profile, str]:
-    return make_profile(root, "work")
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
 
 
 def clean(result: object) -> None:

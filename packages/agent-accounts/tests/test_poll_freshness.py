@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from accounts_cli_support import Home, plant_reading
 from accounts_support import UsageServer, account_cli, make_profile
 from agent_accounts.io import poll_all
-from test_cli import Home, plant_reading
 
 DATA = Path(__file__).resolve().parent / "data"
 

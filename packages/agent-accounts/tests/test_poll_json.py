@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from accounts_support import HOUR_MS, UsageServer, check_files, credentials
-from test_cli import Home, plant_reading
+from accounts_cli_support import Home, plant_reading
+from accounts_support import HOUR_MS, UsageServer, credentials
 
 KEYS = [
     "label",
@@ -33,23 +31,7 @@ KEYS = [
 ]
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[UsageServer]:
-    async with UsageServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path: Path, server: UsageServer) -> Home:
-    path = tmp_path / "home"
-    path.mkdir()
-    return Home(path=path, url=server.url)
-
-
-@pytest.fixture(autouse=True)
-def no_canary_in_files(tmp_path: Path) -> Any:
-    yield
-    check_files(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_canary_in_files")
 
 
 def rows(out: str) -> dict[str, dict[str, Any]]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from accounts_cli_support import Home, plant_reading
 from accounts_support import UsageServer, usage_body
-from test_cli import Home, plant_reading
 
 
 def token_of(config: Path) -> str:

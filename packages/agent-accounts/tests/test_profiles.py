@@ -11,13 +11,6 @@ import pytest
 from agent_accounts.io import CONFIG_DIRS_ENV, PROFILE_ROOT_ENV, Profile, discover_profiles
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def mkdirs(root: Path, *names: str) -> None:
     for name in names:
         (root / name).mkdir(parents=True)
@@ -27,12 +20,12 @@ def pairs(profiles: list[Profile]) -> list[tuple[str, str]]:
     return [(p.label, p.config_dir) for p in profiles]
 
 
-def test_default_first_then_profiles_in_name_order(home: Path) -> None:
-    mkdirs(home, ".agent", ".agent-profiles/work", ".agent-profiles/b", ".agent-profiles/.dot")
-    mkdirs(home, ".agent-profiles/Zed", ".agent-profiles/a")
-    root = home / ".agent-profiles"
-    assert pairs(discover_profiles(home=home, env={})) == [
-        ("default", str(home / ".agent")),
+def test_default_first_then_profiles_in_name_order(home_dir: Path) -> None:
+    mkdirs(home_dir, ".agent", ".agent-profiles/work", ".agent-profiles/b", ".agent-profiles/.dot")
+    mkdirs(home_dir, ".agent-profiles/Zed", ".agent-profiles/a")
+    root = home_dir / ".agent-profiles"
+    assert pairs(discover_profiles(home=home_dir, env={})) == [
+        ("default", str(home_dir / ".agent")),
         ("dot", str(root / ".dot")),
         ("Zed", str(root / "Zed")),
         ("a", str(root / "a")),
@@ -41,81 +34,92 @@ def test_default_first_then_profiles_in_name_order(home: Path) -> None:
     ]
 
 
-def test_missing_dirs_are_left_out(home: Path) -> None:
-    assert discover_profiles(home=home, env={}) == []
-    mkdirs(home, ".agent")
-    assert pairs(discover_profiles(home=home, env={})) == [("default", str(home / ".agent"))]
-    (home / ".agent").rmdir()
-    mkdirs(home, ".agent-profiles/solo")
-    assert [p.label for p in discover_profiles(home=home, env={})] == ["solo"]
+def test_missing_dirs_are_left_out(home_dir: Path) -> None:
+    assert discover_profiles(home=home_dir, env={}) == []
+    mkdirs(home_dir, ".agent")
+    assert pairs(discover_profiles(home=home_dir, env={})) == [
+        ("default", str(home_dir / ".agent"))
+    ]
+    (home_dir / ".agent").rmdir()
+    mkdirs(home_dir, ".agent-profiles/solo")
+    assert [p.label for p in discover_profiles(home=home_dir, env={})] == ["solo"]
 
 
 def test_a_home_that_does_not_exist_gives_nothing(tmp_path: Path) -> None:
     assert discover_profiles(home=tmp_path / "absent", env={}) == []
 
 
-def test_files_are_not_profiles(home: Path) -> None:
-    (home / ".agent").write_text("not a dir")
-    mkdirs(home, ".agent-profiles/real")
-    (home / ".agent-profiles" / "file").write_text("")
-    os.mkfifo(home / ".agent-profiles" / "fifo")
-    assert [p.label for p in discover_profiles(home=home, env={})] == ["real"]
+def test_files_are_not_profiles(home_dir: Path) -> None:
+    (home_dir / ".agent").write_text("not a dir")
+    mkdirs(home_dir, ".agent-profiles/real")
+    (home_dir / ".agent-profiles" / "file").write_text("")
+    os.mkfifo(home_dir / ".agent-profiles" / "fifo")
+    assert [p.label for p in discover_profiles(home=home_dir, env={})] == ["real"]
 
 
-def test_a_profile_root_that_is_a_file_gives_only_the_default(home: Path) -> None:
-    mkdirs(home, ".agent")
-    (home / ".agent-profiles").write_text("")
-    assert [p.label for p in discover_profiles(home=home, env={})] == ["default"]
+def test_a_profile_root_that_is_a_file_gives_only_the_default(home_dir: Path) -> None:
+    mkdirs(home_dir, ".agent")
+    (home_dir / ".agent-profiles").write_text("")
+    assert [p.label for p in discover_profiles(home=home_dir, env={})] == ["default"]
 
 
-def test_symlinks_are_left_out_at_both_levels(home: Path, tmp_path: Path) -> None:
+def test_symlinks_are_left_out_at_both_levels(home_dir: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     mkdirs(elsewhere, "agent", "profiles/inner", "linked")
-    (home / ".agent").symlink_to(elsewhere / "agent")
-    (home / ".agent-profiles").symlink_to(elsewhere / "profiles")
-    assert discover_profiles(home=home, env={}) == []
+    (home_dir / ".agent").symlink_to(elsewhere / "agent")
+    (home_dir / ".agent-profiles").symlink_to(elsewhere / "profiles")
+    assert discover_profiles(home=home_dir, env={}) == []
 
-    (home / ".agent-profiles").unlink()
-    mkdirs(home, ".agent-profiles/real")
-    (home / ".agent-profiles" / "link").symlink_to(elsewhere / "linked")
-    (home / ".agent-profiles" / "dangling").symlink_to(elsewhere / "nowhere")
-    assert [p.label for p in discover_profiles(home=home, env={})] == ["real"]
+    (home_dir / ".agent-profiles").unlink()
+    mkdirs(home_dir, ".agent-profiles/real")
+    (home_dir / ".agent-profiles" / "link").symlink_to(elsewhere / "linked")
+    (home_dir / ".agent-profiles" / "dangling").symlink_to(elsewhere / "nowhere")
+    assert [p.label for p in discover_profiles(home=home_dir, env={})] == ["real"]
 
 
-def test_profile_root_env_replaces_the_scanned_dir(home: Path, tmp_path: Path) -> None:
-    mkdirs(home, ".agent", ".agent-profiles/ignored")
+def test_profile_root_env_replaces_the_scanned_dir(home_dir: Path, tmp_path: Path) -> None:
+    mkdirs(home_dir, ".agent", ".agent-profiles/ignored")
     custom = tmp_path / "custom-root"
     mkdirs(custom, "two", "one")
-    found = discover_profiles(home=home, env={PROFILE_ROOT_ENV: str(custom)})
+    found = discover_profiles(home=home_dir, env={PROFILE_ROOT_ENV: str(custom)})
     assert pairs(found) == [
-        ("default", str(home / ".agent")),
+        ("default", str(home_dir / ".agent")),
         ("one", str(custom / "one")),
         ("two", str(custom / "two")),
     ]
 
 
-def test_empty_profile_root_env_is_ignored(home: Path) -> None:
-    mkdirs(home, ".agent-profiles/kept")
-    assert [p.label for p in discover_profiles(home=home, env={PROFILE_ROOT_ENV: ""})] == ["kept"]
+def test_empty_profile_root_env_is_ignored(home_dir: Path) -> None:
+    mkdirs(home_dir, ".agent-profiles/kept")
+    assert [p.label for p in discover_profiles(home=home_dir, env={PROFILE_ROOT_ENV: ""})] == [
+        "kept"
+    ]
 
 
-def test_missing_profile_root_env_dir_gives_only_the_default(home: Path, tmp_path: Path) -> None:
-    mkdirs(home, ".agent", ".agent-profiles/ignored")
+def test_missing_profile_root_env_dir_gives_only_the_default(
+    home_dir: Path, tmp_path: Path
+) -> None:
+    mkdirs(home_dir, ".agent", ".agent-profiles/ignored")
     env = {PROFILE_ROOT_ENV: str(tmp_path / "absent")}
-    assert [p.label for p in discover_profiles(home=home, env=env)] == ["default"]
+    assert [p.label for p in discover_profiles(home=home_dir, env=env)] == ["default"]
 
 
 def test_config_dirs_env_replaces_the_scan_and_is_taken_as_given(
-    home: Path, tmp_path: Path
+    home_dir: Path, tmp_path: Path
 ) -> None:
-    mkdirs(home, ".agent", ".agent-profiles/scanned")
+    mkdirs(home_dir, ".agent", ".agent-profiles/scanned")
     real = tmp_path / "real"
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
-    listed = [str(tmp_path / "z-absent"), str(link), str(home / ".agent"), str(tmp_path / ".dot")]
+    listed = [
+        str(tmp_path / "z-absent"),
+        str(link),
+        str(home_dir / ".agent"),
+        str(tmp_path / ".dot"),
+    ]
     env = {CONFIG_DIRS_ENV: os.pathsep.join(listed), PROFILE_ROOT_ENV: str(tmp_path)}
-    found = discover_profiles(home=home, env=env)
+    found = discover_profiles(home=home_dir, env=env)
     # In the given order, neither checked nor resolved; the default dir keeps its label.
     assert pairs(found) == [
         ("z-absent", listed[0]),
@@ -125,26 +129,28 @@ def test_config_dirs_env_replaces_the_scan_and_is_taken_as_given(
     ]
 
 
-def test_config_dirs_env_with_one_entry_and_empty_parts(home: Path, tmp_path: Path) -> None:
+def test_config_dirs_env_with_one_entry_and_empty_parts(home_dir: Path, tmp_path: Path) -> None:
     one = str(tmp_path / "only")
     env = {CONFIG_DIRS_ENV: os.pathsep + one + os.pathsep}
-    assert pairs(discover_profiles(home=home, env=env)) == [("only", one)]
+    assert pairs(discover_profiles(home=home_dir, env=env)) == [("only", one)]
 
 
-def test_empty_config_dirs_env_falls_back_to_the_scan(home: Path) -> None:
-    mkdirs(home, ".agent")
-    assert [p.label for p in discover_profiles(home=home, env={CONFIG_DIRS_ENV: ""})] == ["default"]
+def test_empty_config_dirs_env_falls_back_to_the_scan(home_dir: Path) -> None:
+    mkdirs(home_dir, ".agent")
+    assert [p.label for p in discover_profiles(home=home_dir, env={CONFIG_DIRS_ENV: ""})] == [
+        "default"
+    ]
 
 
 def test_defaults_are_the_os_home_and_the_process_environment(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mkdirs(home, ".agent", ".agent-profiles/p")
-    monkeypatch.setenv("HOME", str(home))
+    mkdirs(home_dir, ".agent", ".agent-profiles/p")
+    monkeypatch.setenv("HOME", str(home_dir))
     monkeypatch.delenv(CONFIG_DIRS_ENV, raising=False)
     monkeypatch.delenv(PROFILE_ROOT_ENV, raising=False)
     assert [(p.label, p.config_dir) for p in discover_profiles()][:1] == [
-        ("default", str(home / ".agent"))
+        ("default", str(home_dir / ".agent"))
     ]
     assert [p.label for p in discover_profiles()] == ["default", "p"]
     monkeypatch.setenv(CONFIG_DIRS_ENV, str(tmp_path / "from-env"))

@@ -126,13 +126,6 @@ async def endpoint(request: pytest.FixtureRequest) -> AsyncIterator[Endpoint]:
             yield ep
 
 
-@pytest.fixture
-def profile(tmp_path: Path) -> Profile:
-    config = tmp_path / "home" / ".agent-profiles" / "work"
-    config.mkdir(parents=True, mode=0o700)
-    return Profile(label="work", config_dir=str(config))
-
-
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
 

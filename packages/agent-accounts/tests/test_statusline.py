@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from accounts_support import CANARY, make_profile
+from accounts_support import CANARY, add_profile, make_profile
 from agent_accounts import redact_secrets
 from agent_accounts.cli import main
 from agent_accounts.io import discover_profiles, read_usage
@@ -84,9 +84,7 @@ def reference_statusline() -> str:
 
 
 def profile(home: Path, name: str) -> Path:
-    parent = home if name == ".agent" else home / ".agent-profiles"
-    config, _ = make_profile(parent, name, now=NOW)
-    return Path(config.config_dir)
+    return add_profile(home, name, now=NOW)
 
 
 def sessions(config: Path) -> Path:

@@ -18,7 +18,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounts_support import CANARY, account_cli, check_files, credentials, make_profile
+from accounts_support import (
+    CANARY,
+    account_cli,
+    add_profile,
+    make_profile,
+)
 from agent_accounts.io import read_usage, write_session_reading
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -51,10 +55,14 @@ class Tee:
 
 
 def run(
-    home: Path, stdin: bytes, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    agent_home: Path,
+    stdin: bytes,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Tee:
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
-    base["HOME"] = str(home)
+    base["HOME"] = str(agent_home)
     done = subprocess.run(
         [account_cli(), "statusline-tee", *args],
         input=stdin,
@@ -79,15 +87,14 @@ def payload(path: Path = PAYLOAD, **changes: Any) -> bytes:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    make_profile(path, ".agent", credentials(expires_at_ms=int(time.time() * 1000) + 86_400_000))
-    yield path
-    check_files(tmp_path)
+def agent_home(home_dir: Path) -> Path:
+    """A HOME whose default account (`.agent`) holds a login valid for a day."""
+    add_profile(home_dir, ".agent", now=time.time())
+    return home_dir
 
 
-def sessions(home: Path, name: str = ".agent") -> Path:
-    return home / name / "status-cache" / "sessions"
+def sessions(agent_home: Path, name: str = ".agent") -> Path:
+    return agent_home / name / "status-cache" / "sessions"
 
 
 def test_fixtures_have_the_documented_shape() -> None:
@@ -99,13 +106,13 @@ def test_fixtures_have_the_documented_shape() -> None:
     assert "rate_limits" not in json.loads(BEFORE_FIRST_ANSWER.read_bytes())
 
 
-def test_a_payload_becomes_a_session_reading_that_status_shows(home: Path) -> None:
-    result = run(home, PAYLOAD.read_bytes(), "--format", "pipe")
+def test_a_payload_becomes_a_session_reading_that_status_shows(agent_home: Path) -> None:
+    result = run(agent_home, PAYLOAD.read_bytes(), "--format", "pipe")
     assert (result.code, result.err) == (0, "")
     # With no --then, the tee prints the status line itself, from the reading just kept (here
     # the spec's pipe rows; test_humanline.py has the human line, the default).
     assert result.out.splitlines()[0].startswith("23|41|1893456000|1893888000|||||")
-    file = sessions(home) / f"{SESSION}.json"
+    file = sessions(agent_home) / f"{SESSION}.json"
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
     stored = json.loads(file.read_bytes())
     assert stored["session_id"] == "statusline.3f2a9c1e"
@@ -115,11 +122,11 @@ def test_a_payload_becomes_a_session_reading_that_status_shows(home: Path) -> No
         "five_hour": {"used_percentage": 23.5, "resets_at": 1893456000},
         "seven_day": {"used_percentage": 41.2, "resets_at": 1893888000},
     }
-    assert [p.name for p in sessions(home).iterdir()] == [f"{SESSION}.json"]  # no temp left
+    assert [p.name for p in sessions(agent_home).iterdir()] == [f"{SESSION}.json"]  # no temp left
 
     status = subprocess.run(
         [account_cli(), "status", "--json"],
-        env={**os.environ, "HOME": str(home)},
+        env={**os.environ, "HOME": str(agent_home)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -130,26 +137,28 @@ def test_a_payload_becomes_a_session_reading_that_status_shows(home: Path) -> No
     assert usage["age_seconds"] <= 60
 
 
-def test_then_gets_the_same_bytes_and_its_exit_code_is_the_tees(home: Path, tmp_path: Path) -> None:
+def test_then_gets_the_same_bytes_and_its_exit_code_is_the_tees(
+    agent_home: Path, tmp_path: Path
+) -> None:
     raw = PAYLOAD.read_bytes()
     copy = tmp_path / "copy.json"
-    result = run(home, raw, "--then", f"cat > {copy}; echo 'my line'; exit 3")
+    result = run(agent_home, raw, "--then", f"cat > {copy}; echo 'my line'; exit 3")
     assert (result.code, result.out, result.err) == (3, "my line\n", "")
     assert copy.read_bytes() == raw
-    assert (sessions(home) / f"{SESSION}.json").exists()
-    assert run(home, raw, f"--then=cat > {copy}").code == 0
+    assert (sessions(agent_home) / f"{SESSION}.json").exists()
+    assert run(agent_home, raw, f"--then=cat > {copy}").code == 0
 
 
-def test_a_payload_without_rate_limits_writes_nothing_and_says_nothing(home: Path) -> None:
-    result = run(home, BEFORE_FIRST_ANSWER.read_bytes())
+def test_a_payload_without_rate_limits_writes_nothing_and_says_nothing(agent_home: Path) -> None:
+    result = run(agent_home, BEFORE_FIRST_ANSWER.read_bytes())
     assert (result.code, result.err) == (0, "")
     assert result.out == "no usage reading yet\n"
-    assert not sessions(home).exists()
+    assert not sessions(agent_home).exists()
 
 
-def test_a_limit_reported_past_100_is_kept_as_100(home: Path) -> None:
-    assert run(home, LIMIT_HIT.read_bytes()).err == ""
-    usage = read_usage(home / ".agent")
+def test_a_limit_reported_past_100_is_kept_as_100(agent_home: Path) -> None:
+    assert run(agent_home, LIMIT_HIT.read_bytes()).err == ""
+    usage = read_usage(agent_home / ".agent")
     assert usage is not None
     assert usage.reading["rate_limits"]["five_hour"]["used_percentage"] == 100
     assert usage.reading["rate_limits"]["seven_day"]["used_percentage"] == 96.4
@@ -175,21 +184,21 @@ def test_a_limit_reported_past_100_is_kept_as_100(home: Path) -> None:
     ],
 )
 def test_bad_input_gets_one_fixed_line_and_the_status_line_still_prints(
-    home: Path, tmp_path: Path, stdin: bytes, problem: str
+    agent_home: Path, tmp_path: Path, stdin: bytes, problem: str
 ) -> None:
-    poll_file = sessions(home) / "usage-poll.json"
+    poll_file = sessions(agent_home) / "usage-poll.json"
     poll_file.parent.mkdir(parents=True)
     poll_file.write_text('{"session_id": "usage-poll", "written_at": 1, "rate_limits": {}}')
     before = poll_file.read_bytes()
-    result = run(home, stdin)
+    result = run(agent_home, stdin)
     assert result.code == 0
     assert result.err.startswith(f"account-cli: statusline-tee: {problem}")
     assert result.out == "no usage reading yet\n"
-    assert sorted(p.name for p in sessions(home).iterdir()) == ["usage-poll.json"]
+    assert sorted(p.name for p in sessions(agent_home).iterdir()) == ["usage-poll.json"]
     assert poll_file.read_bytes() == before  # the poller's reading is never the tee's to write
     # With --then, the user's status line still runs on the very same bytes.
     copy = tmp_path / "copy"
-    result = run(home, stdin, "--then", f"cat > {copy}")
+    result = run(agent_home, stdin, "--then", f"cat > {copy}")
     assert result.code == 0
     assert copy.read_bytes() == stdin
     copy.unlink()  # the user's command got the payload as given, canary and all: not ours
@@ -214,31 +223,31 @@ def hashed(session_id: str, cleaned: str) -> str:
     ],
 )
 def test_a_session_id_never_leaves_the_sessions_dir(
-    home: Path, session_id: str, cleaned: str
+    agent_home: Path, session_id: str, cleaned: str
 ) -> None:
     file = hashed(session_id, cleaned)
-    before = set(home.parent.rglob("*"))
-    assert run(home, payload(session_id=session_id)).err == ""
-    created = set(home.parent.rglob("*")) - before
-    assert sessions(home) / file in created
-    history = sessions(home).parent / "usage-history.jsonl"  # a fixed name, beside the dir
+    before = set(agent_home.parent.rglob("*"))
+    assert run(agent_home, payload(session_id=session_id)).err == ""
+    created = set(agent_home.parent.rglob("*")) - before
+    assert sessions(agent_home) / file in created
+    history = sessions(agent_home).parent / "usage-history.jsonl"  # a fixed name, beside the dir
     assert all(
-        p == sessions(home)
-        or p.is_relative_to(sessions(home))
-        or p in sessions(home).parents
+        p == sessions(agent_home)
+        or p.is_relative_to(sessions(agent_home))
+        or p in sessions(agent_home).parents
         or p == history
         for p in created
     )
-    stored = json.loads((sessions(home) / file).read_bytes())
+    stored = json.loads((sessions(agent_home) / file).read_bytes())
     assert re.fullmatch(r"[a-z0-9._]{1,24}", stored["session_id"])
 
 
-def test_ids_that_clean_to_the_same_text_get_their_own_files(home: Path) -> None:
+def test_ids_that_clean_to_the_same_text_get_their_own_files(agent_home: Path) -> None:
     ids = ["a\nb", "a\0b", "a b", "a_b"]
     for index, session_id in enumerate(ids):
         limits = {"five_hour": {"used_percentage": index}, "seven_day": {"used_percentage": 1}}
-        assert run(home, payload(session_id=session_id, rate_limits=limits)).err == ""
-    stored = {p.name: json.loads(p.read_bytes()) for p in sessions(home).iterdir()}
+        assert run(agent_home, payload(session_id=session_id, rate_limits=limits)).err == ""
+    stored = {p.name: json.loads(p.read_bytes()) for p in sessions(agent_home).iterdir()}
     used = {
         name: doc["rate_limits"]["five_hour"]["used_percentage"] for name, doc in stored.items()
     }
@@ -261,11 +270,11 @@ def test_two_different_ids_never_share_a_file(first: str, second: str) -> None:
             assert Path(path).name != "usage-poll.json"
 
 
-def test_then_starts_with_default_sigpipe_and_sigxfsz(home: Path) -> None:
+def test_then_starts_with_default_sigpipe_and_sigxfsz(agent_home: Path) -> None:
     # `yes | head -1` ends quietly only when `yes` dies of SIGPIPE; with SIGPIPE ignored it
     # prints "Broken pipe" (write error) instead. /proc shows both dispositions directly.
     probe = "yes | head -1; grep SigIgn /proc/self/status"
-    result = run(home, payload(), "--then", probe)
+    result = run(agent_home, payload(), "--then", probe)
     assert result.code == 0
     lines = result.out.splitlines()
     assert lines[0] == "y"
@@ -286,42 +295,42 @@ def test_no_config_dir_is_created_for_the_tee(tmp_path: Path) -> None:
     assert list(empty.iterdir()) == []
 
 
-def test_agent_config_dir_names_the_current_profile(home: Path) -> None:
-    work, _ = make_profile(home / ".agent-profiles", "work", None, seed=False)
-    result = run(home, PAYLOAD.read_bytes(), env={"AGENT_CONFIG_DIR": work.config_dir})
+def test_agent_config_dir_names_the_current_profile(agent_home: Path) -> None:
+    work, _ = make_profile(agent_home / ".agent-profiles", "work", None, seed=False)
+    result = run(agent_home, PAYLOAD.read_bytes(), env={"AGENT_CONFIG_DIR": work.config_dir})
     assert result.err == ""
     stored = json.loads(
         (Path(work.config_dir) / f"status-cache/sessions/{SESSION}.json").read_bytes()
     )
     assert stored["account"] == "work"
-    assert not sessions(home).exists()
+    assert not sessions(agent_home).exists()
 
 
-def test_an_unwritable_sessions_dir_is_reported_and_the_line_still_prints(home: Path) -> None:
-    sessions(home).parent.mkdir(parents=True)
-    sessions(home).write_text("a file where the dir should be")
-    result = run(home, PAYLOAD.read_bytes())
+def test_an_unwritable_sessions_dir_is_reported_and_the_line_still_prints(agent_home: Path) -> None:
+    sessions(agent_home).parent.mkdir(parents=True)
+    sessions(agent_home).write_text("a file where the dir should be")
+    result = run(agent_home, PAYLOAD.read_bytes())
     assert result.code == 0
     assert result.err == "account-cli: statusline-tee: session reading not written\n"
     assert result.out == "no usage reading yet\n"
 
 
 def test_input_over_the_cap_is_not_parsed_but_reaches_then_whole(
-    home: Path, tmp_path: Path
+    agent_home: Path, tmp_path: Path
 ) -> None:
     big = payload(padding="x" * (300 * 1024))
     copy = tmp_path / "copy"
-    result = run(home, big, "--then", f"cat > {copy}")
+    result = run(agent_home, big, "--then", f"cat > {copy}")
     assert result.err == "account-cli: statusline-tee: input over 256 KiB, not read\n"
     assert copy.read_bytes() == big
-    assert not sessions(home).exists()
+    assert not sessions(agent_home).exists()
 
 
-def test_then_that_does_not_read_stdin_still_ends(home: Path) -> None:
-    assert run(home, payload(padding="x" * (200 * 1024)), "--then", "exit 0").code == 0
+def test_then_that_does_not_read_stdin_still_ends(agent_home: Path) -> None:
+    assert run(agent_home, payload(padding="x" * (200 * 1024)), "--then", "exit 0").code == 0
 
 
-def test_help_and_usage_errors_go_through_the_parser(home: Path) -> None:
+def test_help_and_usage_errors_go_through_the_parser(agent_home: Path) -> None:
     done = subprocess.run(
         [account_cli(), "statusline-tee", "--help"], capture_output=True, text=True, check=False
     )
@@ -372,9 +381,9 @@ HEAVY = {
 }
 
 
-def test_the_tee_loads_no_heavy_module(home: Path) -> None:
+def test_the_tee_loads_no_heavy_module(agent_home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "COV", "PYTHON"))}
-    env["HOME"] = str(home)
+    env["HOME"] = str(agent_home)
     done = subprocess.run(
         [sys.executable, "-c", PROBE],
         input=PAYLOAD.read_bytes(),
@@ -385,7 +394,7 @@ def test_the_tee_loads_no_heavy_module(home: Path) -> None:
     )
     result = json.loads(done.stderr)
     assert result["code"] == 0
-    assert (sessions(home) / f"{SESSION}.json").exists()
+    assert (sessions(agent_home) / f"{SESSION}.json").exists()
     assert HEAVY & {m.split(".")[0] for m in result["modules"]} == set()
 
 
@@ -451,8 +460,8 @@ def test_a_session_id_that_cannot_name_a_file_is_refused(tmp_path: Path, bad: An
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_new_session_removes_session_readings_a_week_stale(home: Path) -> None:
-    directory = sessions(home)
+def test_a_new_session_removes_session_readings_a_week_stale(agent_home: Path) -> None:
+    directory = sessions(agent_home)
     directory.mkdir(parents=True)
     old = time.time() - 8 * 86400 - 60  # untouched for the README's 8 days
     keep = {
@@ -467,11 +476,11 @@ def test_a_new_session_removes_session_readings_a_week_stale(home: Path) -> None
         os.utime(directory / name, (mtime, mtime))
     (directory / "linked.json").symlink_to(directory / "notes.txt")
     os.utime(directory / "linked.json", (old, old), follow_symlinks=False)
-    assert run(home, PAYLOAD.read_bytes(), "--then", "true").err == ""
+    assert run(agent_home, PAYLOAD.read_bytes(), "--then", "true").err == ""
     left = {p.name for p in directory.iterdir()}
     assert left == {*keep, "linked.json", f"{SESSION}.json"}
     # Only a session's first write prunes; later prompts of the same session do not list the dir.
     (directory / "gone-3.json").write_text("{}")
     os.utime(directory / "gone-3.json", (old, old))
-    assert run(home, PAYLOAD.read_bytes(), "--then", "true").err == ""
+    assert run(agent_home, PAYLOAD.read_bytes(), "--then", "true").err == ""
     assert (directory / "gone-3.json").exists()

@@ -1,5 +1,5 @@
-"""Fixtures the white-box refresh tests share with the public ones: a profile dir, the mocked token
-endpoint (test_refresh) and the rotating local token server (test_locks)."""
+"""Fixtures the white-box refresh tests share with the public ones: the mocked token endpoint
+(test_refresh) and the rotating local token server (test_locks); the profile dir is conftest's."""
 
 from test_locks import server  # noqa: F401 (fixture)
-from test_refresh import endpoint, profile  # noqa: F401 (fixtures)
+from test_refresh import endpoint  # noqa: F401 (fixture)
