@@ -365,3 +365,51 @@ def test_unknown_repository_and_bad_arguments(server: ForgeServer) -> None:
         assert caught.value.field == field
     # Only the unknown repository's read was sent: bad arguments never reach the forge.
     assert server.state.graphql_ops == {"Backstop": 1}
+
+
+_CONNECTIONS: tuple[tuple[str | int, ...], ...] = (
+    ("open",),
+    ("done",),
+    ("main", "target", "history"),
+    ("open", "nodes", 0, "reviews"),
+    ("open", "nodes", 0, "headRef", "target", "statusCheckRollup", "contexts"),
+)
+
+
+@pytest.mark.parametrize("field", ["nodes", "pageInfo"])
+@pytest.mark.parametrize("path", _CONNECTIONS, ids=lambda p: ".".join(map(str, p)))
+def test_a_page_without_nodes_or_page_info_fails_the_read_never_reads_whole(
+    server: ForgeServer, path: tuple[str | int, ...], field: str
+) -> None:
+    # A page that cannot say whether more follow would read as a whole range, and a cut range
+    # as "those PRs are gone": every connection the snapshot pages must carry both.
+    repo = server.state.repo(REPO)
+    _history(repo, 3)
+    _open_prs(repo, 1)
+    _done_prs(repo, 1, start=2)
+    _run(repo, 1, "build", str(repo.prs[1]["head"]["sha"]), "success")
+    repo.prs[1]["_reviews"] = [_review(1, 1, "0" * 40)]
+    api = _direct(server)
+    cut: list[str] = []
+
+    def answer(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        whole: dict[str, Any] = json.loads(json.dumps(api(query, variables)))
+        if query.startswith("query Backstop("):
+            node: Any = whole["data"]["repository"]
+            for key in path:
+                node = node[key]
+            del node[field]
+            cut.append(query)
+        return whole
+
+    with pytest.raises(ForgeCliError) as caught:
+        read_backstop_snapshot(
+            answer,
+            repo=REPO,
+            branch="main",
+            since=SINCE,
+            main_cursor=None,
+            done_since=DONE_SINCE_MS,
+        )
+    assert caught.value.kind == "malformed"
+    assert cut

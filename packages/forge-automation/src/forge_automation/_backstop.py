@@ -270,8 +270,7 @@ class _Reader:
         fetch: Callable[[str], Mapping[str, Any]],
     ) -> list[Any]:
         """Return every node of `connection`, re-reading its later pages through `fetch`."""
-        nodes = list(connection.get("nodes") or ())
-        info = connection.get("pageInfo") or {}
+        nodes, info = _page(range_name, connection)
         for _ in range(cap):
             if not info.get("hasNextPage"):
                 return nodes
@@ -282,12 +281,30 @@ class _Reader:
                     f"GraphQL said {range_name} has more pages but gave no cursor",
                     kind="malformed",
                 )
-            page = fetch(cursor)
-            nodes.extend(page.get("nodes") or ())
-            info = page.get("pageInfo") or {}
+            more, info = _page(range_name, fetch(cursor))
+            nodes.extend(more)
         if info.get("hasNextPage"):
             raise BackstopTruncated(range=range_name, cap=cap)
         return nodes
+
+
+def _page(range_name: str, connection: object) -> tuple[list[Any], Mapping[str, Any]]:
+    """Return a connection page's nodes and pageInfo; an answer without them is malformed.
+
+    A page with no `nodes` list or no `pageInfo.hasNextPage` cannot say the range is whole, and
+    a partial range would read as "those PRs are gone".
+    """
+    nodes = connection.get("nodes") if isinstance(connection, Mapping) else None
+    info = connection.get("pageInfo") if isinstance(connection, Mapping) else None
+    if (
+        not isinstance(nodes, list)
+        or not isinstance(info, Mapping)
+        or not isinstance(info.get("hasNextPage"), bool)
+    ):
+        raise ForgeCliError(
+            f"GraphQL answered a {range_name} page without nodes or pageInfo", kind="malformed"
+        )
+    return list(nodes), info
 
 
 def _lower(value: object) -> object:
@@ -428,15 +445,15 @@ def read_backstop_snapshot(
         }
         repository = reader.send(BACKSTOP_QUERY, variables)
         if ranges["open"].paging:
-            connection = _connection(repository, "open")
-            for node in connection.get("nodes") or ():
+            nodes, info = _page("open", _connection(repository, "open"))
+            for node in nodes:
                 if node:
                     open_prs.append(_open_pr(reader, node))
-            _advance(ranges["open"], connection)
+            _advance(ranges["open"], info)
         if ranges["done"].paging:
-            connection = _connection(repository, "done")
+            nodes, info = _page("done", _connection(repository, "done"))
             reached = False
-            for node in connection.get("nodes") or ():
+            for node in nodes:
                 if not node:
                     continue
                 updated = str(node.get("updatedAt") or "")
@@ -444,7 +461,7 @@ def read_backstop_snapshot(
                     reached = True
                     break
                 done_prs.append(parsed("a done PR", node, _done_pr))
-            _advance(ranges["done"], connection, stop=reached)
+            _advance(ranges["done"], info, stop=reached)
         if ranges["main"].paging:
             ref = repository.get("main")
             if not isinstance(ref, Mapping):
@@ -454,9 +471,9 @@ def read_backstop_snapshot(
             target = ref.get("target") or {}
             if tip is None:
                 tip = target.get("oid")
-            connection = target.get("history") or {}
+            nodes, info = _page("main", target.get("history"))
             reached = False
-            for node in connection.get("nodes") or ():
+            for node in nodes:
                 sha = str(node.get("oid", ""))
                 if main_cursor is not None and sha == main_cursor:
                     reached = True
@@ -464,7 +481,7 @@ def read_backstop_snapshot(
                 history.append(
                     (sha, str(node.get("messageHeadline", "")), str(node.get("committedDate", "")))
                 )
-            _advance(ranges["main"], connection, stop=reached)
+            _advance(ranges["main"], info, stop=reached)
     rate_limit = BackstopRateLimit(
         cost=reader.cost,
         remaining=reader.remaining,
@@ -486,8 +503,7 @@ def _connection(repository: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return connection
 
 
-def _advance(r: _Range, connection: Mapping[str, Any], *, stop: bool = False) -> None:
-    info = connection.get("pageInfo") or {}
+def _advance(r: _Range, info: Mapping[str, Any], *, stop: bool = False) -> None:
     if stop or not info.get("hasNextPage"):
         r.paging = False
         return
