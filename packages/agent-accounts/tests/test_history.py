@@ -95,50 +95,6 @@ def test_the_clock_moved_back_and_forth(config: Path) -> None:
     assert [r["written_at"] for r in later] == [T0, T0 + 300, T0 + 7200]
 
 
-def test_it_rotates_by_size_and_reads_both_files(
-    config: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import agent_accounts.io._history as history_module
-
-    monkeypatch.setattr(history_module, "HISTORY_MAX_BYTES", 2048)
-    for i in range(60):
-        write_reading(config, poll_reading(T0 + i * 60, i))
-    current = config / HISTORY
-    rotated = current.with_name(current.name + ".1")
-    assert current.stat().st_size <= 2048
-    assert rotated.stat().st_size <= 2048
-    got = read_usage_history(config, now=T0 + 3600)
-    assert [r["written_at"] for r in got] == sorted(r["written_at"] for r in got)
-    assert got[-1]["rate_limits"]["five_hour"]["used_percentage"] == 59
-    assert len(got) < 60  # the oldest went with the rotation before last
-
-
-def test_a_tail_read_returns_only_the_newest_whole_lines(
-    config: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import agent_accounts.io._history as history_module
-
-    monkeypatch.setattr(history_module, "HISTORY_MAX_BYTES", 8192)
-    for i in range(60):
-        write_reading(config, poll_reading(T0 + i * 60, i))
-    now = T0 + 3600
-    everything = read_usage_history(config, now=now)
-    current = (config / HISTORY).read_bytes()
-    # What `best` and `run` read: the newest lines within the tail, each whole, none older.
-    tail = read_usage_history(config, now=now, tail_bytes=2048)
-    assert 0 < len(tail) < len(current.splitlines())
-    assert tail == everything[-len(tail) :]
-    assert sum(len(line) + 1 for line in current.splitlines()[-len(tail) :]) <= 2048
-    # A tail longer than the current file reaches into the rotated one, newest lines first.
-    longer = read_usage_history(config, now=now, tail_bytes=len(current) + 2048)
-    assert len(current.splitlines()) < len(longer) < len(everything)
-    assert longer == everything[-len(longer) :]
-    # A tail longer than both reads them whole.
-    assert read_usage_history(config, now=now, tail_bytes=10**6) == everything
-    with pytest.raises(ValueError, match="tail_bytes"):
-        read_usage_history(config, now=now, tail_bytes=100)
-
-
 def test_a_planted_history_is_never_written_through_nor_read(config: Path, tmp_path: Path) -> None:
     write_reading(config, poll_reading(T0, 10))
     target = tmp_path / "elsewhere"
