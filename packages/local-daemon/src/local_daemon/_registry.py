@@ -24,17 +24,25 @@ from typing import Any, TypeVar, overload
 
 from ._errors import UnknownCommandError
 from ._progress import CallScope, CancelFlag, Progress, current_call
-from ._registry_content import ContentEntry, build_prompt, build_resource, icons_of, run_entry
+from ._registry_content import (
+    ContentEntry,
+    build_prompt,
+    build_resource,
+    call_function,
+    checked_name,
+    icons_of,
+    keyword_parameters,
+    run_entry,
+    summary,
+)
 from ._signature import (
     CONTEXT_PARAM,
-    NAME,
     Param,
     arg_descriptions,
     check_arguments,
     describe,
     json_default,
 )
-from ._threads import run_in_command_thread
 from ._types import CommandInfo, Icon, PromptInfo, ResourceInfo, envelope_schemas
 
 __all__ = ["Registry"]
@@ -80,7 +88,6 @@ class _Hints:
 def _build(
     fn: Callable[..., Any], name: str, description: str | None, hints_in: _Hints = _Hints()
 ) -> _Command:
-    signature = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
     except NameError:
@@ -90,16 +97,10 @@ def _build(
     properties: dict[str, Any] = {}
     required: list[str] = []
     params: list[Param] = []
-    takes_context = False
     controls: dict[type, str] = {}
-    doc = inspect.getdoc(fn) or ""
-    described = arg_descriptions(doc)
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(f"command {name}: parameter {param.name} must be passable by keyword")
-        if param.name == CONTEXT_PARAM:
-            takes_context = True
-            continue
+    described = arg_descriptions(inspect.getdoc(fn) or "")
+    arguments, takes_context = keyword_parameters(fn, "command", name)
+    for param in arguments:
         annotation = hints.get(param.name, Any)
         if annotation in (Progress, CancelFlag):
             # Handed in by the surface that runs the call; never an argument a client sends.
@@ -124,12 +125,10 @@ def _build(
     }
     if required:
         input_schema["required"] = required
-    if description is None:
-        description = doc.strip().splitlines()[0].strip() if doc.strip() else ""
     return _Command(
         info=CommandInfo(
             name=name,
-            description=description,
+            description=summary(fn, description),
             input_schema=input_schema,
             output_schema=_output_schema(hints),
             title=hints_in.title,
@@ -209,9 +208,7 @@ class Registry:
         )
 
         def register(target: Callable[..., Any]) -> Callable[..., Any]:
-            command_name = name if name is not None else target.__name__
-            if not NAME.fullmatch(command_name):
-                raise ValueError(f"invalid command name: {command_name!r}")
+            command_name = checked_name("command", name if name is not None else target.__name__)
             if command_name in self._commands:
                 raise ValueError(f"command already registered: {command_name}")
             self._commands[command_name] = _build(target, command_name, description, tool_hints)
@@ -336,9 +333,7 @@ class Registry:
         if command.takes_context:
             values[CONTEXT_PARAM] = context
         if command.progress_param is None and command.cancel_param is None:
-            if command.is_async:
-                return await command.fn(**values)
-            return await run_in_command_thread(command.fn, **values)
+            return await call_function(command.fn, command.is_async, values)
         # The surface's scope when it streams progress; else one of this call's own, whose
         # reporter goes nowhere.
         scope = current_call() or CallScope(None)
@@ -347,9 +342,7 @@ class Registry:
         if command.cancel_param is not None:
             values[command.cancel_param] = scope.cancel_flag
         try:
-            if command.is_async:
-                return await command.fn(**values)
-            return await run_in_command_thread(command.fn, **values)
+            return await call_function(command.fn, command.is_async, values)
         except asyncio.CancelledError:
             # The client went away or sent a cancel: a sync command still running in its thread
             # sees its flag.

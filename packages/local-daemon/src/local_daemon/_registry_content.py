@@ -31,7 +31,17 @@ from ._signature import (
 from ._threads import run_in_command_thread
 from ._types import Icon, PromptArgumentInfo, PromptInfo, ResourceInfo
 
-__all__ = ["ContentEntry", "build_prompt", "build_resource", "icons_of", "run_entry"]
+__all__ = [
+    "ContentEntry",
+    "build_prompt",
+    "build_resource",
+    "call_function",
+    "checked_name",
+    "icons_of",
+    "keyword_parameters",
+    "run_entry",
+    "summary",
+]
 
 # What a resource template variable or a prompt argument may be annotated (its wire form).
 _RESOURCE_ANNOTATIONS = (str, list[str])
@@ -73,13 +83,8 @@ def _read_params(
     described = arg_descriptions(inspect.getdoc(fn) or "")
     params: list[Param] = []
     listed: list[PromptArgumentInfo] = []
-    takes_context = False
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(f"{kind} {name}: parameter {param.name} must be passable by keyword")
-        if param.name == CONTEXT_PARAM:
-            takes_context = True
-            continue
+    arguments, takes_context = keyword_parameters(fn, kind, name)
+    for param in arguments:
         annotation = hints.get(param.name, str)
         if annotation not in allowed:
             wanted = " or ".join(getattr(one, "__name__", str(one)) for one in allowed)
@@ -95,17 +100,45 @@ def _read_params(
     return params, listed, takes_context
 
 
-def _summary(fn: Callable[..., Any], description: str | None) -> str:
+def summary(fn: Callable[..., Any], description: str | None) -> str:
+    """Return `description`, or else the first line of `fn`'s docstring (`""` without one)."""
     if description is not None:
         return description
     doc = (inspect.getdoc(fn) or "").strip()
     return doc.splitlines()[0].strip() if doc else ""
 
 
-def _checked_name(kind: str, name: str) -> str:
+def checked_name(kind: str, name: str) -> str:
+    """Return `name` if it is a valid command, resource or prompt name; else raise ValueError."""
     if not NAME.fullmatch(name):
         raise ValueError(f"invalid {kind} name: {name!r}")
     return name
+
+
+def keyword_parameters(
+    fn: Callable[..., Any], kind: str, name: str
+) -> tuple[list[inspect.Parameter], bool]:
+    """Return `fn`'s parameters but `context`, and whether it takes `context`.
+
+    Every parameter must be passable by keyword: a call's arguments arrive by name.
+    """
+    found: list[inspect.Parameter] = []
+    takes_context = False
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(f"{kind} {name}: parameter {param.name} must be passable by keyword")
+        if param.name == CONTEXT_PARAM:
+            takes_context = True
+        else:
+            found.append(param)
+    return found, takes_context
+
+
+async def call_function(fn: Callable[..., Any], is_async: bool, values: dict[str, Any]) -> Any:
+    """Run a registered function with `values`: awaited if async, else in a command thread."""
+    if is_async:
+        return await fn(**values)
+    return await run_in_command_thread(fn, **values)
 
 
 def build_resource(
@@ -119,7 +152,7 @@ def build_resource(
     icons: tuple[Icon, ...],
 ) -> ContentEntry:
     """Read `fn` as the resource at `uri` (fixed, or a template naming its parameters)."""
-    resource_name = _checked_name("resource", name if name is not None else fn.__name__)
+    resource_name = checked_name("resource", name if name is not None else fn.__name__)
     if not uri or len(uri) > _MAX_URI or "://" not in uri:
         raise ValueError(f"resource {resource_name}: uri must look like scheme://...")
     params, _, takes_context = _read_params(fn, "resource", resource_name, _RESOURCE_ANNOTATIONS)
@@ -128,7 +161,7 @@ def build_resource(
             name=resource_name,
             uri=uri,
             title=title,
-            description=_summary(fn, description),
+            description=summary(fn, description),
             mime_type=mime_type,
             icons=icons,
         ),
@@ -148,13 +181,13 @@ def build_prompt(
     icons: tuple[Icon, ...],
 ) -> ContentEntry:
     """Read `fn` as a prompt: each `str` parameter is an argument (required without a default)."""
-    prompt_name = _checked_name("prompt", name if name is not None else fn.__name__)
+    prompt_name = checked_name("prompt", name if name is not None else fn.__name__)
     params, listed, takes_context = _read_params(fn, "prompt", prompt_name, _PROMPT_ANNOTATIONS)
     return ContentEntry(
         info=PromptInfo(
             name=prompt_name,
             title=title,
-            description=_summary(fn, description),
+            description=summary(fn, description),
             arguments=tuple(listed),
             icons=icons,
         ),
@@ -175,6 +208,4 @@ async def run_entry(
     values = check_arguments(entry.params, args)
     if entry.takes_context:
         values[CONTEXT_PARAM] = context
-    if entry.is_async:
-        return await entry.fn(**values)
-    return await run_in_command_thread(entry.fn, **values)
+    return await call_function(entry.fn, entry.is_async, values)
