@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from accounts_disk_support import fill_leaving, small_tmpfs
+from accounts_history_support import HISTORY, T0, poll_reading
 from accounts_support import (
     CANARY,
     account_cli,
@@ -32,24 +34,6 @@ from agent_accounts.io import (
     write_reading,
     write_session_reading,
 )
-from test_refresh_faults import fill_leaving, small_tmpfs
-
-HISTORY = Path("status-cache") / "usage-history.jsonl"
-T0 = 1_800_000_000.0
-
-
-def poll_reading(t: float, five: float, week: float = 10.0, **extra: float) -> dict[str, Any]:
-    limits = {
-        "five_hour": {"used_percentage": five, "resets_at": T0 + 5 * 3600},
-        "seven_day": {"used_percentage": week, "resets_at": T0 + 7 * 86400},
-    }
-    limits.update({k: {"used_percentage": v} for k, v in extra.items()})
-    return {
-        "session_id": "usage-poll",
-        "written_at": t,
-        "rate_limits": limits,
-        "source": "oauth-usage",
-    }
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from accounts_crash_support import (
     journal_lines,
     new_scene,
 )
+from accounts_disk_support import fill_leaving, small_tmpfs
 from accounts_refresh_support import (
     CANARY,
     TokenServer,
@@ -40,7 +41,6 @@ from accounts_refresh_support import (
     write_file,
 )
 from agent_accounts.io import Profile, refresh_if_needed
-from test_refresh_faults import fill_leaving, small_tmpfs
 
 MARGIN = 600_000
 

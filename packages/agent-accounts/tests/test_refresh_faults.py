@@ -4,18 +4,17 @@ between making a lock and recording it, and locks no record names."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from accounts_crash_support import Scene, new_scene, recover, run_cli, strace_prefix
+from accounts_disk_support import fill_leaving, small_tmpfs
 from accounts_refresh_support import (
     TokenServer,
     account_cli,
@@ -28,7 +27,6 @@ from accounts_refresh_support import (
 from agent_accounts.io import Profile, refresh_if_needed
 
 MARGIN = 600_000
-PAGE = 4096
 
 
 @pytest.fixture
@@ -39,30 +37,6 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
 
 
 # --- a full disk ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def small_tmpfs(where: Path, size: str = "64k") -> Iterator[Path]:
-    """Mount a tmpfs of `size` at `where` (we are root); unmount on the way out."""
-    where.mkdir(parents=True)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)], check=True
-    )
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill_leaving(directory: Path, free_pages: int) -> None:
-    """Fill the filesystem of `directory` until exactly `free_pages` pages are free."""
-    st = os.statvfs(directory)
-    available = st.f_bavail * st.f_frsize
-    filler = directory / "filler"
-    with open(filler, "wb") as handle:
-        handle.write(b"\0" * max(0, available - free_pages * PAGE))
-    st = os.statvfs(directory)
-    assert st.f_bavail * st.f_frsize == free_pages * PAGE
 
 
 @pytest.mark.parametrize("free_pages", [0, 1, 2])

@@ -17,10 +17,7 @@ from accounts_support import (
     CANARY,
     NOW,
     canary_token,
-    check_files,
-    check_logs,
     exception_text,
-    quiet_logs,
     reading,
     tree_of,
 )
@@ -30,20 +27,15 @@ from agent_accounts.io import UsageFile, read_usage, write_reading, write_sessio
 INVALID = "reading must be a valid usage-poll reading"
 SECRET = "reading must not carry secret-shaped text"
 
+# conftest's check: no log record, output or file but credentials holds the canary.
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / ".agent-profiles" / "work"
     path.mkdir(parents=True, mode=0o700)
     return path
-
-
-@pytest.fixture(autouse=True)
-def no_leaks(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> Iterator[None]:
-    quiet_logs(caplog)
-    yield
-    check_logs(caplog)
-    check_files(tmp_path)
 
 
 def sessions(config: Path) -> Path:

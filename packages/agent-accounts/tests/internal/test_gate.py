@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,9 @@ from accounts_support import (
     NOW,
     assert_no_canary,
     canary_token,
-    check_files,
-    check_logs,
     credentials,
     dump,
     exception_text,
-    quiet_logs,
     seed_credentials,
     write_file,
 )
@@ -33,20 +29,15 @@ from agent_accounts.io._gate import GateRefused, read_gated
 
 LIMIT = 64 * 1024
 
+# conftest's check: no log record, output or file but credentials holds the canary.
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "home" / ".agent"
     path.mkdir(parents=True, mode=0o700)
     return path
-
-
-@pytest.fixture(autouse=True)
-def no_leaks(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> Iterator[None]:
-    quiet_logs(caplog)
-    yield
-    check_logs(caplog)
-    check_files(tmp_path)
 
 
 def creds(config: Path) -> Path:

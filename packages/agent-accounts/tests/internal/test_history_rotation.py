@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import agent_accounts.io._history as history_module
+from accounts_history_support import HISTORY, T0, poll_reading
 from accounts_support import check_files, make_profile
 from agent_accounts.io import read_usage_history, write_reading
-from test_history import HISTORY, T0, poll_reading
 
 
 @pytest.fixture
