@@ -15,7 +15,45 @@ from typing import Any
 
 from accounts_support import CANARY, account_cli, add_profile, env_without_profiles
 
-__all__ = ["STDERR_LINE", "Home", "Run", "plant_reading", "run_cli"]
+__all__ = [
+    "HEAVY",
+    "HEAVY_TOP_LEVEL",
+    "STDERR_LINE",
+    "Home",
+    "Run",
+    "plant_reading",
+    "run_cli",
+]
+
+# Heavy modules the status line used to load: neither status line (`statusline`, the human line)
+# may import them.
+HEAVY_TOP_LEVEL = {
+    "httpx",
+    "httpcore",
+    "anyio",
+    "typer",
+    "click",
+    "rich",
+    "aiohttp",
+    "asyncio",
+}
+HEAVY = {
+    "typing",
+    "dataclasses",
+    "inspect",
+    "ast",
+    "dis",
+    "tokenize",
+    "datetime",
+    "contextlib",
+    "ssl",
+    "secrets",
+    "hashlib",
+    "urllib.parse",
+    "ipaddress",
+    "shutil",
+    "importlib.metadata",
+}
 
 STDERR_LINE = re.compile(
     r"account-cli: no account qualifies \(.+\)"

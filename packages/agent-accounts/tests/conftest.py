@@ -1,6 +1,6 @@
 """Shared fixtures: a local usage endpoint, a HOME for `account-cli` runs against it and a `work`
 profile in it, each checked afterwards (no file left under the test's temp dir holds the canary,
-credentials files aside)."""
+credentials files aside); and the refresh tests' token endpoint (`endpoint`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from accounts_cli_support import Home
+from accounts_endpoint_support import endpoint  # noqa: F401 (fixture: the refresh tests' token endpoint)
 from accounts_support import (
     CANARY,
     UsageServer,

@@ -11,27 +11,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from accounts_alerts_support import HOUR, NOW, T, mark, reading
 from accounts_cli_support import Home
 from accounts_support import CANARY, UsageServer, account_cli
 from agent_accounts import Alert, AlertMark, alert_crossings, parse_alert_thresholds
-
-NOW = 1_800_000_000.0
-HOUR = 3600.0
-T = (80.0, 95.0)
-
-
-def reading(**windows: tuple[float, float | None]) -> Any:
-    limits: dict[str, Any] = {}
-    for name, (used, resets) in windows.items():
-        limits[name] = {"used_percentage": used}
-        if resets is not None:
-            limits[name]["resets_at"] = resets
-    return {"session_id": "usage-poll", "written_at": NOW, "rate_limits": limits}
-
-
-def mark(level: float, resets: float | None = NOW + HOUR) -> AlertMark:
-    return AlertMark(level=level, resets_at=resets)
-
 
 # ---- the pure rules -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from accounts_cli_support import HEAVY, HEAVY_TOP_LEVEL
 from accounts_simclock import SimClock
 from accounts_support import CANARY, account_cli, add_profile
 
@@ -297,8 +298,6 @@ sys.stderr.write(repr(sorted(sys.modules)))
 
 @pytest.mark.parametrize("args", [["statusline"], ["statusline-tee"]])
 def test_the_human_line_loads_no_heavy_module(home_dir: Path, args: list[str]) -> None:
-    from test_statusline import HEAVY, HEAVY_TOP_LEVEL
-
     one_account(home_dir)
     plant(profile(home_dir, "work"), 1, 2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "COV", "PYTHON"))}

@@ -15,21 +15,25 @@ from typing import Any
 
 import pytest
 
+from accounts_locks_support import (
+    config_lock,
+    due_token_server,
+    record,
+    refresh,
+    seed_due,
+    wait_for,
+)
 from accounts_refresh_support import (
     PAUSE_ENV,
     PAUSE_STEPS,
     TokenServer,
     assert_no_canary,
-    canary_token,
-    credentials,
-    dump,
     leftovers,
     write_file,
 )
-from agent_accounts.io import Profile, refresh_if_needed
+from agent_accounts.io import Profile
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
-MARGIN = 10 * 60 * 1000
 
 DRIVER = """
 import asyncio, sys
@@ -66,44 +70,8 @@ lockfile.check(dir, { lockfilePath: lockPath, stale: 60000, realpath: false }).t
 """
 
 
-def now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[TokenServer]:
-    srv = TokenServer(expires_in=300)  # 5 min: due again for a 10-minute margin
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-def seed_due(profile: Profile, server: TokenServer) -> str:
-    token = canary_token("ort")
-    server.seed(token)
-    write_file(
-        Path(profile.config_dir) / ".credentials.json",
-        dump(credentials(expires_at_ms=now_ms() - 1000, refresh=token)),
-    )
-    return token
-
-
-def config_lock(profile: Profile) -> Path:
-    return Path(profile.config_dir) / ".oauth_refresh.lock"
-
-
 def legacy_lock(profile: Profile) -> Path:
     return Path(os.path.realpath(profile.config_dir) + ".lock")
-
-
-def record(profile: Profile) -> Path:
-    return Path(profile.config_dir) / ".oauth_refresh.lock.holder"
-
-
-async def refresh(profile: Profile, server: TokenServer, **kwargs: Any) -> Any:
-    return await refresh_if_needed(profile, margin_ms=MARGIN, auth_url=server.url, **kwargs)
 
 
 async def spawn_driver(
@@ -121,14 +89,11 @@ async def spawn_driver(
     )
 
 
-async def wait_for(path: Path, proc: asyncio.subprocess.Process | None = None) -> None:
-    for _ in range(3000):
-        if path.exists():
-            return
-        if proc is not None and proc.returncode is not None:
-            break
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"{path} never appeared")
+@pytest.fixture
+async def server() -> AsyncIterator[TokenServer]:
+    """A local token server whose tokens are due again at once (shadows conftest's usage server)."""
+    async with due_token_server() as running:
+        yield running
 
 
 # --- interop with the real npm proper-lockfile ------------------------------------------------

@@ -10,16 +10,26 @@ import stat
 import subprocess
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import respx
 from aiohttp import web
 
+from accounts_endpoint_support import (
+    HOUR_MS,
+    MARGIN,
+    NOW,
+    Endpoint,
+    Reply,
+    assert_clean,
+    cred_path,
+    ok_body,
+    run,
+    seed,
+)
 from accounts_refresh_support import (
     CANARY,
     PAUSE_ENV,
@@ -28,7 +38,6 @@ from accounts_refresh_support import (
     credentials,
     dump,
     files_without_canary,
-    leftovers,
     write_file,
 )
 from agent_accounts.io import (
@@ -41,90 +50,9 @@ from agent_accounts.io import (
     RefreshLocked,
     RefreshRefreshed,
     RefreshRefreshedElsewhere,
-    RefreshResult,
     RefreshSkipped,
     refresh_if_needed,
 )
-
-NOW = 1_760_000_000_000
-HOUR_MS = 3_600_000
-MARGIN = 10 * 60 * 1000
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-def ok_body(*, rotate: bool = True, **extra: Any) -> Reply:
-    payload: dict[str, Any] = {"access_token": canary_token("oat"), "expires_in": 28800}
-    if rotate:
-        payload["refresh_token"] = canary_token("ort")
-    payload.update(extra)
-    return Reply(
-        body=json.dumps(payload).encode(),
-        headers={"content-type": "application/json", "x-echo": payload["access_token"]},
-    )
-
-
-@dataclass
-class Endpoint:
-    """A token endpoint (real aiohttp server or respx) answering scripted replies."""
-
-    kind: str
-    url: str
-    client: httpx.AsyncClient
-    replies: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-
-    def next_reply(self, body: bytes, headers: dict[str, str]) -> Reply:
-        self.requests.append(json.loads(body))
-        self.headers.append({k.lower(): v for k, v in headers.items()})
-        return self.replies.pop(0) if self.replies else Reply(status=500)
-
-
-@pytest.fixture(params=["aiohttp", "respx"])
-async def endpoint(request: pytest.FixtureRequest) -> AsyncIterator[Endpoint]:
-    if request.param == "aiohttp":
-        holder: list[Endpoint] = []
-
-        async def handler(req: web.Request) -> web.StreamResponse:
-            reply = holder[0].next_reply(await req.read(), dict(req.headers))
-            if reply.delay:
-                await asyncio.sleep(reply.delay)
-            return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
-
-        app = web.Application()
-        app.router.add_post("/v1/oauth/token", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        assert site._server is not None
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        async with httpx.AsyncClient() as client:
-            ep = Endpoint(kind="aiohttp", url=f"http://127.0.0.1:{port}", client=client)
-            holder.append(ep)
-            yield ep
-        await runner.cleanup()
-    else:
-        url = "https://auth.test.invalid"
-        async with httpx.AsyncClient() as client, respx.mock(assert_all_called=False) as router:
-            ep = Endpoint(kind="respx", url=url, client=client)
-
-            async def side_effect(req: httpx.Request) -> httpx.Response:
-                reply = ep.next_reply(req.content, dict(req.headers))
-                if reply.delay:
-                    await asyncio.sleep(reply.delay)
-                return httpx.Response(reply.status, content=reply.body, headers=reply.headers)
-
-            router.post(f"{url}/v1/oauth/token").mock(side_effect=side_effect)
-            yield ep
-
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -143,32 +71,6 @@ def stringify(doc: dict[str, Any], indent: str | None) -> bytes:
         cwd=NODE_DIR,
     )
     return done.stdout
-
-
-def cred_path(profile: Profile) -> Path:
-    return Path(profile.config_dir) / ".credentials.json"
-
-
-def seed(profile: Profile, doc: dict[str, Any], indent: str | None = None) -> bytes:
-    data = dump(doc, indent)
-    write_file(cred_path(profile), data)
-    return data
-
-
-async def run(
-    profile: Profile, ep: Endpoint, **kwargs: Any
-) -> tuple[RefreshResult, list[RefreshFailureDeposit]]:
-    deposits: list[RefreshFailureDeposit] = []
-    kwargs.setdefault("margin_ms", MARGIN)
-    kwargs.setdefault("now_ms", NOW)
-    result = await refresh_if_needed(
-        profile, client=ep.client, auth_url=ep.url, on_failure=deposits.append, **kwargs
-    )
-    return result, deposits
-
-
-def assert_clean(profile: Profile) -> None:
-    assert leftovers(Path(profile.config_dir)) == []
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from accounts_cli_support import HEAVY, HEAVY_TOP_LEVEL
 from accounts_support import CANARY, add_profile, make_profile
 from agent_accounts import redact_secrets
 from agent_accounts.cli import main
@@ -366,35 +367,7 @@ PROBE = textwrap.dedent(
     """
 )
 
-# Heavy modules the status line used to load, and the library's own modules off its path.
-HEAVY_TOP_LEVEL = {
-    "httpx",
-    "httpcore",
-    "anyio",
-    "typer",
-    "click",
-    "rich",
-    "aiohttp",
-    "asyncio",
-}
-HEAVY = {
-    "typing",
-    "dataclasses",
-    "inspect",
-    "ast",
-    "dis",
-    "tokenize",
-    "datetime",
-    "contextlib",
-    "ssl",
-    "secrets",
-    "hashlib",
-    "urllib.parse",
-    "ipaddress",
-    "shutil",
-    "importlib.metadata",
-}
-# Exactly these of the library's modules; a new one on the hot path must be added here knowingly.
+# The library's own modules off its path: exactly these of the library's modules; a new one on the hot path must be added here knowingly.
 OWN_MODULES = {
     "agent_accounts",
     "agent_accounts._labels",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from accounts_alerts_support import HOUR, NOW, T, mark, reading
 from accounts_support import CANARY, check_files
 from agent_accounts import Alert
 from agent_accounts.io import Profile
@@ -25,7 +26,6 @@ from agent_accounts.io._alerts import (
     run_alerts,
     write_alert_marks,
 )
-from test_alerts import HOUR, NOW, T, mark, reading
 
 # ---- marks on disk ----------------------------------------------------------------------------------
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from accounts_refresh_support import PAUSE_ENV, TokenServer, leftovers
-from agent_accounts.io import Profile
-from agent_accounts.io import _refresh as refresh_module
-from test_locks import (
+from accounts_locks_support import (
     config_lock,
     record,
     refresh,
     seed_due,
     wait_for,
 )
+from accounts_refresh_support import PAUSE_ENV, TokenServer, leftovers
+from agent_accounts.io import Profile
+from agent_accounts.io import _refresh as refresh_module
 
 
 async def test_heartbeat_keeps_mtime_fresh_and_the_record_in_step(

@@ -9,13 +9,7 @@ from typing import Any
 
 import pytest
 
-from accounts_refresh_support import credentials
-from agent_accounts.io import MAX_REFRESH_TIMEOUT_MS, Profile, RefreshFailed, refresh_if_needed
-from agent_accounts.io import _credentials as credentials_module
-from agent_accounts.io import _install as install_module
-from agent_accounts.io import _refresh as refresh_module
-from agent_accounts.io._refresh_results import RefreshStop
-from test_refresh import (
+from accounts_endpoint_support import (
     MARGIN,
     NOW,
     Endpoint,
@@ -25,6 +19,12 @@ from test_refresh import (
     run,
     seed,
 )
+from accounts_refresh_support import credentials
+from agent_accounts.io import MAX_REFRESH_TIMEOUT_MS, Profile, RefreshFailed, refresh_if_needed
+from agent_accounts.io import _credentials as credentials_module
+from agent_accounts.io import _install as install_module
+from agent_accounts.io import _refresh as refresh_module
+from agent_accounts.io._refresh_results import RefreshStop
 
 
 async def test_write_failed_when_rotated_and_io_when_not(
