@@ -16,8 +16,9 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,16 @@ __all__ = [
     "NS_CLIENT_ADDR",
     "NS_SERVER_ADDR",
     "Client",
+    "LogLines",
+    "RemoteSetup",
     "auth_record",
     "build_test_app",
+    "capture_logs",
+    "client_context",
     "custom_pair",
     "gate_client",
     "mount_home",
+    "remote_setup",
     "secret_of",
     "trustme_pair",
     "whoami_headers",
@@ -207,7 +213,9 @@ async def gate_client(gate: DaemonAuth | None) -> AsyncIterator[Client]:
 # --- network namespace scenarios (run as a script inside the namespace) ---------------------------
 
 
-class _Records(logging.Handler):
+class LogLines(logging.Handler):
+    """Every record a logger emits, formatted (`lines`); `errors` is set by one at ERROR or above."""
+
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.lines: list[str] = []
@@ -218,8 +226,53 @@ class _Records(logging.Handler):
         if record.levelno >= logging.ERROR:
             self.errors.set()
 
+    def holds(self, *secrets: str) -> bool:
+        """Tell whether any captured line holds one of `secrets`."""
+        logged = "\n".join(self.lines)
+        return any(secret in logged for secret in secrets)
 
-def _client_context(ca_pem: bytes) -> ssl.SSLContext:
+
+@contextmanager
+def capture_logs(name: str | None = None) -> Iterator[LogLines]:
+    """Capture logger `name` (the root logger by default) at DEBUG for the length of a `with`."""
+    lines = LogLines()
+    logger = logging.getLogger(name)
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(lines)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteSetup:
+    """A namespace scenario's remote listener: its token file, options and the test CA's PEM."""
+
+    token_file: Path
+    remote: RemoteOptions
+    ca_pem: bytes
+
+
+def remote_setup(
+    workdir: Path, *names: str, allowed_hosts: tuple[str, ...] = (), **options: Any
+) -> RemoteSetup:
+    """Make `workdir/token` and a TLS pair for `NS_SERVER_ADDR` and `names` from a fresh trustme
+    CA, and the `RemoteOptions` (`options` besides) of a remote listener on `NS_SERVER_ADDR`."""
+    token_file = ensure_token_file(workdir / "token")
+    ca = trustme.CA()
+    remote = RemoteOptions(
+        host=NS_SERVER_ADDR,
+        token_file=token_file,
+        allowed_hosts=allowed_hosts,
+        tls=trustme_pair(ca, workdir, NS_SERVER_ADDR, *names),
+        **options,
+    )
+    return RemoteSetup(token_file=token_file, remote=remote, ca_pem=ca.cert_pem.bytes())
+
+
+def client_context(ca_pem: bytes) -> ssl.SSLContext:
+    """Return a client TLS context trusting only the test CA `ca_pem`."""
     return ssl.create_default_context(cadata=ca_pem.decode("ascii"))
 
 
@@ -276,7 +329,7 @@ def _plain_http_reply(host: str, port: int) -> str:
 
 def _client_observations(host: str, port: int, ca_pem: bytes, token_file: Path) -> dict[str, Any]:
     """Talk to the remote listener as a client and record what it answers."""
-    ctx = _client_context(ca_pem)
+    ctx = client_context(ca_pem)
     out: dict[str, Any] = {}
     secret = secret_of(token_file)
     out["plain_http_reply"] = _plain_http_reply(host, port)
@@ -334,39 +387,26 @@ async def _serve(
     ready: Callable[[int], Awaitable[None]],
     extra: Callable[[int, TlsFiles, dict[str, Any]], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
-    records = _Records()
-    logger = logging.getLogger("local_daemon")
-    logger.addHandler(records)
-    logger.setLevel(logging.DEBUG)
-    token_file = ensure_token_file(workdir / "token")
-    ca = trustme.CA()
-    (workdir / "ca.pem").write_bytes(ca.cert_pem.bytes())
-    tls = trustme_pair(ca, workdir, NS_SERVER_ADDR, "box.test")
-    remote = RemoteOptions(
-        host=NS_SERVER_ADDR,
-        token_file=token_file,
-        allowed_hosts=("box.test",),
-        tls=tls,
-        tls_reload=0.05,
-    )
-    handle = await start_daemon(
-        registry=whoami_registry(),
-        version="1",
-        state_dir=workdir / "state",
-        port=port,
-        tool_prefix="t",
-        create_context=auth_record,
-        remote=remote,
-    )
+    setup = remote_setup(workdir, "box.test", allowed_hosts=("box.test",), tls_reload=0.05)
+    (workdir / "ca.pem").write_bytes(setup.ca_pem)
     out: dict[str, Any] = {}
-    try:
-        await ready(handle.port)
-        if extra is not None:
-            await extra(handle.port, tls, out)
-    finally:
-        await handle.close()
-        logger.removeHandler(records)
-    out["log_leaked"] = secret_of(token_file) in "\n".join(records.lines)
+    with capture_logs("local_daemon") as records:
+        handle = await start_daemon(
+            registry=whoami_registry(),
+            version="1",
+            state_dir=workdir / "state",
+            port=port,
+            tool_prefix="t",
+            create_context=auth_record,
+            remote=setup.remote,
+        )
+        try:
+            await ready(handle.port)
+            if extra is not None:
+                await extra(handle.port, setup.remote.tls, out)
+        finally:
+            await handle.close()
+    out["log_leaked"] = records.holds(secret_of(setup.token_file))
     return out
 
 
@@ -383,7 +423,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
         out.update(
             await asyncio.to_thread(_client_observations, NS_SERVER_ADDR, port, ca_pem, token_file)
         )
-        ctx = _client_context(ca_pem)
+        ctx = client_context(ca_pem)
         # The allowed name is served too (SNI and Host both box.test), through the same address.
         box = _Conn(NS_SERVER_ADDR, port, ctx, "box.test")
         try:
@@ -405,7 +445,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
             # The renewed pair comes from another CA, which new client contexts trust as well.
             ca2 = trustme.CA()
             new_pair = trustme_pair(ca2, workdir / "new", NS_SERVER_ADDR, "box.test")
-            both = _client_context(ca_pem)
+            both = client_context(ca_pem)
             both.load_verify_locations(cadata=ca2.cert_pem.bytes().decode("ascii"))
             os.replace(new_pair.key_file, tls.key_file)
             os.replace(new_pair.cert_file, tls.cert_file)
@@ -434,7 +474,7 @@ async def _scenario_local(workdir: Path) -> dict[str, Any]:
             not_after=dt.datetime.now(dt.UTC) - dt.timedelta(days=1),
         )
         records = next(
-            h for h in logging.getLogger("local_daemon").handlers if isinstance(h, _Records)
+            h for h in logging.getLogger("local_daemon").handlers if isinstance(h, LogLines)
         )
         records.errors.clear()
         Path(tls.cert_file).write_bytes(cert_pem)

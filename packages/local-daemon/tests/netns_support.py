@@ -6,6 +6,8 @@ namespace they made. Two ways in, one set-up (`lo` up, `ADDR` on it):
 - `observe_in_namespace(argv)` runs a script's namespace side under `unshare -n` (the namespace
   disappears with its last process: nothing to clean up), checks that no secret reached its
   output, and returns the JSON object it printed last.
+- `observe_script(script, workdir, ...)` is that for a test file that plays its own namespace
+  side (`python SCRIPT [ARGS...] WORKDIR`), its secret the token file `WORKDIR/token`.
 - `inside_namespace()` moves the calling thread into a fresh namespace for the length of a
   `with`, so a test drives `start_daemon(remote=...)` and its clients in-process; the processes
   (a browser) and threads it starts meanwhile are inside too. The host's namespace comes back at
@@ -18,6 +20,7 @@ import ctypes
 import json
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -69,6 +72,18 @@ def observe_in_namespace(
         assert secret not in proc.stdout
         assert secret not in proc.stderr
     return last_json(proc.stdout)
+
+
+def observe_script(
+    script: Path, workdir: Path, *args: str, timeout: float = 120.0
+) -> dict[str, Any]:
+    """Run `python SCRIPT ARGS... WORKDIR` in a fresh namespace; return its last JSON line once it
+    exited 0 and printed nothing of the secret in `WORKDIR/token`."""
+    return observe_in_namespace(
+        [sys.executable, str(script), *args, str(workdir)],
+        secret_files=[workdir / "token"],
+        timeout=timeout,
+    )
 
 
 def _namespace_of_this_thread() -> int:

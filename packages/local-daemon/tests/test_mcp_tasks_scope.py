@@ -23,12 +23,9 @@ from typing import Any
 
 import httpx2
 import pytest
-import trustme
 
 import gate_support
 from local_daemon import (
-    RemoteOptions,
-    ensure_token_file,
     list_sessions,
     mint_login_code,
     revoke_session,
@@ -43,7 +40,7 @@ from mcp_task_client import (
     task_client,
     task_result,
 )
-from netns_support import observe_in_namespace
+from netns_support import observe_script
 from oauth_support import DaemonBrowser, MemoryStorage, sdk_handlers
 from task_registry import TOOL_PREFIX, task_registry
 
@@ -130,12 +127,10 @@ async def _bearer(origin: str, ctx: ssl.SSLContext, token_file: Path) -> AsyncIt
 
 
 async def _scenario(workdir: Path) -> dict[str, Any]:
-    token_file = ensure_token_file(workdir / "token")
-    ca = trustme.CA()
-    tls = gate_support.trustme_pair(ca, workdir, ADDR, "daemon.test")
-    remote = RemoteOptions(host=ADDR, token_file=token_file, allowed_hosts=(), tls=tls)
+    setup = gate_support.remote_setup(workdir, "daemon.test")
+    token_file, remote = setup.token_file, setup.remote
     state_dir = workdir / "state"
-    ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode("ascii"))
+    ctx = gate_support.client_context(setup.ca_pem)
     gate = workdir / "gate"
     out: dict[str, Any] = {}
     handle = await start_daemon(
@@ -213,10 +208,7 @@ def main(argv: list[str]) -> int:
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    workdir = tmp_path_factory.mktemp("tasks-scope")
-    return observe_in_namespace(
-        [sys.executable, str(THIS), str(workdir)], secret_files=[workdir / "token"], timeout=300.0
-    )
+    return observe_script(THIS, tmp_path_factory.mktemp("tasks-scope"), timeout=300.0)
 
 
 def _as_unknown(seen: dict[str, Any], unknown: dict[str, Any]) -> None:

@@ -12,27 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import ssl
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-import trustme
 
 import gate_support
 from local_daemon import (
     Registry,
-    RemoteOptions,
-    ensure_token_file,
     list_sessions,
     mint_login_code,
     revoke_session,
     start_daemon,
 )
-from netns_support import observe_in_namespace
+from netns_support import observe_script
 from oauth_support import DaemonBrowser, MemoryStorage, sdk_handlers
 
 pytestmark = pytest.mark.slow
@@ -41,15 +36,6 @@ THIS = Path(__file__).resolve()
 TS_CLIENT = THIS.parent / "node" / "mcp_oauth_client.mjs"
 ADDR = gate_support.NS_SERVER_ADDR
 _TIMEOUT = 20.0
-
-
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
 
 
 def _registry() -> Registry:
@@ -69,84 +55,77 @@ async def _scenario(workdir: Path) -> dict[str, Any]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import OAuthClientMetadata
 
-    records = _Records()
-    root = logging.getLogger()
-    root.addHandler(records)
-    root.setLevel(logging.DEBUG)
-    token_file = ensure_token_file(workdir / "token")
-    ca = trustme.CA()
-    tls = gate_support.trustme_pair(ca, workdir, ADDR, "daemon.test")
-    remote = RemoteOptions(host=ADDR, token_file=token_file, allowed_hosts=(), tls=tls)
+    setup = gate_support.remote_setup(workdir, "daemon.test")
+    token_file, remote = setup.token_file, setup.remote
     state_dir = workdir / "state"
-    ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode("ascii"))
+    ctx = gate_support.client_context(setup.ca_pem)
     out: dict[str, Any] = {}
-    handle = await start_daemon(
-        registry=_registry(), version="1", state_dir=state_dir, tool_prefix="x", remote=remote
-    )
-    try:
-        origin = f"https://{ADDR}:{handle.port}"
-        async with httpx2.AsyncClient(verify=ctx, timeout=_TIMEOUT) as http:
-            prm = await http.get(origin + "/.well-known/oauth-protected-resource/mcp")
-            out["resource"] = prm.json()["resource"]
-            browser = DaemonBrowser(
-                origin=origin, http=http, login_code=lambda: mint_login_code(token_file)
-            )
-            redirect_handler, callback_handler = sdk_handlers(browser)
-            storage = MemoryStorage()
-            oauth = OAuthClientProvider(
-                server_url=origin + "/mcp",
-                client_metadata=OAuthClientMetadata(
-                    client_name="namespace client",
-                    redirect_uris=["http://127.0.0.1:9/callback"],  # type: ignore[list-item]
-                ),
-                storage=storage,
-                redirect_handler=redirect_handler,
-                callback_handler=callback_handler,
-            )
-            sdk_http = httpx2.AsyncClient(auth=oauth, verify=ctx, timeout=_TIMEOUT)
-            transport = streamable_http_client(origin + "/mcp", http_client=sdk_http)
-            async with sdk_http, Client(transport) as client:
-                listed = await client.list_tools()
-                called = await client.call_tool("x_echo", {"text": "over tls"})
-            out["tools"] = sorted(tool.name for tool in listed.tools)
-            out["structured"] = called.structured_content
-            sessions = list_sessions(state_dir / "sessions.json")
-            out["client_names"] = [s.client_name for s in sessions if s.client_id]
-            ca_file = workdir / "ca.pem"
-            ca.cert_pem.write_to_path(str(ca_file))
-            out["ts"] = await _typescript_client(
-                origin + "/mcp", mint_login_code(token_file), ca_file
-            )
-            out["ts_sessions"] = [
-                s.client_name
-                for s in list_sessions(state_dir / "sessions.json")
-                if s.client_id and s.client_name != "namespace client"
-            ]
-            assert storage.tokens is not None
-            access = storage.tokens.access_token
-            out["tokens"] = [access, storage.tokens.refresh_token or ""]
-
-            async def mcp_status() -> int:
-                answer = await http.post(
-                    origin + "/mcp",
-                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-                    headers={
-                        "Authorization": f"Bearer {access}",
-                        "Accept": "application/json, text/event-stream",
-                    },
+    with gate_support.capture_logs() as records:
+        handle = await start_daemon(
+            registry=_registry(), version="1", state_dir=state_dir, tool_prefix="x", remote=remote
+        )
+        try:
+            origin = f"https://{ADDR}:{handle.port}"
+            async with httpx2.AsyncClient(verify=ctx, timeout=_TIMEOUT) as http:
+                prm = await http.get(origin + "/.well-known/oauth-protected-resource/mcp")
+                out["resource"] = prm.json()["resource"]
+                browser = DaemonBrowser(
+                    origin=origin, http=http, login_code=lambda: mint_login_code(token_file)
                 )
-                return answer.status_code
+                redirect_handler, callback_handler = sdk_handlers(browser)
+                storage = MemoryStorage()
+                oauth = OAuthClientProvider(
+                    server_url=origin + "/mcp",
+                    client_metadata=OAuthClientMetadata(
+                        client_name="namespace client",
+                        redirect_uris=["http://127.0.0.1:9/callback"],  # type: ignore[list-item]
+                    ),
+                    storage=storage,
+                    redirect_handler=redirect_handler,
+                    callback_handler=callback_handler,
+                )
+                sdk_http = httpx2.AsyncClient(auth=oauth, verify=ctx, timeout=_TIMEOUT)
+                transport = streamable_http_client(origin + "/mcp", http_client=sdk_http)
+                async with sdk_http, Client(transport) as client:
+                    listed = await client.list_tools()
+                    called = await client.call_tool("x_echo", {"text": "over tls"})
+                out["tools"] = sorted(tool.name for tool in listed.tools)
+                out["structured"] = called.structured_content
+                sessions = list_sessions(state_dir / "sessions.json")
+                out["client_names"] = [s.client_name for s in sessions if s.client_id]
+                ca_file = workdir / "ca.pem"
+                ca_file.write_bytes(setup.ca_pem)
+                out["ts"] = await _typescript_client(
+                    origin + "/mcp", mint_login_code(token_file), ca_file
+                )
+                out["ts_sessions"] = [
+                    s.client_name
+                    for s in list_sessions(state_dir / "sessions.json")
+                    if s.client_id and s.client_name != "namespace client"
+                ]
+                assert storage.tokens is not None
+                access = storage.tokens.access_token
+                out["tokens"] = [access, storage.tokens.refresh_token or ""]
 
-            out["before_revoke"] = await mcp_status()
-            device = next(s for s in sessions if s.client_id)
-            revoke_session(state_dir / "sessions.json", device.id)
-            out["after_revoke"] = await mcp_status()
-    finally:
-        await handle.close()
-        root.removeHandler(records)
-    logged = "\n".join(records.lines)
+                async def mcp_status() -> int:
+                    answer = await http.post(
+                        origin + "/mcp",
+                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                        headers={
+                            "Authorization": f"Bearer {access}",
+                            "Accept": "application/json, text/event-stream",
+                        },
+                    )
+                    return answer.status_code
+
+                out["before_revoke"] = await mcp_status()
+                device = next(s for s in sessions if s.client_id)
+                revoke_session(state_dir / "sessions.json", device.id)
+                out["after_revoke"] = await mcp_status()
+        finally:
+            await handle.close()
     secrets_seen = [gate_support.secret_of(token_file), *out.pop("tokens")]
-    out["log_leaked"] = any(secret in logged for secret in secrets_seen)
+    out["log_leaked"] = records.holds(*secrets_seen)
     out["origin"] = origin
     return out
 
@@ -180,10 +159,7 @@ def main(argv: list[str]) -> int:
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    workdir = tmp_path_factory.mktemp("oauth-remote")
-    return observe_in_namespace(
-        [sys.executable, str(THIS), str(workdir)], secret_files=[workdir / "token"]
-    )
+    return observe_script(THIS, tmp_path_factory.mktemp("oauth-remote"))
 
 
 def test_sdk_client_signs_in_over_tls_and_calls_a_tool(observed: dict[str, Any]) -> None:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import http.client
 import json
-import logging
 import os
 import signal
 import socket
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 
 import gate_support
 from local_daemon import (
@@ -32,11 +30,10 @@ from local_daemon import (
     Registry,
     RemoteOptions,
     daemon_paths,
-    ensure_token_file,
     mint_login_code,
     start_daemon,
 )
-from netns_support import observe_in_namespace
+from netns_support import observe_script
 
 pytestmark = pytest.mark.slow
 
@@ -190,21 +187,9 @@ def _observe(client: _Client, token_file: Path, command: str) -> dict[str, Any]:
     return out
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 def _workdir_setup(workdir: Path) -> tuple[Path, bytes, RemoteOptions]:
-    token_file = ensure_token_file(workdir / "token")
-    ca = trustme.CA()
-    tls = gate_support.trustme_pair(ca, workdir, ADDR, NAME)
-    remote = RemoteOptions(host=ADDR, token_file=token_file, allowed_hosts=(NAME,), tls=tls)
-    return token_file, ca.cert_pem.bytes(), remote
+    setup = gate_support.remote_setup(workdir, NAME, allowed_hosts=(NAME,))
+    return setup.token_file, setup.ca_pem, setup.remote
 
 
 def _context_registry(calls: list[dict[str, Any]]) -> tuple[Registry, Any]:
@@ -257,11 +242,7 @@ async def _remote_port_taken(
 
 async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
     """Start the real daemon with a remote listener, observe both listeners, then close it."""
-    records = _Records()
-    root = logging.getLogger()
-    root.addHandler(records)
-    root.setLevel(logging.DEBUG)
-    try:
+    with gate_support.capture_logs() as records:
         token_file, ca_pem, remote = _workdir_setup(workdir)
         calls: list[dict[str, Any]] = []
         registry, create_context = _context_registry(calls)
@@ -288,10 +269,8 @@ async def _scenario_daemon(workdir: Path) -> dict[str, Any]:
         out["pid_file_after_close"] = paths.pid_file.exists()
         out["loopback_refused_after_close"] = _refused("127.0.0.1", handle.port)
         out["remote_refused_after_close"] = _refused(ADDR, handle.port)
-    finally:
-        root.removeHandler(records)
     out["log_lines"] = len(records.lines)
-    out["log_leaked"] = gate_support.secret_of(token_file) in "\n".join(records.lines)
+    out["log_leaked"] = records.holds(gate_support.secret_of(token_file))
     task_files = sorted((state_dir / "tasks").glob("*.json"))
     out["task_files"] = len(task_files)
     secret = gate_support.secret_of(token_file).encode()
@@ -452,20 +431,14 @@ def main(argv: list[str]) -> int:
 # --- the test side --------------------------------------------------------------------------------
 
 
-def _in_namespace(scenario: str, workdir: Path) -> dict[str, Any]:
-    return observe_in_namespace(
-        [sys.executable, str(THIS), scenario, str(workdir)], secret_files=[workdir / "token"]
-    )
-
-
 @pytest.fixture(scope="module")
 def daemon_obs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _in_namespace("daemon", tmp_path_factory.mktemp("remote-daemon"))
+    return observe_script(THIS, tmp_path_factory.mktemp("remote-daemon"), "daemon")
 
 
 @pytest.fixture(scope="module")
 def cli_obs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _in_namespace("cli", tmp_path_factory.mktemp("remote-cli"))
+    return observe_script(THIS, tmp_path_factory.mktemp("remote-cli"), "cli")
 
 
 def _assert_both_listeners(obs: dict[str, Any], *, context: bool) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import gate_support
-from netns_support import last_json, observe_in_namespace
+from netns_support import last_json, observe_script
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +32,7 @@ def _run(*args: str) -> None:
 @pytest.fixture(scope="module")
 def local_ns_observations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workdir = tmp_path_factory.mktemp("netns-local")
-    return observe_in_namespace(
-        [sys.executable, str(SUPPORT), "local", str(workdir)], secret_files=[workdir / "token"]
-    )
+    return observe_script(SUPPORT, workdir, "local")
 
 
 class TestLocalPeer:
