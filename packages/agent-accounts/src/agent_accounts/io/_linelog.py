@@ -1,13 +1,15 @@
 """Capped append-only line files: the refresh journal and the usage history.
 
-A line is appended with one `write` on an `O_APPEND` descriptor, so concurrent appenders
-interleave whole lines, and a process killed at any point leaves every line it wrote whole or
-absent. A line cut short by a full disk stays one bad line: the next append starts on a new line
-(readers skip lines that do not parse). Past `max_bytes` the file is renamed to `<name>.1`
-(replacing the older one) and a new one is started, so a log holds at most about twice
-`max_bytes` and never a temp file. The file is opened `O_NOFOLLOW` and written only when it is
-this user's own, owner-only, singly linked regular file (a planted file is never written
-through), and read back only through the gate (`read_gated`, strict).
+A line is appended with one `write` on an `O_APPEND` descriptor, so concurrent appenders interleave
+whole lines, and a process killed at any point leaves every line it wrote whole or absent.
+Appenders take turns (`flock`, released when a holder dies): the size one reads is the file's end,
+never a point inside another's write still under way, which would read as a line cut short and
+leave an empty line. A line cut short by a full disk stays one bad line: the next append starts on
+a new line (readers skip lines that do not parse). Past `max_bytes` the file is renamed to
+`<name>.1` (replacing the older one) and a new one is started, so a log holds at most about twice
+`max_bytes` and never a temp file. The file is opened `O_NOFOLLOW` and written only when it is this
+user's own, owner-only, singly linked regular file (a planted file is never written through), and
+read back only through the gate (`read_gated`, strict).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ _OPEN_FLAGS: Final = (
 )
 
 
+_TURN_TRIES: Final = 400
+_TURN_WAIT_S: Final = 0.005
+"""An append holds the lock for a few system calls; two seconds are far past any live holder."""
+
+
 def rotated_name(name: str) -> str:
     """Return the name a log is rotated to: `<name>.1`."""
     return name + ".1"
@@ -43,14 +50,32 @@ def _owned(st: os.stat_result, uid: int) -> bool:
     )
 
 
+def _take_turn(fd: int) -> None:
+    """Wait (a bounded while) for this file's appender lock; go on without it past that."""
+    import fcntl
+    import time
+
+    for _ in range(_TURN_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(_TURN_WAIT_S)
+        else:
+            return
+    # A holder that stopped mid-append (SIGSTOP): appending anyway risks one empty line at most.
+
+
 def _open(path: str, uid: int) -> tuple[int, os.stat_result] | None:
     fd = os.open(path, _OPEN_FLAGS, 0o600)
     try:
         st = os.fstat(fd)
+        if _owned(st, uid):
+            _take_turn(fd)
+            st = os.fstat(fd)  # the end as the last appender left it
     except BaseException:
         os.close(fd)
         raise
-    if not _owned(st, uid):  # a planted file: never written through
+    if not _owned(st, uid):  # a planted file: never written through (nor locked)
         os.close(fd)
         return None
     return fd, st
