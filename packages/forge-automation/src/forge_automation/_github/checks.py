@@ -27,6 +27,7 @@ from .shape import (
     _list,
     _obj,
     _one_of,
+    _one_page,
     _opt_int,
     _opt_obj,
     _opt_one_of,
@@ -83,16 +84,16 @@ def commit_statuses_from_rest(value: object) -> tuple[CommitStatus, ...]:
 def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | None:
     """Return every run of every check suite of a GraphQL `Commit`, newest first; None when a
     connection has another page (read the runs over REST)."""
-    suites = _obj(commit["checkSuites"])
-    if _bool(_obj(suites["pageInfo"])["hasNextPage"]):
+    suites = _one_page(commit["checkSuites"])
+    if suites is None:
         return None
     runs: list[CheckRun] = []
-    for suite in _list(suites["nodes"]):
+    for suite in suites:
         app_id = _app_id(_opt_obj(_obj(suite).get("app")).get("databaseId"))
-        connection = _obj(_obj(suite)["checkRuns"])
-        if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+        nodes = _one_page(_obj(suite)["checkRuns"])
+        if nodes is None:
             return None
-        for node in _list(connection["nodes"]):
+        for node in nodes:
             run = _obj(node)
             conclusion = _opt_str(run.get("conclusion"))
             lower = None if conclusion is None else conclusion.lower()
@@ -181,7 +182,7 @@ def rules_from_graphql(value: object) -> RequiredChecks | None:
 
     if value is None:
         return None
-    connection = _obj(value)
-    if _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+    nodes = _one_page(value)
+    if nodes is None:
         return None
-    return merge_required_checks(_rules(connection["nodes"], _GRAPHQL_NAMES, strict_default=False))
+    return merge_required_checks(_rules(nodes, _GRAPHQL_NAMES, strict_default=False))

@@ -25,6 +25,7 @@ from .shape import (
     _next_cursor,
     _obj,
     _one_of,
+    _one_page,
     _opt_int,
     _opt_obj,
     _opt_one_of,
@@ -45,11 +46,11 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     raises `_Unmappable` (the callers' "malformed"). Threads and rules are left empty.
     """
     pull = _obj(pull)
-    requests = _obj(pull["reviewRequests"])
-    if _bool(_obj(requests["pageInfo"])["hasNextPage"]):
+    requests = _one_page(pull["reviewRequests"])
+    if requests is None:
         raise _Unmappable
     asked = []
-    for node in _list(requests["nodes"]):
+    for node in requests:
         request = _obj(node)
         owner = _bool(request["asCodeOwner"])
         reviewer = request.get("requestedReviewer")
@@ -110,10 +111,11 @@ def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
     """
     state, cursor = reviews_from_pull(pull, commit)
     connection = _obj(_obj(pull)["reviewThreads"])
-    if cursor is not None or _bool(_obj(connection["pageInfo"])["hasNextPage"]):
+    nodes = None if cursor is not None else _one_page(connection)
+    if nodes is None:
         return None
     threads = []
-    for node in _list(connection["nodes"]):
+    for node in nodes:
         thread = _obj(node)
         author: str | None = None
         count: int | None = None

@@ -87,6 +87,18 @@ def _app_id(value: object) -> int | None:
     return None
 
 
+def _one_page(connection: object) -> list[Any] | None:
+    """Return a connection's `nodes` when `pageInfo` says it has no other page, else None.
+
+    A list with another page is never read as the whole: the caller reads that part another way
+    or calls the answer malformed.
+    """
+    page = _obj(connection)
+    if _bool(_obj(page["pageInfo"])["hasNextPage"]):
+        return None
+    return _list(page["nodes"])
+
+
 def _next_cursor(info: Any) -> str | None:
     """Return a page's `endCursor` when it says there is more, else None.
 
