@@ -26,6 +26,7 @@ from .shape import (
     _bool,
     _int,
     _list,
+    _login,
     _obj,
     _one_of,
     _opt_int,
@@ -63,7 +64,6 @@ def pull_from_rest(value: object) -> PullRequest:
     head = _obj(data["head"])
     base = _obj(data["base"])
     head_repo = head.get("repo")
-    user = _opt_obj(data.get("user"))
     merged_at = _opt_str(data.get("merged_at"))
     merged = data.get("merged")
     return PullRequest(
@@ -83,7 +83,7 @@ def pull_from_rest(value: object) -> PullRequest:
         title=_opt_str(data.get("title")) or "",
         body=_opt_str(data.get("body")) or "",
         changed_files=_opt_int(data.get("changed_files")),
-        author=_opt_str(user.get("login")),
+        author=_login(data.get("user")),
         updated_at=_opt_str(data.get("updated_at")),
     )
 
@@ -98,7 +98,6 @@ def pr_commit_from_rest(value: object) -> PrCommit:
     data = _obj(value)
     commit = _obj(data["commit"])
     author = _opt_obj(commit.get("author"))
-    account = _opt_obj(data.get("author"))
     subject, _, body = _str(commit["message"]).replace("\r\n", "\n").partition("\n")
     return PrCommit(
         sha=_str(data["sha"]),
@@ -106,7 +105,7 @@ def pr_commit_from_rest(value: object) -> PrCommit:
         body=body.strip("\n"),
         author_name=_opt_str(author.get("name")),
         author_email=_opt_str(author.get("email")),
-        author_login=_opt_str(account.get("login")),
+        author_login=_login(data.get("author")),
         parents=tuple(_str(_obj(p)["sha"]) for p in _list(data.get("parents") or [])),
     )
 
@@ -204,7 +203,7 @@ def issue_comments_from_rest(value: object) -> tuple[IssueComment, ...]:
     return tuple(
         IssueComment(
             id=_int(_obj(c)["id"]),
-            author=_opt_str(_opt_obj(_obj(c).get("user")).get("login")),
+            author=_login(_obj(c).get("user")),
             body=_opt_str(_obj(c).get("body")) or "",
         )
         for c in _list(value)

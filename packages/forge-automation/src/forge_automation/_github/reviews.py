@@ -22,6 +22,7 @@ from .shape import (
     _bool,
     _int,
     _list,
+    _login,
     _next_cursor,
     _obj,
     _one_of,
@@ -71,7 +72,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     # `commit` would read as "not on the head", a missing decision as "no review required").
     reviews = tuple(
         Review(
-            author=_opt_str(_opt_obj(_obj(r)["author"]).get("login")),
+            author=_login(_obj(r)["author"]),
             state=_one_of(_obj(r)["state"], REVIEW_STATES),
             commit_oid=_opt_str(_opt_obj(_obj(r)["commit"]).get("oid")),
             submitted_at=_opt_str(_obj(r)["submittedAt"]),
@@ -84,7 +85,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     pushers: list[str] = []
     unlinked = not head  # no head commit read: nobody is known
     for role in ("author", "committer"):
-        login = _opt_str(_opt_obj(_opt_obj(head.get(role)).get("user")).get("login"))
+        login = _login(_opt_obj(head.get(role)).get("user"))
         if login is None:
             unlinked = True
         elif login not in pushers:
@@ -123,7 +124,7 @@ def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
             comments = _obj(thread["comments"])
             first = _list(comments["nodes"])
             if first:
-                author = _opt_str(_opt_obj(_obj(first[0]).get("author")).get("login"))
+                author = _login(_obj(first[0]).get("author"))
             count = _int(comments["totalCount"])
         threads.append(
             ReviewThread(

@@ -80,6 +80,11 @@ def _bool(value: object) -> bool:
     return value
 
 
+def _login(account: object) -> str | None:
+    """Return an account object's `login`; None for no account (a deleted user reads as null)."""
+    return _opt_str(_opt_obj(account).get("login"))
+
+
 def _app_id(value: object) -> int | None:
     # -1 and null both mean "any source" on the forge.
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
