@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -255,6 +256,31 @@ def test_main_in_process_maps_exit_codes() -> None:
     with pytest.raises(SystemExit) as caught:
         cli_module.main(["pr-status", "nope"])
     assert caught.value.code == 64
+
+
+def test_main_in_process_leaves_the_collector_alone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Only the console script (`script`) freezes the heap on its way out; a program calling
+    # `main`, with argv or without, goes on running and its objects must stay collectable.
+    frozen = gc.get_freeze_count()
+    for argv in (["pr-status", "nope"], ["frobnicate"]):
+        with pytest.raises(SystemExit):
+            cli_module.main(argv)
+    monkeypatch.setattr(sys, "argv", ["forge-cli", "pr-status", "nope"])
+    with pytest.raises(SystemExit) as caught:
+        cli_module.main()
+    assert caught.value.code == 64
+    assert "forge-cli:" in capsys.readouterr().err
+    assert gc.get_freeze_count() == frozen
+    assert gc.isenabled()
+
+
+def test_the_console_script_is_the_freezing_hook() -> None:
+    from importlib.metadata import entry_points
+
+    (forge_cli,) = entry_points(group="console_scripts", name="forge-cli")
+    assert forge_cli.value == "forge_automation.cli:script"
 
 
 def test_pr_context_json_has_the_documented_keys(server: ForgeServer, repo: RepoState) -> None:

@@ -1,6 +1,6 @@
 """`python -m forge_automation`: forge-cli."""
 
-from forge_automation.cli import main
+from forge_automation.cli import script
 
 if __name__ == "__main__":
-    main()
+    script()

@@ -38,11 +38,26 @@ if TYPE_CHECKING:
 
     from ._pr_status import _Prestarted
 
-__all__ = ["main"]
+__all__ = ["main", "script"]
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run forge-cli and exit with the spec's code for whatever happened."""
+    raise SystemExit(_main(argv))
+
+
+def script() -> NoReturn:
+    """Run forge-cli as its console script: the process ends when the command does."""
+    code = _main(None)
+    # Only here does the process end next: the interpreter's last collection would walk every
+    # object the command's imports made, a third of pr-status's time after its answer. Frozen
+    # objects are left to the OS; atexit handlers still run. A program calling `main` keeps a
+    # collector that sees all its objects.
+    gc.freeze()
+    raise SystemExit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get("FORGE_CLI_DEBUG") == "1"
     if args[:1] == ["--debug"]:
@@ -59,12 +74,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if pause:
             gc.enable()
     sys.stdout.flush()
-    if argv is None:
-        # The process ends here (the console script): the interpreter's last collection would
-        # walk every object the command's imports made, a third of pr-status's time after its
-        # answer. Frozen objects are left to the OS; atexit handlers still run.
-        gc.freeze()
-    raise SystemExit(code)
+    return code
 
 
 def _dispatch(args: list[str], early: _Prestarted | None) -> None:
