@@ -24,7 +24,7 @@ from ._errors import ForgeCliError, ForgeConflictError, ForgeError, ForgeInputEr
 from ._exec import GitExec
 from ._port import ForgePort
 from ._premerge import UNKNOWN_REREAD_DELAYS, premerge
-from ._redact import redact_forge_secrets
+from ._redact import exception_reason
 from ._squash import SquashCommit, SquashMessage, format_squash_message
 from ._types import PullRequest
 from ._validate import validate_number, validate_repo
@@ -71,10 +71,6 @@ class MergeOutcome:
         if self.status == "moved":
             return f"MOVED {ref}: {'; '.join(self.reasons)}; nothing was merged"
         return f"FAIL {ref}: {'; '.join(self.reasons)}"
-
-
-def _say(exc: BaseException) -> str:
-    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
 
 
 def squash_message_for(
@@ -177,14 +173,16 @@ def guarded_merge(
         try:
             now = port.wire.get_pr(repo, number)
         except ForgeError:
-            return _moved(repo, number, None, head_sha, detail=_say(exc))
+            return _moved(repo, number, None, head_sha, detail=exception_reason(exc))
         if now.state != "open" and not now.merged:
             return _failed(repo, number, now.head_sha, f"the PR is {now.state}")
         return _moved(repo, number, now.head_sha, head_sha)
     except ForgeCliError as exc:
         if exc.status not in (405, 422):
             raise
-        return _failed(repo, number, head_sha, f"the forge refused the merge: {_say(exc)}")
+        return _failed(
+            repo, number, head_sha, f"the forge refused the merge: {exception_reason(exc)}"
+        )
     if not merged.done:
         # Merged by someone else between our read and our write: still ours to clean up.
         pr = port.wire.get_pr(repo, number)

@@ -25,7 +25,7 @@ from ._errors import ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._port import ForgePort
 from ._readiness import Blocker, describe_blocker, review_blockers
-from ._redact import redact_forge_secrets
+from ._redact import exception_reason
 from ._rules import BranchRules, load_branch_rules, load_review_state
 from ._types import PullRequest, RequiredChecks
 from ._validate import validate_number, validate_repo
@@ -105,7 +105,7 @@ def premerge(
     try:
         pr = port.get_pr(repo, number)
     except ForgeError as exc:
-        return _failed(repo, number, [f"cannot read the PR: {_say(exc)}"])
+        return _failed(repo, number, [f"cannot read the PR: {exception_reason(exc)}"])
     rules = RequiredChecks()
     branch: BranchRules | None = None
     try:
@@ -114,7 +114,7 @@ def premerge(
         runs = port.check_runs(repo, pr.head_sha)
         statuses = port.commit_statuses(repo, pr.head_sha)
     except ForgeError as exc:
-        reasons.append(f"cannot read CI: {_say(exc)}")
+        reasons.append(f"cannot read CI: {exception_reason(exc)}")
     else:
         verdict = ci_verdict(rules=rules, runs=runs, statuses=statuses)
         if not rules.contexts:
@@ -129,7 +129,7 @@ def premerge(
         try:
             state = load_review_state(port, repo, pr, branch)
         except ForgeError as exc:
-            reasons.append(f"cannot read reviews: {_say(exc)}")
+            reasons.append(f"cannot read reviews: {exception_reason(exc)}")
         else:
             blockers = review_blockers(pr, state)
             reasons.extend(describe_blocker(b) for b in blockers)
@@ -181,10 +181,6 @@ def _failed(repo: str, number: int, reasons: list[str]) -> PremergeResult:
         strict=False,
         behind_by=0,
     )
-
-
-def _say(exc: BaseException) -> str:
-    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
 
 
 def _state_reasons(pr: PullRequest, head_sha: str) -> list[str]:
@@ -248,7 +244,7 @@ def _clone_reasons(
         try:
             done = git(list(args), ExecOptions(cwd=clone, timeout=_GIT_TIMEOUT))
         except ForgeError as exc:
-            raise _GitFailed(_say(exc)) from None
+            raise _GitFailed(exception_reason(exc)) from None
         except OSError as exc:
             raise _GitFailed(f"cannot run git in {clone}: {exc.strerror}") from None
         return done.returncode, done.stdout.decode("utf-8", "replace").strip()
@@ -262,7 +258,7 @@ def _clone_reasons(
     try:
         base_tip = port.get_head_sha(repo, pr.base_ref)
     except ForgeError as exc:
-        return [f"cannot read the base tip of {pr.base_ref}: {_say(exc)}"]
+        return [f"cannot read the base tip of {pr.base_ref}: {exception_reason(exc)}"]
     if base_tip is None:
         return [f"the base branch {pr.base_ref} has no tip on the forge"]
     reasons: list[str] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["REDACTED", "redact_forge_secrets", "redact_split", "secret_spans"]
+__all__ = ["REDACTED", "exception_reason", "redact_forge_secrets", "redact_split", "secret_spans"]
 
 REDACTED = "[redacted]"
 # A fragment of a known secret shorter than this is not worth mangling the text for.
@@ -60,6 +60,11 @@ def secret_spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
 def redact_forge_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
     """Return `text` with tokens, JWTs, PEM blocks and the `extra` values replaced by [redacted]."""
     return _apply(text, secret_spans(text, extra))
+
+
+def exception_reason(exc: BaseException) -> str:
+    """Return `exc`'s message as a reason line: redacted, cut to 300 characters, else its type."""
+    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
 
 
 def redact_split(first: str, second: str, *, extra: Iterable[str] = ()) -> tuple[str, str]:
