@@ -160,27 +160,24 @@ def ci_wait(
             if not exc.transient:
                 raise
             failure = str(exc)
+        progress: CiProgress | None = None
         if failure is not None:
-            reasons = (*failed, f"last poll failed: {failure[:300]}")
-            if on_poll is not None:
-                on_poll(
-                    CiPoll(
-                        repo=repo,
-                        sha=sha,
-                        poll=poll,
-                        elapsed=clock() - start,
-                        progress=None,
-                        failure=failure[:300],
-                    )
-                )
+            failure = failure[:300]
+            reasons = (*failed, f"last poll failed: {failure}")
         else:
             progress = ci_progress(rules=rules, runs=runs, statuses=statuses)
-            if on_poll is not None:
-                on_poll(
-                    CiPoll(
-                        repo=repo, sha=sha, poll=poll, elapsed=clock() - start, progress=progress
-                    )
+        if on_poll is not None:
+            on_poll(
+                CiPoll(
+                    repo=repo,
+                    sha=sha,
+                    poll=poll,
+                    elapsed=clock() - start,
+                    progress=progress,
+                    failure=failure,
                 )
+            )
+        if progress is not None:
             waiting = progress.waiting
             failed = progress.failed
             if grace is not None and clock() - start >= grace and progress.missing:

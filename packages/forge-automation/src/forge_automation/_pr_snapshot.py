@@ -154,7 +154,10 @@ def complete_pr_snapshot(
         got_rules = known
     else:
         got_rules = load_branch_rules(rest(), repo, pr.base_ref, rulesets=known).required_checks()
-    if known_runs is not None and not (is_open and got_rules.strict and not proven):
+    # The compare counts only on a strict base (readiness ignores "behind" elsewhere) that the
+    # head's ancestors did not prove reached.
+    compare = is_open and got_rules.strict and not proven
+    if known_runs is not None and not compare:
         # The usual case: the one read answered everything else.
         return PrSnapshot(
             pr=pr, runs=known_runs, rules=got_rules, up_to_date=proven, data=snapshot.data
@@ -164,9 +167,7 @@ def complete_pr_snapshot(
         return known_runs if known_runs is not None else rest().check_runs(repo, pr.head_sha)
 
     def behind_by() -> int | None:
-        # The compare counts only on a strict base (readiness ignores "behind" elsewhere) that
-        # the head's ancestors did not prove reached.
-        if not (is_open and got_rules.strict and not proven):
+        if not compare:
             return None
         ancestry = rest().wire.compare_ancestry(repo, pr.base_ref, pr.head_sha)
         if ancestry is None:
