@@ -281,6 +281,21 @@ def test_the_console_script_is_the_freezing_hook() -> None:
 
     (forge_cli,) = entry_points(group="console_scripts", name="forge-cli")
     assert forge_cli.value == "forge_automation.cli:script"
+    # Its process ends with the command: what the imports made is frozen, not collected.
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))\n"
+        "from forge_automation.cli import script\n"
+        "sys.argv = ['forge-cli', 'frobnicate']\n"
+        "script()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 64
+    frozen = done.stderr.splitlines()[-1].split()
+    assert frozen[0] == "frozen"
+    assert int(frozen[1]) > 0
 
 
 def test_pr_context_json_has_the_documented_keys(server: ForgeServer, repo: RepoState) -> None:
