@@ -16,7 +16,7 @@ import pytest
 import respx
 from aiohttp import web
 
-from accounts_refresh_support import canary_token, dump, leftovers, write_file
+from accounts_refresh_support import canary_token, dump, leftovers, serve_loopback, write_file
 from agent_accounts.io import Profile, RefreshFailureDeposit, RefreshResult, refresh_if_needed
 
 __all__ = [
@@ -87,14 +87,9 @@ async def endpoint(request: pytest.FixtureRequest) -> AsyncIterator[Endpoint]:
 
         app = web.Application()
         app.router.add_post("/v1/oauth/token", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        assert site._server is not None
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        runner, url = await serve_loopback(app)
         async with httpx.AsyncClient() as client:
-            ep = Endpoint(kind="aiohttp", url=f"http://127.0.0.1:{port}", client=client)
+            ep = Endpoint(kind="aiohttp", url=url, client=client)
             holder.append(ep)
             yield ep
         await runner.cleanup()

@@ -93,6 +93,18 @@ def files_without_canary(root: Path, allowed: Iterable[Path]) -> None:
             assert CANARY.encode() not in path.read_bytes(), path
 
 
+async def serve_loopback(app: web.Application, **options: Any) -> tuple[web.AppRunner, str]:
+    """Serve `app` on 127.0.0.1 at a free port; return its runner (to clean up) and base URL.
+
+    `options` go to `web.AppRunner` (`shutdown_timeout`); the access log is off.
+    """
+    runner = web.AppRunner(app, access_log=None, **options)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
 @dataclass
 class TokenServer:
     """A local OAuth token endpoint that rotates single-use refresh tokens.
@@ -159,14 +171,7 @@ class TokenServer:
         app = web.Application()
         app.router.add_post("/v1/oauth/token", self._token)
         app.router.add_get("/api/oauth/usage", self._usage)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{port}"
+        self.runner, self.url = await serve_loopback(app)
         return self.url
 
     async def stop(self) -> None:

@@ -24,6 +24,7 @@ from accounts_refresh_support import (
     canary_token,
     credentials,
     dump,
+    serve_loopback,
     write_file,
 )
 from agent_accounts.io import Profile
@@ -197,12 +198,7 @@ class UsageServer:
         app = web.Application()
         app.router.add_get("/api/oauth/usage", self._usage)
         app.router.add_route("*", "/{tail:.*}", self._other)
-        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = self.runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.runner, self.url = await serve_loopback(app, shutdown_timeout=1.0)
         return self.url
 
     async def stop(self) -> None:

@@ -38,6 +38,7 @@ from accounts_refresh_support import (
     credentials,
     dump,
     leftovers,
+    serve_loopback,
     write_file,
 )
 from agent_accounts.io import Profile, refresh_if_needed
@@ -356,13 +357,7 @@ async def test_a_journal_that_explains_a_staged_logout(tmp_path: Path) -> None:
     app = web.Application()
     app.router.add_post("/v1/oauth/token", holding.token)
     app.router.add_get("/api/oauth/usage", scene.server._usage)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    assert site._server is not None
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    url = f"http://127.0.0.1:{port}"
+    runner, url = await serve_loopback(app)
     scene.env.update(AGENT_AUTH_URL=url, AGENT_API_BASE_URL=url)
     try:
         first = await asyncio.create_subprocess_exec(

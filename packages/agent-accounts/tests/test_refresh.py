@@ -38,6 +38,7 @@ from accounts_refresh_support import (
     credentials,
     dump,
     files_without_canary,
+    serve_loopback,
     write_file,
 )
 from agent_accounts.io import (
@@ -186,18 +187,14 @@ async def test_a_redirect_a_following_client_would_take_is_a_network_failure(
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
+    runner, url = await serve_loopback(app)
     try:
         before = seed(profile, credentials(expires_at_ms=NOW - 1, refresh=canary_token("ort")))
         async with httpx.AsyncClient(follow_redirects=True) as client:
             result = await refresh_if_needed(
                 profile,
                 client=client,
-                auth_url=f"http://127.0.0.1:{port}",
+                auth_url=url,
                 margin_ms=MARGIN,
                 now_ms=NOW,
             )
