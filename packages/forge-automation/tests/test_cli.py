@@ -277,10 +277,11 @@ def test_main_in_process_leaves_the_collector_alone(
 
 
 def test_the_console_script_is_the_freezing_hook() -> None:
-    from importlib.metadata import entry_points
+    import tomllib
 
-    (forge_cli,) = entry_points(group="console_scripts", name="forge-cli")
-    assert forge_cli.value == "forge_automation.cli:script"
+    # The package's declaration, not an installed copy of it (a venv synced before stays stale).
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["forge-cli"] == "forge_automation.cli:script"
     # Its process ends with the command: what the imports made is frozen, not collected.
     code = (
         "import atexit, gc, sys\n"
