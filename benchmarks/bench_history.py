@@ -5,7 +5,8 @@ just under 1 MiB and its rotated `.1` as large: a week of a poller and sessions,
 lines each), against the same three profiles with no history, and `python -c pass`, all run in
 turn in the same rounds. Each command's median wall time (process start included) is compared
 with its own no-history run: target at most 1.25x, since `best` and `run` parse only a bounded
-tail of the history (`read_usage_history(tail_bytes=...)`) whatever its size.
+tail of the history and 96 older lines (`read_usage_history(tail_bytes=..., older_lines=...)`)
+whatever its size.
 
 Prints one JSON line per figure.
 """

@@ -105,6 +105,7 @@ def read_usage_history(
     since: float | None = None,
     uid: int | None = None,
     tail_bytes: int | None = None,
+    older_lines: int | None = None,
 ) -> list[UsageReading]:
     """Return a profile's history, oldest first: the rotated file's lines, then the current's.
 
@@ -114,8 +115,13 @@ def read_usage_history(
     linked regular file; anything else reads as empty). With `tail_bytes`, only the newest
     lines within the current file's last `tail_bytes` bytes are read, and the rotated file only
     when the current one is shorter: what `best` and `run` read at start-up, whatever the
-    history's size. Raises ValueError for a non-finite `now` or `since` or a `tail_bytes`
-    under `HISTORY_LINE_MAX`, and an unexpected filesystem error redacted, without a cause.
+    history's size. With `older_lines` too, the lines before that tail within the newest
+    `HISTORY_MAX_BYTES` of both files (about a week of a poller and sessions) are read as well,
+    thinned to at most `older_lines` evenly spaced ones, the newest of each stride kept: the
+    days of rhythm a forecast goes by, dense where the current window is, at a bounded cost.
+    Raises ValueError for a non-finite `now` or `since`, a `tail_bytes` under
+    `HISTORY_LINE_MAX` or a negative `older_lines`, and an unexpected filesystem error
+    redacted, without a cause.
     """
     import time
 
@@ -124,12 +130,14 @@ def read_usage_history(
         raise ValueError("now and since must be finite numbers of epoch seconds")
     if tail_bytes is not None and tail_bytes < HISTORY_LINE_MAX:
         raise ValueError("tail_bytes must hold a whole line (HISTORY_LINE_MAX)")
+    if older_lines is not None and older_lines < 0:
+        raise ValueError("older_lines must not be negative")
     owner = os.getuid() if uid is None else uid
     directory = status_cache_dir(os.fspath(config_dir))
     readings: list[UsageReading] = []
     try:
         lines: list[bytes] = []
-        left = tail_bytes
+        left = tail_bytes if older_lines is None else HISTORY_MAX_BYTES
         for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
             if left is not None and left <= 0:
                 break
@@ -138,7 +146,9 @@ def read_usage_history(
             lines[:0] = got
             if left is not None:
                 # A tail that cut the current file (its first line blanked) is all there is.
-                left = 0 if got[:1] == [b""] else left - sum(len(line) + 1 for line in got)
+                left = 0 if got[:1] == [b""] else left - sum(map(len, got)) - len(got)
+        if tail_bytes is not None and older_lines is not None:
+            lines = _thinned(lines, tail_bytes, older_lines)
         for line in lines:
             reading = _parse_line(line)
             if reading is None or reading["written_at"] > current + CLOCK_AHEAD_S:
@@ -156,3 +166,17 @@ def read_usage_history(
         raise failure
     readings.sort(key=lambda r: r["written_at"])
     return readings
+
+
+def _thinned(lines: list[bytes], tail_bytes: int, older_lines: int) -> list[bytes]:
+    """The lines within the last `tail_bytes` bytes, after at most `older_lines` of the others
+    (every k-th, counted back from the newest of them)."""
+    kept, size = len(lines), 0
+    while kept > 0 and size + len(lines[kept - 1]) + 1 <= tail_bytes:
+        kept -= 1
+        size += len(lines[kept]) + 1
+    older = lines[:kept]
+    if older_lines == 0:
+        return lines[kept:]
+    stride = max(1, math.ceil(len(older) / older_lines))
+    return older[len(older) - 1 :: -stride][::-1] + lines[kept:]
