@@ -90,13 +90,14 @@ def _cli(server: ForgeServer, clone: str, *args: str) -> subprocess.CompletedPro
 
 
 @pytest.mark.slow  # cars through the real gh, each waiting for the simulated CI
-def test_cli_a_red_car_is_bisected_the_culprits_dropped_with_the_first_failure_line(
+def test_cli_a_red_car_is_bisected_the_culprits_dropped_and_the_cars_pushed_to_the_base(
     tmp_path: Path,
 ) -> None:
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
         clone = train_world(repo, str(tmp_path), prs=6, broken=(2, 5), duration=0.1, flaky="ci")
-        done = _cli(server, clone, "--batch", "4", "--retry-flaky", "1")
+        unproven = _green_landings(repo)
+        done = _cli(server, clone, "--batch", "4", "--retry-flaky", "1", "--land", "push")
         lines = done.stdout.splitlines()
         assert (done.returncode, done.stderr) == (0, ""), lines
         # The flake failed a car once and passed on the rerun: reported, never held against a PR.
@@ -110,6 +111,13 @@ def test_cli_a_red_car_is_bisected_the_culprits_dropped_with_the_first_failure_l
         assert all("ImportError: uses-api-v1-" in line for line in known)
         assert all(repo.prs[n]["merged"] for n in (1, 3, 4, 6))
         assert not any(repo.prs[n]["merged"] for n in (2, 5))
+        # --land push: the base only ever moved to tested car commits (each tree seen green as
+        # it landed), the forge marked each PR merged at one of them, nothing merged one by one.
+        assert repo.ref_updates and unproven == [], "\n".join(lines)
+        assert server.state.effects["merge_pr"] == 0
+        pushed = {sha for _branch, sha in repo.ref_updates}
+        assert all(repo.prs[n]["merge_commit_sha"] in pushed for n in (1, 3, 4, 6))
+        assert repo.branches["main"] == repo.ref_updates[-1][1]
         for number in (2, 5):
             (comment,) = repo.comments[number]
             assert "CI is red on train/main/" in comment["body"]
@@ -257,3 +265,81 @@ def test_a_failed_read_while_judging_the_next_car_stops_before_the_car_merges(
         assert all(repo.labels[n] == [LABEL] for n in (1, 2, 3, 4))
         assert repo.git is not None
         assert not any(b.startswith("train/") for b in repo.git.heads()), lines
+
+
+def _green_landings(repo: RepoState) -> list[str]:
+    """Check, as each ref update lands, that the base's new tree is one CI saw green; return
+    the list the unproven landings go to (empty when the invariant held every time)."""
+    unproven: list[str] = []
+    assert repo.git is not None and repo.ci is not None
+    git, ci = repo.git, repo.ci
+
+    def landed(branch: str, sha: str) -> None:
+        if branch == "main" and git.tree(sha) not in ci.green_trees:
+            unproven.append(sha)
+
+    repo.after_ref_update = landed
+    return unproven
+
+
+def test_land_push_refused_as_no_fast_forward_stops_with_the_labels_kept(tmp_path: Path) -> None:
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
+        assert repo.git is not None
+        git = repo.git
+
+        def base_moves(method: str, path: str) -> None:
+            # Someone pushes to main just before the train's ref update arrives.
+            if method == "PATCH" and path.endswith("/git/refs/heads/main"):
+                tip = repo.branches["main"]
+                other = git.git("commit-tree", git.tree(tip), "-p", tip, "-m", "hotfix")[1]
+                git.set_branch(repo, "main", other)
+                repo.commits[other] = ((tip,), "hotfix", "2024-01-02T00:00:00Z")
+
+        server.state.on_request = base_moves
+        result, lines = _ride(server, clone, batch=2, land="push")
+        assert result.stopped is not None, lines
+        stop = lines[-1]
+        assert stop.startswith("STOPPED ") and "no longer the parent" in stop, lines
+        assert "refused (422)" in stop and "keeps its label" in stop
+        assert repo.ref_updates == [] and server.state.effects["merge_pr"] == 0
+        assert not any(repo.prs[n]["merged"] for n in (1, 2))
+        assert all(repo.labels[n] == [LABEL] for n in (1, 2))
+
+
+def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
+    tmp_path: Path,
+) -> None:
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
+        unproven = _green_landings(repo)
+        assert repo.git is not None and repo.ci is not None
+        git, ci = repo.git, repo.ci
+        old = repo.prs[1]["head"]["sha"]
+        moved: list[str] = []
+
+        def push_to_pr(method: str, path: str) -> None:
+            # The author pushes to #1 once its car was seen green, before the train lands it.
+            if moved or not ci.green_trees or path != f"/repos/{REPO}/pulls/1":
+                return
+            new = git.git("commit-tree", git.tree(old), "-p", old, "-m", "more")[1]
+            repo.commits[new] = ((old,), "more", "2024-01-02T00:00:00Z")
+            git.set_branch(repo, "topic1", new)
+            git.git("update-ref", "refs/pull/1/head", new)
+            repo.prs[1]["head"]["sha"] = new
+            repo.pr_commits[1] = [old, new]
+            repo.add_run(new, "ci", "success")
+            moved.append(new)
+
+        server.state.on_request = push_to_pr
+        result, lines = _ride(server, clone, batch=2, land="push")
+        assert moved, lines
+        assert any(line.startswith(f"AGAIN {REPO}#1 {old}: now open at") for line in lines), lines
+        assert unproven == [], lines
+        assert server.state.effects["merge_pr"] == 0
+        # No landed tree holds #1 at the head it had before the push without its new head.
+        for _branch, sha in repo.ref_updates:
+            held = git.git("merge-base", "--is-ancestor", old, sha, ok=(0, 1))[0] == 0
+            assert not held or git.git("merge-base", "--is-ancestor", moved[0], sha, ok=(0, 1))[0] == 0

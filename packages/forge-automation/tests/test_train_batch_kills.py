@@ -5,8 +5,9 @@ The local forge's repository is a real bare git repository with a simulated CI
 once. Every gh and git call the train makes counts; the train dies (`_Crash`, which nothing may
 catch) right after a call chosen at random (seeded; an unkilled run makes about 450), is run again, and dies again at another
 until three kills are spent; the last run goes to DONE. Whatever the moments, the end is the
-same: the four innocent PRs merged once each, each merge made while a car holding the PR was
-seen green by CI, the base's tree one CI saw green, the two broken PRs dropped with one comment
+same: the four innocent PRs merged once each, the base moved only by fast-forwards to car commits
+(`land="push"`) whose tree CI had seen green as each one landed, so after every landing the base's
+tree is one CI saw green, the two broken PRs dropped with one comment
 naming the failing check's first failure line, no other PR commented on, every label and car
 branch gone.
 """
@@ -83,6 +84,14 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
                 unproven.append(number)
 
         repo.after_merge = merged
+        ungreen: list[str] = []
+
+        def landed(branch: str, sha: str) -> None:
+            # After every landing the base's tree is one CI saw green (`--land push`).
+            if branch == "main" and bare.tree(sha) not in ci.green_trees:
+                ungreen.append(sha)
+
+        repo.after_ref_update = landed
         calls = _Calls()
         gh = server.exec()
 
@@ -113,6 +122,7 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
                     git=counted_git,
                     batch=4,
                     retry_flaky=1,
+                    land="push",
                     interval=0.05,
                     timeout=60,
                     grace=30,
@@ -127,10 +137,15 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
         # The last run's DONE counts only what it finished itself.
         assert [line.split()[:2] for line in lines[-1:]] == [["DONE", REPO]], lines
         assert kills == 3, (kills, runs)
-        assert unproven == []
+        assert unproven == [] and ungreen == []
+        assert repo.ref_updates, lines  # the base moved only by fast-forwards to tested cars
+        pushed = {sha for _branch, sha in repo.ref_updates}
+        assert all(repo.prs[n]["merge_commit_sha"] in pushed for n in INNOCENT)
         assert all(repo.prs[n]["merged"] for n in INNOCENT), lines
         assert not any(repo.prs[n]["merged"] for n in BROKEN)
-        assert server.state.effects["merge_pr"] == len(INNOCENT)  # none merged twice
+        assert server.state.effects["merge_pr"] == 0  # nothing merged one PR at a time
+        # No car landed twice: each ref update moved the base to a new commit.
+        assert len(pushed) == len(repo.ref_updates) == server.state.effects["update_ref"]
         assert bare.tree(bare.heads()["main"]) in ci.green_trees
         for number in BROKEN:
             (comment,) = repo.comments[number]

@@ -56,6 +56,37 @@ class FakeWrites:
                 )
             self._f.effects["delete_ref"] += 1
 
+    def update_ref(self, repo: str, branch: str, sha: str) -> str:
+        with self._f._lock:
+            state = self._call("update_ref")
+            tip = state.branches.get((repo, branch))
+            if tip is None:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: Reference does not exist", status=422, kind="http"
+                )
+            reach = self._f._ancestors(sha)
+            if tip not in reach:
+                raise ForgeCliError(
+                    "gh api failed with HTTP 422: Update is not a fast forward",
+                    status=422,
+                    kind="http",
+                )
+            state.branches[(repo, branch)] = sha
+            # As GitHub does: each open PR into the branch whose head the branch now holds is
+            # merged, its merge commit the pushed commit.
+            for key, pr in list(state.prs.items()):
+                if key[0] == repo and pr.state == "open" and pr.base_ref == branch:
+                    if pr.head_sha in reach:
+                        state.prs[key] = replace(
+                            pr,
+                            state="closed",
+                            merged=True,
+                            merge_sha=sha,
+                            merged_at="2024-01-03T00:00:00Z",
+                        )
+            self._f.effects["update_ref"] += 1
+            return sha
+
     def create_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
         with self._f._lock:
             state = self._call("create_pr")

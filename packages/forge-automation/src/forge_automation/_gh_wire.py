@@ -137,6 +137,10 @@ class GhCliWire:
     def delete_ref(self, repo: str, branch: str) -> None:
         self._send(rest.delete_ref(repo, branch))
 
+    def update_ref(self, repo: str, branch: str, sha: str) -> str:
+        request = rest.update_ref(repo, branch, sha)
+        return self._read("a ref", request, pulls.ref_object_sha)
+
     def rerun_job(self, repo: str, job_id: int) -> None:
         self._send(rest.rerun_job(repo, job_id))
 

@@ -51,7 +51,7 @@ from ._port import ForgePort
 from ._premerge import UNKNOWN_REREAD_DELAYS
 from ._validate import validate_label, validate_repo
 
-__all__ = ["TrainResult", "run_train", "train_marker"]
+__all__ = ["LAND_MODES", "TrainResult", "run_train", "train_marker"]
 
 # Seconds into a CI wait after which a required check with no run or status yet is RED ("never
 # reported"): GitHub registers a workflow's runs (queued) and CI apps post a pending status within
@@ -62,6 +62,9 @@ DEFAULT_TRAIN_GRACE = 300.0
 MAX_BATCH = 100
 # The most reruns of a red car's failed checks before it is bisected.
 MAX_RETRIES = 5
+# How a green car lands: `merge` (each PR through the forge's merge, in order) or `push` (the
+# base fast-forwarded to the tested car commit itself; the forge marks the PRs merged).
+LAND_MODES = ("merge", "push")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -103,6 +106,7 @@ def run_train(
     max_wait: float = 0.0,
     retry_flaky: int = 0,
     explain: Callable[[str, str, str], str | None] | None = None,
+    land: str = "merge",
 ) -> TrainResult:
     """Merge the PRs carrying `label`, oldest first; print one line per step.
 
@@ -114,6 +118,11 @@ def run_train(
     before bisecting (a check that then passes is a flake, listed in `TrainResult.flaky`, never
     held against a PR). `explain(repo, sha, check)` returns a failed check's first failure line for
     the comment on a PR a red car drops (the CLI reads it as `ci-failures` does).
+    `land` is how a green car lands: `merge` (default) merges its PRs through the forge one by
+    one, each guarded by its head; `push` fast-forwards the base to the car commit itself (a ref
+    update the forge refuses unless it is a fast-forward), so every tree the base ever holds is
+    one CI saw green, and the forge marks the car's PRs merged. `push` needs the right to push
+    to the base past its protection (a bypass actor); it is checked only with `batch`.
 
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
@@ -132,6 +141,8 @@ def run_train(
         raise ForgeInputError("max_wait", "must be a finite number of seconds >= 0")
     if isinstance(retry_flaky, bool) or not 0 <= retry_flaky <= MAX_RETRIES:
         raise ForgeInputError("retry_flaky", f"must be a whole number from 0 to {MAX_RETRIES}")
+    if land not in LAND_MODES:
+        raise ForgeInputError("land", f"must be one of {', '.join(LAND_MODES)}")
     from ._train_batch import BatchTrain
     from ._train_turn import _SerialTrain
 
@@ -155,5 +166,6 @@ def run_train(
         max_wait=max_wait,
         retry_flaky=retry_flaky,
         explain=explain,
+        land=land,
     )
     return train.run()

@@ -89,6 +89,7 @@ class _Train:
     batch: int | None = None
     max_wait: float = 0.0
     retry_flaky: int = 0
+    land: str = "merge"
     explain: Callable[[str, str, str], str | None] | None = None
     result: TrainResult = field(init=False)
 

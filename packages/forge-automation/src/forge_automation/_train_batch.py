@@ -5,7 +5,12 @@ at fault is dropped with its comment); the next N that pass become a car (`_trai
 tip with their heads merged on in queue order, pushed to `train/<base>/<id>`, and the base's
 required checks are waited for on the car's commit. Then:
 
-- green: the PRs are merged through the forge in order, each guarded by its head (`guarded_merge`
+- green, `land="push"`: the base is fast-forwarded to the car commit itself (git/update-ref,
+  never forced), so the base only ever holds trees CI saw green; the forge marks each PR whose
+  head the base now holds merged. Just before, each PR must still be open at the head the car
+  holds (else the car is not landed and its PRs are judged again); a base that moved is refused
+  by the forge (422) and the train stops, the PRs keeping their label.
+- green (`land="merge"`): the PRs are merged through the forge in order, each guarded by its head (`guarded_merge`
   with the head sha as the forge's precondition). Before each merge the base must still be where
   the car expects it, and each merge must land on it (its parent); afterwards the base's tree must
   equal the car's tree. If not, the base moved under the train: it stops before the next merge
@@ -38,12 +43,13 @@ from functools import partial
 
 from ._ci_wait import CiWaitResult
 from ._constants import ACTIONS_APP_ID
-from ._merge import guarded_merge
+from ._errors import ForgeCliError
+from ._merge import delete_head_branch, guarded_merge
 from ._rules import load_required_contexts
-from ._train_base import _WORD, _Stop
+from ._train_base import _WORD, _say, _Stop
 from ._train_car import Car, CarGit, CarGitError
 from ._train_turn import _ROUNDS, _SerialTrain
-from ._types import LabelledPr, RequiredContext
+from ._types import LabelledPr, PullRequest, RequiredContext
 
 __all__ = ["BatchTrain"]
 
@@ -72,6 +78,8 @@ class BatchTrain(_SerialTrain):
     _flakes: set[tuple[str, str]] = field(default_factory=set)
     # The next car's PRs, judged while the car before it was in CI (None: not judged yet).
     _ahead: list[tuple[int, str, str]] | None = None
+    # The bases of PRs finished after an earlier run (their car branches are swept too).
+    _finished: set[str] = field(default_factory=set)
 
     def _shape(self) -> str:
         return f" batch={self.batch}"
@@ -106,8 +114,15 @@ class BatchTrain(_SerialTrain):
         if self._ahead:
             queue[:0] = [n for n, _h, _b in self._ahead]  # judged, never in a car: still queued
         if self._running() and not self.dry_run:
-            for base in self._rules:
+            for base in sorted({*self._rules, *self._finished}):
                 self._guard(0, partial(carts.sweep, base))
+
+    def _closed(self, number: int) -> None:
+        """Finish a closed PR; remember its base, whose car branches a stopped run may have
+        left (a kill after a car landed and before its branch was deleted)."""
+        super()._closed(number)
+        if not self.dry_run:
+            self._finished.add(self.port.get_pr(self.repo, number).base_ref)
 
     def _fill(self, queue: list[int]) -> None:
         """Wait up to `max_wait` for a full first car: new labelled PRs join the queue."""
@@ -357,6 +372,8 @@ class BatchTrain(_SerialTrain):
 
     def _land(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
         """Merge the car's PRs in order on the tip it was tested on; check the tree after."""
+        if self.land == "push":
+            return self._push(carts, car, queue)
         expected = car.base_tip
         for index, (number, head) in enumerate(car.prs):
             now = self.port.get_head_sha(self.repo, car.base)
@@ -400,6 +417,79 @@ class BatchTrain(_SerialTrain):
         self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
         carts.delete(car)
         return tip
+
+
+    def _push(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
+        """Fast-forward the base to the tested car commit (`--land push`); the forge marks the
+        car's PRs merged. Each PR must still be at the head the car holds (else the car is
+        rebuilt, never landed); a base that is no longer the car's parent gets a 422: stop."""
+        for number, head in car.prs:
+            pr = self.port.get_pr(self.repo, number)
+            if pr.head_sha == head and pr.state == "open":
+                continue
+            self._refused[number] += 1
+            if self._refused[number] > _ROUNDS:
+                raise _Stop(f"#{number} changed under {_ROUNDS} green cars in a row")
+            self._requeue_ahead(queue)
+            queue[:0] = [n for n, _ in car.prs]
+            carts.delete(car)
+            self.emit(
+                f"AGAIN {self._ref(number)} {head}: now {pr.state} at {pr.head_sha}, not the head "
+                f"{car.branch} holds; the car is not landed, its PRs go back to the queue"
+            )
+            return None
+        try:
+            self.port.wire.update_ref(self.repo, car.base, car.sha)
+        except ForgeCliError as exc:
+            if exc.status != 422:
+                raise
+            now = self.port.get_head_sha(self.repo, car.base)
+            carts.delete(car)
+            why = (
+                f"{car.base} moved to {now}, so it is no longer the parent {car.base_tip} of"
+                if now != car.base_tip
+                else f"the forge refused ({_say(exc)}) to move {car.base} to"
+            )
+            raise _Stop(
+                f"{why} {car.branch} ({car.sha}): the fast-forward was refused (422) and nothing "
+                "of the car landed"
+            ) from None
+        self.emit(f"PUSHED {car.base}={car.sha} from {car.branch} prs={car.numbers()}")
+        # The car branch goes while its PRs are still labelled: a run killed before this finds
+        # them merged and labelled, finishes them and sweeps their base's car branches.
+        carts.delete(car)
+        for number, head in car.prs:
+            pr = self._marked_merged(number)
+            branch = delete_head_branch(self.port, self.repo, pr)
+            self.port.remove_label(self.repo, number, self.label)
+            self.result.merged.append(number)
+            self.emit(
+                f"MERGED {self._ref(number)} head={head} sha={pr.merge_sha or car.sha} "
+                f"merge=push branch={branch}"
+            )
+        tip = carts.fetch_base(car.base)
+        tree = carts.tree(tip)
+        if tip != car.sha or tree != car.tree:
+            raise _Stop(
+                f"{car.base} is at {tip} with tree {tree}, not the tested car {car.sha} ({car.tree})"
+            )
+        self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
+        return tip
+
+    def _marked_merged(self, number: int) -> PullRequest:
+        """Read PR `number` until the forge marks it merged (within the grace), after the push."""
+        deadline = self.clock() + self.grace
+        while True:
+            pr = self.port.get_pr(self.repo, number)
+            if pr.merged or self.clock() >= deadline:
+                break
+            self.sleep(self.interval)
+        if not pr.merged:
+            raise _Stop(
+                f"#{number}'s head is on the base, but the forge has not marked it merged within "
+                f"{self.grace:g} s"
+            )
+        return pr
 
 
 def _numbers(prs: list[tuple[int, str]]) -> str:

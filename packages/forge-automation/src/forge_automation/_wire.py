@@ -68,6 +68,11 @@ class ForgeWire(Protocol):
         """Delete `refs/heads/<branch>`."""
         ...
 
+    def update_ref(self, repo: str, branch: str, sha: str) -> str:
+        """Fast-forward `refs/heads/<branch>` to `sha` (never forced) and return the sha; the
+        forge answers 422 when `sha` does not hold the branch's tip."""
+        ...
+
     def rerun_job(self, repo: str, job_id: int) -> None:
         """Re-run one GitHub Actions job (its check run id) on the same commit."""
         ...

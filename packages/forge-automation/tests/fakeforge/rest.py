@@ -72,6 +72,7 @@ class RestApi(ChecksApi):
             (r"/git/refs", "POST", self.create_ref),
             (r"/git/commits/([0-9a-f]{40})", "GET", self.get_git_commit),
             (r"/git/refs/heads/(.+)", "DELETE", self.delete_ref),
+            (r"/git/refs/heads/(.+)", "PATCH", self.update_ref),
             (r"/pulls", "GET", self.list_pulls),
             (r"/pulls", "POST", self.create_pull),
             (r"/pulls/(\d+)", "GET", self.get_pull),
@@ -157,6 +158,33 @@ class RestApi(ChecksApi):
             repo.git.set_branch(repo, b, None)
         self.state.effects["delete_ref"] += 1
         return 204, None, {}
+
+    def update_ref(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str
+    ) -> Any:
+        """git/update-ref: 422 unless a fast-forward (or forced); each open PR into the branch
+        whose head the new tip holds becomes merged at that tip, as GitHub marks it."""
+        sha, tip = str(data.get("sha", "")), repo.branches.get(b)
+        if tip is None:
+            raise error(422, "Reference does not exist")
+        if sha not in repo.commits:
+            raise error(422, "Object does not exist")
+        reach = ancestors(repo, sha)
+        if tip not in reach and not data.get("force"):
+            raise error(422, "Update is not a fast forward")
+        if repo.git is not None:
+            repo.git.set_branch(repo, b, sha)
+        else:
+            repo.branches[b] = sha
+        repo.ref_updates.append((b, sha))
+        for number, pr in sorted(repo.prs.items()):
+            if pr["state"] == "open" and pr["base"]["ref"] == b and pr["head"]["sha"] in reach:
+                pr.update(state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
+                pr["merge_commit_sha"] = sha
+        self.state.effects["update_ref"] += 1
+        if repo.after_ref_update is not None:
+            repo.after_ref_update(b, sha)
+        return 200, {"ref": f"refs/heads/{b}", "object": {"sha": sha, "type": "commit"}}, {}
 
     def _pr_json(self, repo: RepoState, pr: dict[str, Any], *, full: bool) -> dict[str, Any]:
         out = {k: v for k, v in pr.items() if not k.startswith("_")}

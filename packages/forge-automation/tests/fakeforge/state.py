@@ -98,6 +98,10 @@ class RepoState:
     # head, new head), and after a merge landed (number): a test's CI or crash point.
     after_update: Callable[[int, str, str], None] | None = None
     after_merge: Callable[[int], None] | None = None
+    # Every branch moved by a ref update (branch, new tip), and a hook called under the lock
+    # right after each one (branch, new tip): where a test checks the tree that landed.
+    ref_updates: list[tuple[str, str]] = field(default_factory=list)
+    after_ref_update: Callable[[str, str], None] | None = None
     # update-branch as GitHub runs it: the 202 comes first, the new head lands later. Here it
     # lands while the forge answers the `update_lands_after`-th request after the 202 (0: at
     # once). Until then the PR keeps its old head, and another update-branch for that head is

@@ -51,6 +51,7 @@ __all__ = [
     "remove_issue_label",
     "rerun_job",
     "update_pull_branch",
+    "update_ref",
     "workflow_runs",
 ]
 
@@ -131,6 +132,14 @@ def create_ref(repo: str, branch: str, sha: str) -> RestRequest:
 def delete_ref(repo: str, branch: str) -> RestRequest:
     """Return `DELETE .../git/refs/heads/{branch}` (git/delete-ref)."""
     return RestRequest(method="DELETE", path=f"{_repo(repo)}/git/refs/heads/{_seg(branch)}")
+
+
+def update_ref(repo: str, branch: str, sha: str) -> RestRequest:
+    """Return `PATCH .../git/refs/heads/{branch}` moving it to `sha`, never forced (git/update-ref):
+    GitHub answers 422 unless `sha` holds the branch's tip (a fast-forward)."""
+    body = {"sha": sha, "force": False}
+    path = f"{_repo(repo)}/git/refs/heads/{_seg(branch)}"
+    return RestRequest(method="PATCH", path=path, body=body)
 
 
 def get_commit(repo: str, sha: str) -> RestRequest:

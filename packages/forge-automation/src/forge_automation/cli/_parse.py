@@ -252,6 +252,15 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="N",
         help="with --batch: rerun a red car's failed Actions jobs up to N times before bisecting",
     )
+    p.add_argument(
+        "--land",
+        action=_Once,
+        choices=("merge", "push"),
+        default="merge",
+        help="with --batch: land a green car by merging its PRs one by one (merge, default) or "
+        "by fast-forwarding the base to the tested car commit (push: needs a bypass of the "
+        "base's protection)",
+    )
     _flag(p, "--quiet", "quiet", "no CI progress on stderr")
     _flag(p, "--json", "as_json", "print one JSON object at the end (steps go to stderr)")
     return top, commands

@@ -42,6 +42,7 @@ def train_command(
     batch: int | None = None,
     max_wait: float = 0.0,
     retry_flaky: int = 0,
+    land: str = "merge",
 ) -> None:
     """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
     from .._errors import ForgeCliError, ForgeInputError
@@ -71,6 +72,8 @@ def train_command(
         raise UsageError("--max-wait must be a finite number of seconds >= 0")
     if not 0 <= retry_flaky <= MAX_RETRIES:
         raise UsageError(f"--retry-flaky must be a whole number from 0 to {MAX_RETRIES}")
+    if land != "merge" and batch is None:
+        raise UsageError("--land push needs --batch N: only a car is a tested commit to push")
 
     import sys
 
@@ -108,6 +111,7 @@ def train_command(
             max_wait=max_wait,
             retry_flaky=retry_flaky,
             explain=first_failure_line,
+            land=land,
         )
     except ForgeCliError as exc:
         if exc.status == 404 and _no_repository(forge, repo):
