@@ -9,7 +9,9 @@ after they forked) and `ci` flakes once (the first tree that should pass fails).
 are at most 0.85 batched, 1.11 for the serial train) and the batched run's wall time against
 the `--batch 1` run's in the same process (target at most 0.6x). Each run also checks what it
 must: every good PR merged, the 2 broken dropped with the failing check's first failure line,
-and every car the base landed on a tree CI saw green.
+and every car the base landed on a tree CI saw green. A third run, `--batch 4 --land push`,
+gives the same figures for bors-style landing and checks that after every landing (each
+fast-forward of the base to a car commit) the base's tree is one CI saw green.
 """
 
 from __future__ import annotations
@@ -36,15 +38,26 @@ CI_SECONDS = 2.0
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 
 
-def _ride(batch: int) -> tuple[float, int, int]:
+def _ride(batch: int, land: str = "merge") -> tuple[float, int, int]:
     """Run one train; return its wall time, the CI runs it caused and the PRs it merged."""
     with ForgeServer() as server, tempfile.TemporaryDirectory() as where:
         repo = server.state.repo(REPO)
         clone = train_world(
             repo, where, prs=PRS, broken=BROKEN, duration=CI_SECONDS, flaky="ci", label=LABEL
         )
+        ungreen: list[str] = []
+        git, ci = repo.git, repo.ci
+        assert git is not None
+        assert ci is not None
+
+        def landed_tree(branch: str, sha: str) -> None:
+            if branch == "main" and git.tree(sha) not in ci.green_trees:
+                ungreen.append(sha)
+
+        repo.after_ref_update = landed_tree
         command = [FORGE_CLI, "train", REPO, "--label", LABEL, "--clone", clone, "--quiet"]
         flags = ["--batch", str(batch), "--retry-flaky", "1", "--interval", "0.25"]
+        flags += ["--land", land]
         start = time.perf_counter()
         done = subprocess.run(
             [*command, *flags],
@@ -67,6 +80,12 @@ def _ride(batch: int) -> tuple[float, int, int]:
         assert landed, lines
         assert all(tree in repo.ci.green_trees for tree in landed), lines
         assert repo.git.tree(repo.git.heads()["main"]) == landed[-1]
+        if land == "push":
+            # After every landing the base's tree is one CI saw green: the base moved only by
+            # fast-forwards to tested cars, each tree green as it landed; nothing merged singly.
+            assert repo.ref_updates, lines
+            assert ungreen == [], lines
+            assert server.state.effects["merge_pr"] == 0, lines
         return wall, repo.ci.runs + repo.ci.reruns, len(merged)
 
 
@@ -87,6 +106,7 @@ def main() -> None:
     """Print one JSON line per figure."""
     serial_wall, serial_runs, serial_merged = _ride(1)
     wall, runs, merged = _ride(4)
+    push_wall, push_runs, push_merged = _ride(4, "push")
     rows = [
         _runs_row("train --batch 1", serial_runs, serial_merged, "<= 1.11 (one per PR)"),
         _runs_row("train --batch 4", runs, merged, "<= 0.85"),
@@ -97,6 +117,16 @@ def main() -> None:
             "baseline": "train --batch 1, same queue, same run (s)",
             "baseline_value": round(serial_wall, 1),
             "ratio": round(wall / serial_wall, 3),
+            "target": "<= 0.6x",
+        },
+        _runs_row("train --batch 4 --land push", push_runs, push_merged, "<= 0.85"),
+        {
+            "name": "train --batch 4 --land push wall time",
+            "value": round(push_wall, 1),
+            "unit": "s",
+            "baseline": "train --batch 1, same queue, same run (s)",
+            "baseline_value": round(serial_wall, 1),
+            "ratio": round(push_wall / serial_wall, 3),
             "target": "<= 0.6x",
         },
     ]

@@ -605,6 +605,27 @@ def test_rerun_job_starts_the_failed_job_again_on_the_same_commit(forge: Backend
     assert forge.effects("rerun_job") == 1
 
 
+def test_update_ref_fast_forwards_and_marks_the_prs_it_holds_merged(forge: Backend) -> None:
+    # GitHub's git/update-ref with force false: 422 unless the new commit holds the tip; a PR
+    # into the branch whose head the branch now holds is merged, at the pushed commit.
+    root, tip = _main(forge)
+    head = forge.commit("work", [root])
+    other = forge.commit("other", [root])
+    forge.pr(7, "topic", head)
+    forge.pr(8, "elsewhere", other)
+    car = forge.commit("car", [tip, head])
+    with pytest.raises(ForgeCliError) as caught:
+        forge.port.wire.update_ref(REPO, "main", head)  # not a fast-forward
+    assert caught.value.status == 422
+    assert forge.port.get_head_sha(REPO, "main") == tip
+    assert forge.port.wire.update_ref(REPO, "main", car) == car
+    assert forge.port.get_head_sha(REPO, "main") == car
+    merged, untouched = forge.port.get_pr(REPO, 7), forge.port.get_pr(REPO, 8)
+    assert (merged.state, merged.merged, merged.merge_sha) == ("closed", True, car)
+    assert (untouched.state, untouched.merged) == ("open", False)
+    assert forge.effects("update_ref") == 1
+
+
 def test_delete_ref_deletes_once_and_skips_default_and_fork_heads(forge: Backend) -> None:
     _, tip = _main(forge)
     forge.branch("topic", tip)

@@ -113,7 +113,8 @@ def test_cli_a_red_car_is_bisected_the_culprits_dropped_and_the_cars_pushed_to_t
         assert not any(repo.prs[n]["merged"] for n in (2, 5))
         # --land push: the base only ever moved to tested car commits (each tree seen green as
         # it landed), the forge marked each PR merged at one of them, nothing merged one by one.
-        assert repo.ref_updates and unproven == [], "\n".join(lines)
+        assert repo.ref_updates, "\n".join(lines)
+        assert unproven == [], "\n".join(lines)
         assert server.state.effects["merge_pr"] == 0
         pushed = {sha for _branch, sha in repo.ref_updates}
         assert all(repo.prs[n]["merge_commit_sha"] in pushed for n in (1, 3, 4, 6))
@@ -271,7 +272,8 @@ def _green_landings(repo: RepoState) -> list[str]:
     """Check, as each ref update lands, that the base's new tree is one CI saw green; return
     the list the unproven landings go to (empty when the invariant held every time)."""
     unproven: list[str] = []
-    assert repo.git is not None and repo.ci is not None
+    assert repo.git is not None
+    assert repo.ci is not None
     git, ci = repo.git, repo.ci
 
     def landed(branch: str, sha: str) -> None:
@@ -301,9 +303,12 @@ def test_land_push_refused_as_no_fast_forward_stops_with_the_labels_kept(tmp_pat
         result, lines = _ride(server, clone, batch=2, land="push")
         assert result.stopped is not None, lines
         stop = lines[-1]
-        assert stop.startswith("STOPPED ") and "no longer the parent" in stop, lines
-        assert "refused (422)" in stop and "keeps its label" in stop
-        assert repo.ref_updates == [] and server.state.effects["merge_pr"] == 0
+        assert stop.startswith("STOPPED "), lines
+        assert "no longer the parent" in stop, lines
+        assert "refused (422)" in stop
+        assert "keeps its label" in stop
+        assert repo.ref_updates == []
+        assert server.state.effects["merge_pr"] == 0
         assert not any(repo.prs[n]["merged"] for n in (1, 2))
         assert all(repo.labels[n] == [LABEL] for n in (1, 2))
 
@@ -315,7 +320,8 @@ def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
         repo = server.state.repo(REPO)
         clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
         unproven = _green_landings(repo)
-        assert repo.git is not None and repo.ci is not None
+        assert repo.git is not None
+        assert repo.ci is not None
         git, ci = repo.git, repo.ci
         old = repo.prs[1]["head"]["sha"]
         moved: list[str] = []
@@ -334,7 +340,7 @@ def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
             moved.append(new)
 
         server.state.on_request = push_to_pr
-        result, lines = _ride(server, clone, batch=2, land="push")
+        _result, lines = _ride(server, clone, batch=2, land="push")
         assert moved, lines
         assert any(line.startswith(f"AGAIN {REPO}#1 {old}: now open at") for line in lines), lines
         assert unproven == [], lines
@@ -342,4 +348,6 @@ def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
         # No landed tree holds #1 at the head it had before the push without its new head.
         for _branch, sha in repo.ref_updates:
             held = git.git("merge-base", "--is-ancestor", old, sha, ok=(0, 1))[0] == 0
-            assert not held or git.git("merge-base", "--is-ancestor", moved[0], sha, ok=(0, 1))[0] == 0
+            assert (
+                not held or git.git("merge-base", "--is-ancestor", moved[0], sha, ok=(0, 1))[0] == 0
+            )

@@ -137,7 +137,8 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
         # The last run's DONE counts only what it finished itself.
         assert [line.split()[:2] for line in lines[-1:]] == [["DONE", REPO]], lines
         assert kills == 3, (kills, runs)
-        assert unproven == [] and ungreen == []
+        assert unproven == []
+        assert ungreen == []
         assert repo.ref_updates, lines  # the base moved only by fast-forwards to tested cars
         pushed = {sha for _branch, sha in repo.ref_updates}
         assert all(repo.prs[n]["merge_commit_sha"] in pushed for n in INNOCENT)

@@ -75,15 +75,16 @@ class FakeWrites:
             # As GitHub does: each open PR into the branch whose head the branch now holds is
             # merged, its merge commit the pushed commit.
             for key, pr in list(state.prs.items()):
-                if key[0] == repo and pr.state == "open" and pr.base_ref == branch:
-                    if pr.head_sha in reach:
-                        state.prs[key] = replace(
-                            pr,
-                            state="closed",
-                            merged=True,
-                            merge_sha=sha,
-                            merged_at="2024-01-03T00:00:00Z",
-                        )
+                if (key[0], pr.state, pr.base_ref) == (repo, "open", branch) and (
+                    pr.head_sha in reach
+                ):
+                    state.prs[key] = replace(
+                        pr,
+                        state="closed",
+                        merged=True,
+                        merge_sha=sha,
+                        merged_at="2024-01-03T00:00:00Z",
+                    )
             self._f.effects["update_ref"] += 1
             return sha
 

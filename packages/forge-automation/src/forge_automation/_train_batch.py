@@ -5,16 +5,17 @@ at fault is dropped with its comment); the next N that pass become a car (`_trai
 tip with their heads merged on in queue order, pushed to `train/<base>/<id>`, and the base's
 required checks are waited for on the car's commit. Then:
 
-- green, `land="push"`: the base is fast-forwarded to the car commit itself (git/update-ref,
-  never forced), so the base only ever holds trees CI saw green; the forge marks each PR whose
-  head the base now holds merged. Just before, each PR must still be open at the head the car
-  holds (else the car is not landed and its PRs are judged again); a base that moved is refused
-  by the forge (422) and the train stops, the PRs keeping their label.
-- green (`land="merge"`): the PRs are merged through the forge in order, each guarded by its head (`guarded_merge`
-  with the head sha as the forge's precondition). Before each merge the base must still be where
-  the car expects it, and each merge must land on it (its parent); afterwards the base's tree must
-  equal the car's tree. If not, the base moved under the train: it stops before the next merge
-  and says so; what merged is what the car tested up to that point.
+- green, `land="push"`: the base is fast-forwarded to the car commit itself
+  (git/update-ref, never forced), so the base only ever holds trees CI saw green; the forge
+  marks each PR whose head the base now holds merged. Just before, each PR must still be open
+  at the head the car holds (else the car is not landed and its PRs are judged again); a base
+  that moved is refused by the forge (422) and the train stops, the PRs keeping their label.
+- green (`land="merge"`): the PRs are merged through the forge in order, each guarded by its
+  head (`guarded_merge` with the head sha as the forge's precondition). Before each merge the
+  base must still be where the car expects it, and each merge must land on it (its parent);
+  afterwards the base's tree must equal the car's tree. If not, the base moved under the train:
+  it stops before the next merge and says so; what merged is what the car tested up to that
+  point.
 - red, one PR: the PR is dropped with a comment naming the failing checks (and, when the caller
   gives `explain`, each one's first failure line, as `ci-failures` reads it).
 - red, more PRs: bisection. The first half is tested as a car of its own on the same base; when
@@ -418,7 +419,6 @@ class BatchTrain(_SerialTrain):
         carts.delete(car)
         return tip
 
-
     def _push(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
         """Fast-forward the base to the tested car commit (`--land push`); the forge marks the
         car's PRs merged. Each PR must still be at the head the car holds (else the car is
@@ -471,7 +471,8 @@ class BatchTrain(_SerialTrain):
         tree = carts.tree(tip)
         if tip != car.sha or tree != car.tree:
             raise _Stop(
-                f"{car.base} is at {tip} with tree {tree}, not the tested car {car.sha} ({car.tree})"
+                f"{car.base} is at {tip} with tree {tree}, not the tested car {car.sha} "
+                f"({car.tree})"
             )
         self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
         return tip

@@ -177,7 +177,7 @@ class RestApi(ChecksApi):
         else:
             repo.branches[b] = sha
         repo.ref_updates.append((b, sha))
-        for number, pr in sorted(repo.prs.items()):
+        for _number, pr in sorted(repo.prs.items()):
             if pr["state"] == "open" and pr["base"]["ref"] == b and pr["head"]["sha"] in reach:
                 pr.update(state="closed", merged=True, merged_at="2024-01-03T00:00:00Z")
                 pr["merge_commit_sha"] = sha
