@@ -40,8 +40,8 @@ USAGE = {
     ),
     "train": (
         "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
-        "[--interval S] [--grace S] [--batch N] [--max-wait S] [--retry-flaky N] [--quiet] "
-        "[--json] REPO"
+        "[--interval S] [--grace S] [--batch N] [--max-wait S] [--retry-flaky N] "
+        "[--land {merge,push}] [--quiet] [--json] REPO"
     ),
 }
 
@@ -280,7 +280,7 @@ def test_a_name_the_forge_does_not_know_is_named(args: list[str], problem: str, 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help_works_everywhere(server: ForgeServer, command: str | None, help: str) -> None:
     args = [help] if command is None else [command, help]
-    done = run(server, *args, columns=200)
+    done = run(server, *args, columns=240)
     assert (done.returncode, done.stderr) == (0, "")
     usage = TOP_USAGE if command is None else USAGE[command]
     assert done.stdout.startswith(usage + "\n")

@@ -183,16 +183,24 @@ def test_checks_that_never_report_on_the_car_branch_stop_the_train_naming_the_tr
         assert not any(b.startswith("train/") for b in repo.git.heads())
 
 
-def test_cli_batch_without_a_clone_is_a_usage_error() -> None:
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--batch", "3"], "--batch needs --clone DIR"),
+        (["--clone", ".", "--land", "push"], "--land push needs --batch N"),
+        (["--batch", "3", "--clone", ".", "--land", "rebase"], "invalid choice: 'rebase'"),
+    ],
+)
+def test_cli_batch_flags_out_of_place_are_usage_errors(flags: list[str], said: str) -> None:
     done = subprocess.run(
-        [FORGE_CLI, "train", REPO, "--label", LABEL, "--batch", "3"],
+        [FORGE_CLI, "train", REPO, "--label", LABEL, *flags],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert (done.returncode, done.stdout) == (2, "")  # train's usage exit, as for its other flags
-    assert "--batch needs --clone DIR" in done.stderr
+    assert said in done.stderr
 
 
 @pytest.mark.slow  # whole trains through the real gh, killed and rerun
