@@ -130,16 +130,19 @@ def _day_profile(
     A new window opened at 0% `length` before its reset, so a pair across a reset counts from
     then. A full window shows no pace: the time it was full is unseen. A pair that reaches 100%
     filled inside it at the pace of the half hour or more before it when that pace fills it in
-    time (the rest of the pair unseen); else when it filled is not known and the pair is unseen.
+    time (the rest of the pair unseen); else when it filled is not known and the pair is unseen,
+    but its half hours are at least as busy as its rise over its whole length.
     A half hour seen for under half its length (a few minutes of whole-percent readings are
     mostly rounding) takes the busier of the nearest measured half hours either side: an
     account that was full at that time of day was in use then, so the end of a lunch break it
-    filled right after, or a working day's last hour, counts as busy.
+    filled right after, or a working day's last hour, counts as busy (and at least as busy as
+    a pair that filled there rose).
     """
     if not points or points[-1][0] - points[0][0] < _DAY:
         return None
     risen = [0.0] * _BINS
     seen = [0.0] * _BINS
+    floor = [0.0] * _BINS  # a pair that filled at an unknown time: its least pace
     run: list[tuple[float, float]] = []  # the points so far of the window the pair is in
     for (t_before, u_before, r0), (t1, u1, r1) in itertools.pairwise(points):
         t0, u0 = t_before, u_before
@@ -160,6 +163,10 @@ def _day_profile(
             span = min((t0 - t for t, _ in run if t0 - t >= _BIN_S), default=None)
             pace = 0.0 if span is None else (u0 - next(u for t, u in run if t0 - t == span)) / span
             if pace <= 0 or t0 + (100 - u0) / pace > t1:
+                # When it filled is not known; it rose at least this fast while it was in use.
+                least = (100 - u0) / (t1 - t0)
+                for b in range(int(t0 // _BIN_S), math.ceil(t1 / _BIN_S)):
+                    floor[b % _BINS] = max(floor[b % _BINS], least)
                 continue
             end, rate = t0 + (100 - u0) / pace, pace
         t = t0
@@ -181,7 +188,7 @@ def _day_profile(
         # Unseen: the busier of the nearest measured half hours either side.
         after = next(r for k in range(_BINS) if (r := measured[(b + k) % _BINS]) is not None)
         before = next(r for k in range(_BINS) if (r := measured[(b - k) % _BINS]) is not None)
-        rates.append(max(after, before))
+        rates.append(max(after, before, floor[b]))
     return rates
 
 
