@@ -21,26 +21,32 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 from ._constants import BACKSTOP_CAPS, DONE_OVERLAP_MS, BackstopCaps
-from ._errors import BackstopTruncated, ForgeCliError
+from ._errors import BackstopTruncated
 from ._exec import GhExec
 from ._gh import DEFAULT_TIMEOUT, gh_call, graphql_args, run_gh
-from ._github.failures import graphql_failure, parsed
+from ._github.backstop import (
+    BackstopCheck,
+    BackstopDonePr,
+    BackstopOpenPr,
+    BackstopReview,
+    BackstopStatus,
+    answer_repository,
+    commit_from_graphql,
+    connection,
+    done_pr_from_graphql,
+    done_updated_at,
+    history_of,
+    next_cursor,
+    open_pr_from_graphql,
+    open_pr_parts,
+    page,
+)
+from ._github.failures import graphql_failure
 from ._github.graphql import (
     BACKSTOP_CONTEXTS_QUERY,
     BACKSTOP_QUERY,
     BACKSTOP_REVIEWS_QUERY,
     OPEN_PAGE,
-)
-from ._github.shape import _one_of, _opt_one_of
-from ._records import (
-    CHECK_CONCLUSIONS,
-    CHECK_STATUSES,
-    REVIEW_STATES,
-    STATUS_STATES,
-    CheckRunConclusion,
-    CheckStatus,
-    ReviewStateName,
-    StatusState,
 )
 from ._validate import validate_branch, validate_repo, validate_sha, validate_since
 
@@ -63,76 +69,6 @@ __all__ = [
 # A transport: send one GraphQL document with its variables, return the whole JSON answer
 # (`data` and `errors` both), so errors beside data are never lost on the way.
 GraphqlApi: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
-
-# GraphQL's StatusState, lower-cased: a posted status's states, and `expected`, the rollup's word
-# for a required context nobody has reported yet. A done PR is `merged` or `closed` (the range
-# asks for no other).
-_ROLLUP_STATES: frozenset[StatusState | Literal["expected"]] = frozenset(
-    {*STATUS_STATES, "expected"}
-)
-_DONE_STATES: frozenset[Literal["merged", "closed"]] = frozenset({"merged", "closed"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackstopCheck:
-    """A check run in a head commit's rollup."""
-
-    kind: Literal["check"] = "check"
-    database_id: int | None
-    name: str
-    status: CheckStatus
-    conclusion: CheckRunConclusion | None
-    completed_at: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackstopStatus:
-    """A commit status in a head commit's rollup."""
-
-    kind: Literal["status"] = "status"
-    context: str
-    state: StatusState | Literal["expected"]
-    created_at: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackstopReview:
-    """One review on an open PR."""
-
-    database_id: int | None
-    author: str | None
-    state: ReviewStateName
-    submitted_at: str | None
-    commit_sha: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackstopOpenPr:
-    """An open PR, its head commit's rollup contexts and its reviews (oldest first)."""
-
-    number: int
-    draft: bool
-    head_ref: str
-    head_sha: str
-    base_ref: str
-    updated_at: str | None
-    contexts: tuple[BackstopCheck | BackstopStatus, ...]
-    reviews: tuple[BackstopReview, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackstopDonePr:
-    """A merged or closed PR; `merged_by` is the merger's login."""
-
-    number: int
-    state: Literal["merged", "closed"]
-    merged: bool
-    merged_at: str | None
-    closed_at: str | None
-    updated_at: str
-    head_sha: str | None
-    merge_sha: str | None
-    merged_by: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,148 +181,65 @@ class _Reader:
     def send(self, query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
         answer: object = self.api(query, {"owner": self.owner, "name": self.name, **variables})
         self.queries += 1
-        failure = graphql_failure(answer)
-        if failure is not None:
-            raise failure
-        assert isinstance(answer, Mapping)  # graphql_failure refuses anything else
-        data = answer.get("data")
-        if not isinstance(data, Mapping):
-            raise ForgeCliError("GraphQL answered no data", kind="malformed")
-        limit = data.get("rateLimit")
-        if isinstance(limit, Mapping):
-            self.cost += int(limit.get("cost") or 0)
-            self.remaining = limit.get("remaining")
-            self.reset_at = limit.get("resetAt")
-        repository = data.get("repository")
-        if not isinstance(repository, Mapping):
-            raise ForgeCliError(f"repository {self.owner}/{self.name} not found", kind="not-found")
+        repository, limit = answer_repository(answer, f"{self.owner}/{self.name}")
+        if limit is not None:
+            self.cost += limit.cost
+            self.remaining = limit.remaining
+            self.reset_at = limit.reset_at
         return repository
 
     def follow(
         self,
         range_name: str,
         cap: int,
-        connection: Mapping[str, Any],
+        first: Mapping[str, Any],
         fetch: Callable[[str], Mapping[str, Any]],
     ) -> list[Any]:
-        """Return every node of `connection`, re-reading its later pages through `fetch`."""
-        nodes, info = _page(range_name, connection)
+        """Return every node of the page `first`, re-reading later pages through `fetch`."""
+        nodes, info = page(range_name, first)
         for _ in range(cap):
-            if not info.get("hasNextPage"):
+            cursor = next_cursor(range_name, info)
+            if cursor is None:
                 return nodes
-            cursor = info.get("endCursor")
-            if not isinstance(cursor, str) or not cursor:
-                # More pages without a cursor: the rest cannot be asked for, never "done".
-                raise ForgeCliError(
-                    f"GraphQL said {range_name} has more pages but gave no cursor",
-                    kind="malformed",
-                )
-            more, info = _page(range_name, fetch(cursor))
+            more, info = page(range_name, fetch(cursor))
             nodes.extend(more)
         if info.get("hasNextPage"):
             raise BackstopTruncated(range=range_name, cap=cap)
         return nodes
 
+    def follow_up(
+        self,
+        range_name: Literal["reviews", "contexts"],
+        first: Mapping[str, Any],
+        query: str,
+        variables: Mapping[str, Any],
+        path: tuple[str, ...],
+    ) -> list[Any]:
+        """Return every node of `first`, its later pages read with `query` at `path`."""
 
-def _page(range_name: str, connection: object) -> tuple[list[Any], Mapping[str, Any]]:
-    """Return a connection page's nodes and pageInfo; an answer without them is malformed.
+        def fetch(after: str) -> Mapping[str, Any]:
+            repository = self.send(query, {**variables, "after": after})
+            return connection(repository, path, range_name)
 
-    A page with no `nodes` list or no `pageInfo.hasNextPage` cannot say the range is whole, and
-    a partial range would read as "those PRs are gone".
-    """
-    nodes = connection.get("nodes") if isinstance(connection, Mapping) else None
-    info = connection.get("pageInfo") if isinstance(connection, Mapping) else None
-    if (
-        not isinstance(nodes, list)
-        or not isinstance(info, Mapping)
-        or not isinstance(info.get("hasNextPage"), bool)
-    ):
-        raise ForgeCliError(
-            f"GraphQL answered a {range_name} page without nodes or pageInfo", kind="malformed"
-        )
-    return list(nodes), info
+        return self.follow(range_name, getattr(self.caps, range_name), first, fetch)
 
 
-def _lower(value: object) -> object:
-    # GraphQL shouts its enums; the records carry the REST spelling (checked by the caller).
-    return value.lower() if isinstance(value, str) else value
-
-
-def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
-    kind = node.get("__typename")
-    if kind == "CheckRun":
-        return BackstopCheck(
-            database_id=node.get("databaseId"),
-            name=str(node.get("name", "")),
-            status=_one_of(_lower(node.get("status")), CHECK_STATUSES),
-            conclusion=_opt_one_of(_lower(node.get("conclusion")), CHECK_CONCLUSIONS),
-            completed_at=node.get("completedAt"),
-        )
-    if kind == "StatusContext":
-        return BackstopStatus(
-            context=str(node.get("context", "")),
-            state=_one_of(_lower(node.get("state")), _ROLLUP_STATES),
-            created_at=node.get("createdAt"),
-        )
-    return None
-
-
-def _big_int(value: object) -> int | None:
-    """Return a GraphQL BigInt (GitHub sends it as a decimal string) as an int, None if absent."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
-        return int(value)
-    raise ForgeCliError("GraphQL answered a malformed BigInt id", kind="malformed")
-
-
-def _review(node: Mapping[str, Any]) -> BackstopReview:
-    return BackstopReview(
-        database_id=_big_int(node.get("fullDatabaseId")),
-        author=(node.get("author") or {}).get("login"),
-        state=_one_of(node.get("state"), REVIEW_STATES),
-        submitted_at=node.get("submittedAt"),
-        commit_sha=(node.get("commit") or {}).get("oid"),
-    )
+# Where each follow-up document's answer holds the connection it re-reads.
+REVIEWS_PATH = ("pullRequest", "reviews")
+CONTEXTS_PATH = ("object", "statusCheckRollup", "contexts")
 
 
 def _open_pr(reader: _Reader, node: Mapping[str, Any]) -> BackstopOpenPr:
-    number = int(node["number"])
-    reviews = reader.follow(
-        "reviews",
-        reader.caps.reviews,
-        node.get("reviews") or {},
-        lambda after: reader.send(BACKSTOP_REVIEWS_QUERY, {"number": number, "after": after})[
-            "pullRequest"
-        ]["reviews"],
+    number, reviews_page, oid, contexts_page = open_pr_parts(node)
+    reviews = reader.follow_up(
+        "reviews", reviews_page, BACKSTOP_REVIEWS_QUERY, {"number": number}, REVIEWS_PATH
     )
-    target = (node.get("headRef") or {}).get("target") or {}
-    rollup = target.get("statusCheckRollup") or {}
-    oid = target.get("oid")
     contexts: list[Any] = []
-    if rollup:
-        contexts = reader.follow(
-            "contexts",
-            reader.caps.contexts,
-            rollup.get("contexts") or {},
-            lambda after: reader.send(BACKSTOP_CONTEXTS_QUERY, {"oid": oid, "after": after})[
-                "object"
-            ]["statusCheckRollup"]["contexts"],
+    if contexts_page is not None:
+        contexts = reader.follow_up(
+            "contexts", contexts_page, BACKSTOP_CONTEXTS_QUERY, {"oid": oid}, CONTEXTS_PATH
         )
-    read = (parsed("a rollup context", n, _context) for n in contexts if n)
-    checks = tuple(c for c in read if c is not None)
-    return BackstopOpenPr(
-        number=number,
-        draft=bool(node.get("isDraft")),
-        head_ref=str(node.get("headRefName", "")),
-        head_sha=str(node.get("headRefOid", "")),
-        base_ref=str(node.get("baseRefName", "")),
-        updated_at=node.get("updatedAt"),
-        contexts=checks,
-        reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
-    )
+    return open_pr_from_graphql(node, contexts, reviews)
 
 
 def read_backstop_snapshot(
@@ -445,22 +298,22 @@ def read_backstop_snapshot(
         }
         repository = reader.send(BACKSTOP_QUERY, variables)
         if ranges["open"].paging:
-            nodes, info = _page("open", _connection(repository, "open"))
+            nodes, info = page("open", connection(repository, ("open",), "open"))
             for node in nodes:
                 if node:
                     open_prs.append(_open_pr(reader, node))
             _advance(ranges["open"], info)
         if ranges["done"].paging:
-            nodes, info = _page("done", _connection(repository, "done"))
+            nodes, info = page("done", connection(repository, ("done",), "done"))
             reached = False
             for node in nodes:
                 if not node:
                     continue
-                updated = str(node.get("updatedAt") or "")
+                updated = done_updated_at(node)
                 if not updated or _ms_of(updated) < cutoff_ms:
                     reached = True
                     break
-                done_prs.append(parsed("a done PR", node, _done_pr))
+                done_prs.append(done_pr_from_graphql(node))
             _advance(ranges["done"], info, stop=reached)
         if ranges["main"].paging:
             ref = repository.get("main")
@@ -468,19 +321,17 @@ def read_backstop_snapshot(
                 # No such branch: nothing to read, and nothing truncated.
                 ranges["main"].paging = False
                 continue
-            target = ref.get("target") or {}
+            ref_tip, history_page = history_of(ref)
             if tip is None:
-                tip = target.get("oid")
-            nodes, info = _page("main", target.get("history"))
+                tip = ref_tip
+            nodes, info = page("main", history_page)
             reached = False
             for node in nodes:
-                sha = str(node.get("oid", ""))
-                if main_cursor is not None and sha == main_cursor:
+                commit = commit_from_graphql(node)
+                if main_cursor is not None and commit[0] == main_cursor:
                     reached = True
                     break
-                history.append(
-                    (sha, str(node.get("messageHeadline", "")), str(node.get("committedDate", "")))
-                )
+                history.append(commit)
             _advance(ranges["main"], info, stop=reached)
     rate_limit = BackstopRateLimit(
         cost=reader.cost,
@@ -496,34 +347,9 @@ def read_backstop_snapshot(
     )
 
 
-def _connection(repository: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    connection = repository.get(key)
-    if not isinstance(connection, Mapping):
-        raise ForgeCliError(f"GraphQL answer lacks the {key} range", kind="malformed")
-    return connection
-
-
 def _advance(r: _Range, info: Mapping[str, Any], *, stop: bool = False) -> None:
-    if stop or not info.get("hasNextPage"):
+    cursor = None if stop else next_cursor(r.name, info)
+    if cursor is None:
         r.paging = False
-        return
-    cursor = info.get("endCursor")
-    if not isinstance(cursor, str) or not cursor:
-        raise ForgeCliError(
-            f"GraphQL said {r.name} has more pages but gave no cursor", kind="malformed"
-        )
-    r.cursor = str(cursor)
-
-
-def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
-    return BackstopDonePr(
-        number=int(node["number"]),
-        state=_one_of(_lower(node.get("state")), _DONE_STATES),
-        merged=bool(node.get("merged")),
-        merged_at=node.get("mergedAt"),
-        closed_at=node.get("closedAt"),
-        updated_at=str(node.get("updatedAt", "")),
-        head_sha=node.get("headRefOid"),
-        merge_sha=(node.get("mergeCommit") or {}).get("oid"),
-        merged_by=(node.get("mergedBy") or {}).get("login"),
-    )
+    else:
+        r.cursor = cursor

@@ -1,0 +1,315 @@
+"""Reading the backstop snapshot's GraphQL answers (`graphql.BACKSTOP_QUERY` and its follow-ups).
+
+The records `read_backstop_snapshot` returns and the readers that build them from one page: a
+connection's nodes and pageInfo, an open PR (its reviews and rollup contexts already followed
+by the flow), a done PR, a rollup context, a review, a history commit, and each answer's rate
+limit and repository. Pure: nothing is sent or read here; `_backstop` pages through the
+transport and keeps the caps. A page without nodes or pageInfo, or one saying there is more
+without a cursor, is ForgeCliError kind `malformed`: a cut range would read as "those PRs are
+gone". Nodes are read through `failures.parsed` over `shape`'s field checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .._errors import ForgeCliError
+from .._records import (
+    CHECK_CONCLUSIONS,
+    CHECK_STATUSES,
+    REVIEW_STATES,
+    STATUS_STATES,
+    CheckRunConclusion,
+    CheckStatus,
+    ReviewStateName,
+    StatusState,
+)
+from .failures import graphql_failure, parsed
+from .shape import _one_of, _opt_one_of
+
+__all__ = [
+    "BackstopCheck",
+    "BackstopDonePr",
+    "BackstopOpenPr",
+    "BackstopReview",
+    "BackstopStatus",
+    "Limit",
+    "answer_repository",
+    "commit_from_graphql",
+    "connection",
+    "done_pr_from_graphql",
+    "done_updated_at",
+    "history_of",
+    "next_cursor",
+    "open_pr_from_graphql",
+    "open_pr_parts",
+    "page",
+]
+
+# GraphQL's StatusState, lower-cased: a posted status's states, and `expected`, the rollup's word
+# for a required context nobody has reported yet. A done PR is `merged` or `closed` (the range
+# asks for no other).
+_ROLLUP_STATES: frozenset[StatusState | Literal["expected"]] = frozenset(
+    {*STATUS_STATES, "expected"}
+)
+_DONE_STATES: frozenset[Literal["merged", "closed"]] = frozenset({"merged", "closed"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopCheck:
+    """A check run in a head commit's rollup."""
+
+    kind: Literal["check"] = "check"
+    database_id: int | None
+    name: str
+    status: CheckStatus
+    conclusion: CheckRunConclusion | None
+    completed_at: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopStatus:
+    """A commit status in a head commit's rollup."""
+
+    kind: Literal["status"] = "status"
+    context: str
+    state: StatusState | Literal["expected"]
+    created_at: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopReview:
+    """One review on an open PR."""
+
+    database_id: int | None
+    author: str | None
+    state: ReviewStateName
+    submitted_at: str | None
+    commit_sha: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopOpenPr:
+    """An open PR, its head commit's rollup contexts and its reviews (oldest first)."""
+
+    number: int
+    draft: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    updated_at: str | None
+    contexts: tuple[BackstopCheck | BackstopStatus, ...]
+    reviews: tuple[BackstopReview, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackstopDonePr:
+    """A merged or closed PR; `merged_by` is the merger's login."""
+
+    number: int
+    state: Literal["merged", "closed"]
+    merged: bool
+    merged_at: str | None
+    closed_at: str | None
+    updated_at: str
+    head_sha: str | None
+    merge_sha: str | None
+    merged_by: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limit:
+    """What one answer's `rateLimit` says (None where it said nothing)."""
+
+    cost: int
+    remaining: int | None
+    reset_at: str | None
+
+
+def answer_repository(answer: object, repo: str) -> tuple[Mapping[str, Any], Limit | None]:
+    """Return an answer's `repository` object and its `rateLimit`, or raise its failure.
+
+    An `errors` entry is the failure `graphql_failure` names; no `data` object is `malformed`;
+    no repository is `not-found`.
+    """
+    failure = graphql_failure(answer)
+    if failure is not None:
+        raise failure
+    assert isinstance(answer, Mapping)  # graphql_failure refuses anything else
+    data = answer.get("data")
+    if not isinstance(data, Mapping):
+        raise ForgeCliError("GraphQL answered no data", kind="malformed")
+    limit = data.get("rateLimit")
+    read = None
+    if isinstance(limit, Mapping):
+        read = Limit(
+            cost=int(limit.get("cost") or 0),
+            remaining=limit.get("remaining"),
+            reset_at=limit.get("resetAt"),
+        )
+    repository = data.get("repository")
+    if not isinstance(repository, Mapping):
+        raise ForgeCliError(f"repository {repo} not found", kind="not-found")
+    return repository, read
+
+
+def connection(parent: object, path: tuple[str, ...], range_name: str) -> Mapping[str, Any]:
+    """Return the object at `path` under `parent`; anything else is `malformed`."""
+    node = parent
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    if not isinstance(node, Mapping):
+        raise ForgeCliError(f"GraphQL answer lacks the {range_name} range", kind="malformed")
+    return node
+
+
+def page(range_name: str, connection: object) -> tuple[list[Any], Mapping[str, Any]]:
+    """Return a connection page's nodes and pageInfo; an answer without them is malformed.
+
+    A page with no `nodes` list or no `pageInfo.hasNextPage` cannot say the range is whole, and
+    a partial range would read as "those PRs are gone".
+    """
+    nodes = connection.get("nodes") if isinstance(connection, Mapping) else None
+    info = connection.get("pageInfo") if isinstance(connection, Mapping) else None
+    if (
+        not isinstance(nodes, list)
+        or not isinstance(info, Mapping)
+        or not isinstance(info.get("hasNextPage"), bool)
+    ):
+        raise ForgeCliError(
+            f"GraphQL answered a {range_name} page without nodes or pageInfo", kind="malformed"
+        )
+    return list(nodes), info
+
+
+def next_cursor(range_name: str, info: Mapping[str, Any]) -> str | None:
+    """Return the cursor of a range's next page, None when `info` says it is the last.
+
+    More pages without a cursor: the rest cannot be asked for, never "done" (`malformed`).
+    """
+    if not info.get("hasNextPage"):
+        return None
+    cursor = info.get("endCursor")
+    if not isinstance(cursor, str) or not cursor:
+        raise ForgeCliError(
+            f"GraphQL said {range_name} has more pages but gave no cursor", kind="malformed"
+        )
+    return cursor
+
+
+def _lower(value: object) -> object:
+    # GraphQL shouts its enums; the records carry the REST spelling (checked by the caller).
+    return value.lower() if isinstance(value, str) else value
+
+
+def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
+    kind = node.get("__typename")
+    if kind == "CheckRun":
+        return BackstopCheck(
+            database_id=node.get("databaseId"),
+            name=str(node.get("name", "")),
+            status=_one_of(_lower(node.get("status")), CHECK_STATUSES),
+            conclusion=_opt_one_of(_lower(node.get("conclusion")), CHECK_CONCLUSIONS),
+            completed_at=node.get("completedAt"),
+        )
+    if kind == "StatusContext":
+        return BackstopStatus(
+            context=str(node.get("context", "")),
+            state=_one_of(_lower(node.get("state")), _ROLLUP_STATES),
+            created_at=node.get("createdAt"),
+        )
+    return None
+
+
+def _big_int(value: object) -> int | None:
+    """Return a GraphQL BigInt (GitHub sends it as a decimal string) as an int, None if absent."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
+        return int(value)
+    raise ForgeCliError("GraphQL answered a malformed BigInt id", kind="malformed")
+
+
+def _review(node: Mapping[str, Any]) -> BackstopReview:
+    return BackstopReview(
+        database_id=_big_int(node.get("fullDatabaseId")),
+        author=(node.get("author") or {}).get("login"),
+        state=_one_of(node.get("state"), REVIEW_STATES),
+        submitted_at=node.get("submittedAt"),
+        commit_sha=(node.get("commit") or {}).get("oid"),
+    )
+
+
+def open_pr_parts(
+    node: Mapping[str, Any],
+) -> tuple[int, Mapping[str, Any], str | None, Mapping[str, Any] | None]:
+    """Return an open PR node's number, reviews page, head oid and rollup contexts page.
+
+    The contexts page is None when the head has no rollup (nothing reported yet).
+    """
+    number = int(node["number"])
+    target = (node.get("headRef") or {}).get("target") or {}
+    rollup = target.get("statusCheckRollup") or {}
+    contexts = (rollup.get("contexts") or {}) if rollup else None
+    return number, node.get("reviews") or {}, target.get("oid"), contexts
+
+
+def open_pr_from_graphql(
+    node: Mapping[str, Any], contexts: list[Any], reviews: list[Any]
+) -> BackstopOpenPr:
+    """Return the open PR `node` describes, with every context and review node of its ranges."""
+    read = (parsed("a rollup context", n, _context) for n in contexts if n)
+    checks = tuple(c for c in read if c is not None)
+    return BackstopOpenPr(
+        number=int(node["number"]),
+        draft=bool(node.get("isDraft")),
+        head_ref=str(node.get("headRefName", "")),
+        head_sha=str(node.get("headRefOid", "")),
+        base_ref=str(node.get("baseRefName", "")),
+        updated_at=node.get("updatedAt"),
+        contexts=checks,
+        reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
+    )
+
+
+def done_updated_at(node: Mapping[str, Any]) -> str:
+    """Return a done PR node's `updatedAt` ("" when it has none)."""
+    return str(node.get("updatedAt") or "")
+
+
+def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
+    return BackstopDonePr(
+        number=int(node["number"]),
+        state=_one_of(_lower(node.get("state")), _DONE_STATES),
+        merged=bool(node.get("merged")),
+        merged_at=node.get("mergedAt"),
+        closed_at=node.get("closedAt"),
+        updated_at=str(node.get("updatedAt", "")),
+        head_sha=node.get("headRefOid"),
+        merge_sha=(node.get("mergeCommit") or {}).get("oid"),
+        merged_by=(node.get("mergedBy") or {}).get("login"),
+    )
+
+
+def done_pr_from_graphql(node: Mapping[str, Any]) -> BackstopDonePr:
+    """Return the merged or closed PR `node` describes (`malformed` when unreadable)."""
+    return parsed("a done PR", node, _done_pr)
+
+
+def history_of(ref: Mapping[str, Any]) -> tuple[str | None, object]:
+    """Return a branch ref's tip oid and its history page (checked by `page`)."""
+    target = ref.get("target") or {}
+    return target.get("oid"), target.get("history")
+
+
+def commit_from_graphql(node: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Return a history node as (sha, headline, committed date)."""
+    return (
+        str(node.get("oid", "")),
+        str(node.get("messageHeadline", "")),
+        str(node.get("committedDate", "")),
+    )
