@@ -413,3 +413,126 @@ def test_a_page_without_nodes_or_page_info_fails_the_read_never_reads_whole(
         )
     assert caught.value.kind == "malformed"
     assert cut
+
+
+# Each field the backstop reads, by the GraphQL type that declares it (nullability is read from
+# GitHub's published schema below), and where the snapshot answer holds it.
+_OPEN_PR = ("open", "nodes", 0)
+_DONE_PR = ("done", "nodes", 0)
+_REVIEW = (*_OPEN_PR, "reviews", "nodes", 0)
+_COMMIT = ("main", "target", "history", "nodes", 0)
+_CONTEXTS = (*_OPEN_PR, "headRef", "target", "statusCheckRollup", "contexts", "nodes")
+_FIELDS: tuple[tuple[str, str, tuple[str | int, ...], Any], ...] = (
+    ("PullRequest", "number", _OPEN_PR, "1"),
+    ("PullRequest", "isDraft", _OPEN_PR, "false"),
+    ("PullRequest", "headRefName", _OPEN_PR, 7),
+    ("PullRequest", "headRefOid", _OPEN_PR, 7),
+    ("PullRequest", "baseRefName", _OPEN_PR, 7),
+    ("PullRequest", "merged", _DONE_PR, "false"),
+    ("PullRequest", "number", _DONE_PR, "2"),
+    ("PullRequest", "updatedAt", _DONE_PR, 7),
+    ("Commit", "oid", _COMMIT, 7),
+    ("Commit", "messageHeadline", _COMMIT, 7),
+    ("Commit", "committedDate", _COMMIT, 7),
+    ("CheckRun", "name", (*_CONTEXTS, "CheckRun"), 7),
+    ("StatusContext", "context", (*_CONTEXTS, "StatusContext"), 7),
+    ("PullRequestReview", "author", _REVIEW, None),
+    ("PullRequestReview", "commit", _REVIEW, None),
+    ("PullRequest", "mergedBy", _DONE_PR, None),
+    ("PullRequest", "mergeCommit", _DONE_PR, None),
+)
+
+
+def _non_null(type_name: str, field: str) -> bool:
+    from graphql import GraphQLObjectType, is_non_null_type
+
+    from fakeforge.schema import graphql_schema
+
+    declared = graphql_schema().get_type(type_name)
+    assert isinstance(declared, GraphQLObjectType)
+    return is_non_null_type(declared.fields[field].type)
+
+
+def _one_of_each(server: ForgeServer) -> None:
+    repo = server.state.repo(REPO)
+    _history(repo, 3)
+    _open_prs(repo, 1)
+    _done_prs(repo, 1, start=3)
+    head = str(repo.prs[1]["head"]["sha"])
+    _run(repo, 1, "build", head, "success")
+    repo.statuses[head] = [{"context": "ci/legacy", "state": "success", "created_at": _iso(3)}]
+    repo.prs[1]["_reviews"] = [_review(1, 1, head)]
+
+
+def _read_changed(server: ForgeServer, path: tuple[str | int, ...], field: str, change: Any) -> Any:
+    """Read the snapshot with `field` of the node at `path` changed (deleted for _ABSENT)."""
+    api = _direct(server)
+    changed: list[str] = []
+
+    def answer(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        whole: dict[str, Any] = json.loads(json.dumps(api(query, variables)))
+        if query.startswith("query Backstop("):
+            node: Any = whole["data"]["repository"]
+            for key in path:
+                if key in ("CheckRun", "StatusContext"):
+                    node = next(n for n in node if n["__typename"] == key)
+                else:
+                    node = node[key]
+            assert field in node, "the document selects it: GitHub always sends it"
+            if change is _ABSENT:
+                del node[field]
+            else:
+                node[field] = change
+            changed.append(field)
+        return whole
+
+    snapshot = read_backstop_snapshot(
+        answer,
+        repo=REPO,
+        branch="main",
+        since=SINCE,
+        main_cursor=None,
+        done_since=DONE_SINCE_MS,
+    )
+    assert changed
+    return snapshot
+
+
+_ABSENT = object()
+
+
+@pytest.mark.parametrize(
+    ("type_name", "field", "path", "wrong"),
+    _FIELDS,
+    ids=[f"{'.'.join(map(str, p[:1]))}.{t}.{f}" for t, f, p, _ in _FIELDS],
+)
+def test_a_field_absent_null_or_of_another_type_where_the_schema_forbids_it_is_malformed(
+    server: ForgeServer, type_name: str, field: str, path: tuple[str | int, ...], wrong: Any
+) -> None:
+    # A field the snapshot selects is always sent; a non-null one is never null and a Boolean is
+    # a JSON boolean. Read leniently, a missing head ref would be "" and `isDraft: "false"` a
+    # draft: every such answer fails the read instead of giving a record that is not GitHub's.
+    _one_of_each(server)
+    changes = [_ABSENT]
+    if _non_null(type_name, field):
+        changes.append(None)
+    if wrong is not None:
+        changes.append(wrong)
+    for change in changes:
+        with pytest.raises(ForgeCliError) as caught:
+            _read_changed(server, path, field, change)
+        assert caught.value.kind == "malformed", (field, change)
+
+
+def test_a_nullable_field_sent_as_null_reads_as_none(server: ForgeServer) -> None:
+    _one_of_each(server)
+    nullable = [(t, f, p) for t, f, p, _ in _FIELDS if not _non_null(t, f)]
+    assert {f for _, f, _ in nullable} == {"author", "commit", "mergedBy", "mergeCommit"}
+    for _type_name, field, path in nullable:
+        snapshot = _read_changed(server, path, field, None)
+        if path == _REVIEW:
+            review = snapshot.open[0].reviews[0]
+            assert (review.author if field == "author" else review.commit_sha) is None
+        else:
+            done = snapshot.done[0]
+            assert (done.merged_by if field == "mergedBy" else done.merge_sha) is None

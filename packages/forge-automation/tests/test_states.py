@@ -274,8 +274,25 @@ CHECK_NODE = {
     "completedAt": None,
 }
 STATUS_NODE = {"__typename": "StatusContext", "context": "legacy", "state": "EXPECTED"}
-REVIEW_NODE = {"fullDatabaseId": "9", "author": {"login": "bob"}, "state": "APPROVED"}
-DONE_NODE = {"number": 2, "state": "MERGED", "merged": True, "updatedAt": "2030-01-01T00:00:00Z"}
+# Every field the backstop's document selects: GitHub sends each, null or not.
+REVIEW_NODE = {
+    "fullDatabaseId": "9",
+    "author": {"login": "bob"},
+    "state": "APPROVED",
+    "submittedAt": None,
+    "commit": None,
+}
+DONE_NODE = {
+    "number": 2,
+    "state": "MERGED",
+    "merged": True,
+    "mergedAt": None,
+    "closedAt": None,
+    "updatedAt": "2030-01-01T00:00:00Z",
+    "headRefOid": None,
+    "mergeCommit": None,
+    "mergedBy": None,
+}
 
 
 def backstop_answer(

@@ -310,7 +310,7 @@ def read_backstop_snapshot(
                 if not node:
                     continue
                 updated = done_updated_at(node)
-                if not updated or _ms_of(updated) < cutoff_ms:
+                if _ms_of(updated) < cutoff_ms:
                     reached = True
                     break
                 done_prs.append(done_pr_from_graphql(node))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from .._errors import ForgeCliError
@@ -27,7 +28,7 @@ from .._records import (
     StatusState,
 )
 from .failures import graphql_failure, parsed
-from .shape import _one_of, _opt_one_of
+from .shape import _bool, _int, _login, _obj, _one_of, _opt_int, _opt_one_of, _opt_str, _str
 
 __all__ = [
     "BackstopCheck",
@@ -208,15 +209,15 @@ def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
     kind = node.get("__typename")
     if kind == "CheckRun":
         return BackstopCheck(
-            database_id=node.get("databaseId"),
-            name=str(node.get("name", "")),
+            database_id=_opt_int(node.get("databaseId")),
+            name=_str(node["name"]),
             status=_one_of(_lower(node.get("status")), CHECK_STATUSES),
             conclusion=_opt_one_of(_lower(node.get("conclusion")), CHECK_CONCLUSIONS),
             completed_at=node.get("completedAt"),
         )
     if kind == "StatusContext":
         return BackstopStatus(
-            context=str(node.get("context", "")),
+            context=_str(node["context"]),
             state=_one_of(_lower(node.get("state")), _ROLLUP_STATES),
             created_at=node.get("createdAt"),
         )
@@ -234,13 +235,18 @@ def _big_int(value: object) -> int | None:
     raise ForgeCliError("GraphQL answered a malformed BigInt id", kind="malformed")
 
 
+def _oid(commit: object) -> str | None:
+    """Return a nullable commit object's `oid` (non-null in the schema), None for null."""
+    return None if commit is None else _str(_obj(commit)["oid"])
+
+
 def _review(node: Mapping[str, Any]) -> BackstopReview:
     return BackstopReview(
         database_id=_big_int(node.get("fullDatabaseId")),
-        author=(node.get("author") or {}).get("login"),
+        author=_login(node["author"]),
         state=_one_of(node.get("state"), REVIEW_STATES),
         submitted_at=node.get("submittedAt"),
-        commit_sha=(node.get("commit") or {}).get("oid"),
+        commit_sha=_oid(node["commit"]),
     )
 
 
@@ -251,7 +257,7 @@ def open_pr_parts(
 
     The contexts page is None when the head has no rollup (nothing reported yet).
     """
-    number = int(node["number"])
+    number = parsed("an open PR", node, lambda n: _int(_obj(n)["number"]))
     target = (node.get("headRef") or {}).get("target") or {}
     rollup = target.get("statusCheckRollup") or {}
     contexts = (rollup.get("contexts") or {}) if rollup else None
@@ -264,34 +270,44 @@ def open_pr_from_graphql(
     """Return the open PR `node` describes, with every context and review node of its ranges."""
     read = (parsed("a rollup context", n, _context) for n in contexts if n)
     checks = tuple(c for c in read if c is not None)
-    return BackstopOpenPr(
-        number=int(node["number"]),
-        draft=bool(node.get("isDraft")),
-        head_ref=str(node.get("headRefName", "")),
-        head_sha=str(node.get("headRefOid", "")),
-        base_ref=str(node.get("baseRefName", "")),
-        updated_at=node.get("updatedAt"),
-        contexts=checks,
-        reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
+    return parsed(
+        "an open PR",
+        node,
+        lambda n: BackstopOpenPr(
+            number=_int(n["number"]),
+            draft=_bool(n["isDraft"]),
+            head_ref=_str(n["headRefName"]),
+            head_sha=_str(n["headRefOid"]),
+            base_ref=_str(n["baseRefName"]),
+            updated_at=_opt_str(n.get("updatedAt")),
+            contexts=checks,
+            reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
+        ),
     )
 
 
 def done_updated_at(node: Mapping[str, Any]) -> str:
-    """Return a done PR node's `updatedAt` ("" when it has none)."""
-    return str(node.get("updatedAt") or "")
+    """Return a done PR node's `updatedAt`, an ISO 8601 time (`malformed` when it is not one)."""
+
+    def read(n: Any) -> str:
+        value = _str(_obj(n)["updatedAt"])
+        datetime.fromisoformat(value.replace("Z", "+00:00"))  # ValueError: malformed
+        return value
+
+    return parsed("a done PR", node, read)
 
 
 def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
     return BackstopDonePr(
-        number=int(node["number"]),
+        number=_int(node["number"]),
         state=_one_of(_lower(node.get("state")), _DONE_STATES),
-        merged=bool(node.get("merged")),
+        merged=_bool(node["merged"]),
         merged_at=node.get("mergedAt"),
         closed_at=node.get("closedAt"),
         updated_at=str(node.get("updatedAt", "")),
         head_sha=node.get("headRefOid"),
-        merge_sha=(node.get("mergeCommit") or {}).get("oid"),
-        merged_by=(node.get("mergedBy") or {}).get("login"),
+        merge_sha=_oid(node["mergeCommit"]),
+        merged_by=_login(node["mergedBy"]),
     )
 
 
@@ -308,8 +324,8 @@ def history_of(ref: Mapping[str, Any]) -> tuple[str | None, object]:
 
 def commit_from_graphql(node: Mapping[str, Any]) -> tuple[str, str, str]:
     """Return a history node as (sha, headline, committed date)."""
-    return (
-        str(node.get("oid", "")),
-        str(node.get("messageHeadline", "")),
-        str(node.get("committedDate", "")),
+    return parsed(
+        "a history commit",
+        node,
+        lambda n: (_str(n["oid"]), _str(n["messageHeadline"]), _str(n["committedDate"])),
     )
