@@ -35,3 +35,25 @@ def test_lint_and_typecheck_need_neither_root_nor_the_system_tools() -> None:
         assert "apt-get" not in plan, target
         assert "chromium" not in plan, target
         assert "uv sync --all-packages --locked" in plan, target
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test helpers live in support modules: a test module imported by another runs its
+    tests twice under one pytest path and ties one file's edits to every importer."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    dirs = [*sorted((root / "packages").glob("*/tests")), root / "tests-integration"]
+    found = []
+    for path in (p for d in dirs for p in d.rglob("*.py") if "node_modules" not in p.parts):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            bad = [n for n in names if n.startswith("test_") or n.startswith("internal.test_")]
+            found += [f"{path.relative_to(root)}:{node.lineno}: {name}" for name in bad]
+    assert found == []

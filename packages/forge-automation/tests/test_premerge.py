@@ -15,35 +15,10 @@ import pytest
 from fakeforge import ForgeServer, RepoState
 from forge_automation import ForgeInputError, ForgePort, forge_port, gh_cli_wire, premerge
 from forge_builders import GreenFake
+from forge_train_support import commit, git
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
-
-
-def git(clone: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(clone), *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, **GIT_ENV},
-    )
-    return done.stdout.strip()
-
-
-def commit(clone: Path, name: str, text: str, message: str) -> str:
-    (clone / name).write_text(text)
-    git(clone, "add", name)
-    git(clone, "commit", "-q", "-m", message)
-    return git(clone, "rev-parse", "HEAD")
 
 
 @dataclass

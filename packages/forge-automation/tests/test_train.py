@@ -24,21 +24,17 @@ import pytest
 
 from fakeforge import ForgeServer, RepoState, ancestors, sha_of
 from forge_automation import (
-    ACTIONS_APP_ID,
-    CheckRun,
-    CheckRunConclusion,
     FakeForge,
     ForgeWire,
-    PullRequest,
-    RequiredChecks,
-    RequiredContext,
     TrainResult,
-    fake_forge,
     forge_port,
     run_train,
     train_marker,
 )
-from test_premerge import commit, git
+from forge_train_support import AGAIN_THEN_MERGED, commit, git
+from forge_train_support import ci_run as _run
+from forge_train_support import fake_train as _fake_train
+from forge_train_support import words as _words
 
 REPO = "acme/widgets"
 LABEL = "merge-train"
@@ -58,30 +54,8 @@ FIRST_RUN = [
 ]
 
 
-# #1 alone, with the base moved between its premerge and its merge: judged again, updated, merged.
-AGAIN_THEN_MERGED = [
-    f"TRAIN {REPO}",
-    f"AGAIN {REPO}#1",
-    f"UPDATED {REPO}#1",
-    f"GREEN {REPO}#1",
-    f"MERGED {REPO}#1",
-    f"DONE {REPO}",
-]
-
-
 class _Crash(BaseException):
     """The process dies here (not an error anything may catch)."""
-
-
-def _run(sha: str, conclusion: CheckRunConclusion, run_id: int = 1) -> CheckRun:
-    return CheckRun(
-        id=run_id,
-        name="ci",
-        status="completed",
-        conclusion=conclusion,
-        app_id=ACTIONS_APP_ID,
-        head_sha=sha,
-    )
 
 
 class _CiAndCrash:
@@ -106,36 +80,6 @@ class _CiAndCrash:
         return sha
 
 
-def _fake_train() -> FakeForge:
-    forge = fake_forge()
-    root = forge.add_commit(sha_of("root"), message="root")
-    tip = forge.add_commit(sha_of("m1"), parents=[root], message="m1")
-    forge.set_branch(REPO, "main", tip, default=True)
-    rules = RequiredChecks(contexts=(RequiredContext(context="ci"),), strict=True)
-    forge.set_rulesets(REPO, "main", rules)
-    for number in range(1, 6):
-        # #4 forked from main before m1: behind from the start.
-        parent = root if number == 4 else tip
-        head = forge.add_commit(sha_of(f"h{number}"), parents=[parent], message=f"Change {number}")
-        forge.add_pr(
-            REPO,
-            PullRequest(
-                number=number,
-                state="open",
-                head_sha=head,
-                head_ref=f"topic{number}",
-                head_repo=REPO,
-                base_ref="main",
-                title=f"Change {number}",
-                mergeable_state="dirty" if number == 2 else "clean",
-            ),
-        )
-        forge.set_pr_commits(REPO, number, [head])
-        forge.set_runs(head, [_run(head, "failure" if number == 3 else "success")])
-        forge.set_labels(REPO, number, [LABEL, "keep"])
-    return forge
-
-
 def _train(forge: FakeForge, *, crash: int | None = None, dry_run: bool = False) -> list[str]:
     port = forge_port(cast(ForgeWire, _CiAndCrash(forge, crash)))
     lines: list[str] = []
@@ -147,11 +91,6 @@ def _train(forge: FakeForge, *, crash: int | None = None, dry_run: bool = False)
         return lines
     assert isinstance(result, TrainResult)
     return lines
-
-
-def _words(lines: list[str]) -> list[str]:
-    """Each line's verb and PR (or repo), without shas."""
-    return [" ".join(line.split(":")[0].split()[:2]) for line in lines]
 
 
 def test_train_over_five_prs_with_a_crash_then_a_rerun_on_the_fake() -> None:

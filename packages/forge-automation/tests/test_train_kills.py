@@ -29,8 +29,9 @@ from forge_automation import (
     forge_port,
     run_train,
 )
-from test_train import AGAIN_THEN_MERGED, _words
-from test_train import _fake_train as _forge
+from forge_train_support import AGAIN_THEN_MERGED
+from forge_train_support import fake_train as _forge
+from forge_train_support import words as _words
 
 REPO = "acme/widgets"
 LABEL = "merge-train"
