@@ -54,6 +54,6 @@ def test_no_test_module_imports_another() -> None:
                 names = [alias.name for alias in node.names]
             else:
                 continue
-            bad = [n for n in names if n.startswith("test_") or n.startswith("internal.test_")]
+            bad = [n for n in names if n.startswith(("test_", "internal.test_"))]
             found += [f"{path.relative_to(root)}:{node.lineno}: {name}" for name in bad]
     assert found == []
