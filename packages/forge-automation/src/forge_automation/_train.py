@@ -96,7 +96,7 @@ def run_train(
     dry_run: bool = False,
     timeout: float = 1800.0,
     interval: float = 15.0,
-    grace: float = DEFAULT_TRAIN_GRACE,
+    grace: float | None = None,
     git: GitExec | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
@@ -127,7 +127,7 @@ def run_train(
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
     `grace` (seconds) is how long a CI wait treats a required check with no run yet as pending
-    before it drops the PR (`<context>=never reported`).
+    before it drops the PR (`<context>=never reported`); None is `DEFAULT_TRAIN_GRACE`.
     With `dry_run` nothing is written (not even the clone) and each line says what would happen.
     A repository the forge answers 404 for raises that ForgeCliError (status 404): there is no
     train to stop.
@@ -156,7 +156,7 @@ def run_train(
         dry_run=dry_run,
         timeout=timeout,
         interval=interval,
-        grace=grace,
+        grace=DEFAULT_TRAIN_GRACE if grace is None else grace,
         git=git,
         sleep=sleep,
         clock=clock,

@@ -20,9 +20,9 @@ from ._errors import ForgeCliError, ForgeError, ForgeInputError
 from ._exec import ExecOptions, GitExec
 from ._merge import delete_head_branch
 from ._port import ForgePort
-from ._redact import redact_forge_secrets
+from ._redact import exception_reason
 from ._train import TrainResult, train_marker
-from ._types import LabelledPr, RequiredContext
+from ._types import LabelledPr, PullRequest, RequiredContext
 
 _FETCH_TIMEOUT = 300.0
 # How each CI wait's verdict reads in the train's lines.
@@ -53,10 +53,6 @@ class _Drop(Exception):
         super().__init__(blocker)
         self.blocker = blocker
         self.head = head
-
-
-def _say(exc: BaseException) -> str:
-    return redact_forge_secrets(str(exc))[:300] or type(exc).__name__
 
 
 class _Gate(TypedDict):
@@ -105,7 +101,7 @@ class _Train:
         except ForgeError as exc:
             if isinstance(exc, ForgeCliError) and exc.status == 404:
                 raise  # no such repository (or none visible): no train to stop or rerun
-            self._stopped(0, f"cannot list the PRs labelled {self.label}: {_say(exc)}")
+            self._stopped(0, f"cannot list the PRs labelled {self.label}: {exception_reason(exc)}")
             return self.result
         listed = ",".join(f"#{r.number}" for r in rows) or "none"
         mode = " (dry run: nothing is written)" if self.dry_run else ""
@@ -132,9 +128,9 @@ class _Train:
         except _Stop as stop:
             self._stopped(number, str(stop))
         except ForgeInputError as exc:
-            self._drop_or_stop(number, "", f"cannot handle this PR: {_say(exc)}")
+            self._drop_or_stop(number, "", f"cannot handle this PR: {exception_reason(exc)}")
         except ForgeError as exc:
-            self._stopped(number, _say(exc))
+            self._stopped(number, exception_reason(exc))
         return self.result.stopped is None
 
     def _wait_ci(
@@ -197,12 +193,15 @@ class _Train:
             self.emit(f"WOULD-FINISH {ref}: merged at {pr.merge_sha}; delete its branch, unlabel")
             return
         # Merged by an earlier run that stopped before its cleanup (or by someone else).
+        self._finish(pr, pr.head_sha, pr.merge_sha or "-", "skipped(merged)")
+
+    def _finish(self, pr: PullRequest, head: str, sha: str, how: str) -> None:
+        """Finish merged PR `pr`: delete its branch, remove the label, say MERGED."""
         branch = delete_head_branch(self.port, self.repo, pr)
-        self.port.remove_label(self.repo, number, self.label)
-        self.result.merged.append(number)
+        self.port.remove_label(self.repo, pr.number, self.label)
+        self.result.merged.append(pr.number)
         self.emit(
-            f"MERGED {ref} head={pr.head_sha} sha={pr.merge_sha or '-'} merge=skipped(merged) "
-            f"branch={branch}"
+            f"MERGED {self._ref(pr.number)} head={head} sha={sha} merge={how} branch={branch}"
         )
 
     def _still_labelled(self, number: int) -> bool:
@@ -223,7 +222,7 @@ class _Train:
                 ExecOptions(cwd=self.clone, timeout=_FETCH_TIMEOUT),
             )
         except (ForgeError, OSError) as exc:
-            raise _Stop(f"cannot fetch into {self.clone}: {_say(exc)}") from None
+            raise _Stop(f"cannot fetch into {self.clone}: {exception_reason(exc)}") from None
         if done.returncode != 0:
             raise _Stop(f"git fetch in {self.clone} failed (exit {done.returncode})")
 
@@ -244,7 +243,7 @@ class _Train:
             self.port.upsert_comment(self.repo, number, marker, body)
             self.port.remove_label(self.repo, number, self.label)
         except ForgeError as exc:
-            self._stopped(number, f"cannot drop it ({blocker}): {_say(exc)}")
+            self._stopped(number, f"cannot drop it ({blocker}): {exception_reason(exc)}")
             return
         self.result.dropped.append(number)
         self.emit(f"DROPPED {ref}: {blocker}")

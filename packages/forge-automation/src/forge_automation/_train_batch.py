@@ -45,9 +45,10 @@ from functools import partial
 from ._ci_wait import CiWaitResult
 from ._constants import ACTIONS_APP_ID
 from ._errors import ForgeCliError
-from ._merge import delete_head_branch, guarded_merge
+from ._merge import guarded_merge
+from ._redact import exception_reason
 from ._rules import load_required_contexts
-from ._train_base import _WORD, _say, _Stop
+from ._train_base import _WORD, _Stop
 from ._train_car import Car, CarGit, CarGitError
 from ._train_turn import _ROUNDS, _SerialTrain
 from ._types import LabelledPr, PullRequest, RequiredContext
@@ -448,7 +449,7 @@ class BatchTrain(_SerialTrain):
             why = (
                 f"{car.base} moved to {now}, so it is no longer the parent {car.base_tip} of"
                 if now != car.base_tip
-                else f"the forge refused ({_say(exc)}) to move {car.base} to"
+                else f"the forge refused ({exception_reason(exc)}) to move {car.base} to"
             )
             raise _Stop(
                 f"{why} {car.branch} ({car.sha}): the fast-forward was refused (422) and nothing "
@@ -460,13 +461,7 @@ class BatchTrain(_SerialTrain):
         carts.delete(car)
         for number, head in car.prs:
             pr = self._marked_merged(number)
-            branch = delete_head_branch(self.port, self.repo, pr)
-            self.port.remove_label(self.repo, number, self.label)
-            self.result.merged.append(number)
-            self.emit(
-                f"MERGED {self._ref(number)} head={head} sha={pr.merge_sha or car.sha} "
-                f"merge=push branch={branch}"
-            )
+            self._finish(pr, head, pr.merge_sha or car.sha, "push")
         tip = carts.fetch_base(car.base)
         tree = carts.tree(tip)
         if tip != car.sha or tree != car.tree:

@@ -11,8 +11,9 @@ from ._errors import ForgeCliError, ForgeConflictError
 from ._forge_walk import forge_head_walk
 from ._merge import guarded_merge
 from ._premerge import PremergeResult, premerge
+from ._redact import exception_reason
 from ._rules import load_required_contexts
-from ._train_base import _WORD, _Again, _Drop, _Moved, _say, _Stop, _Train
+from ._train_base import _WORD, _Again, _Drop, _Moved, _Stop, _Train
 from ._types import LabelledPr
 
 # The longest pause between reads while waiting for update-branch's new head.
@@ -195,7 +196,7 @@ class _SerialTrain(_Train):
             if exc.status != 422:
                 raise
             # A conflict, or nothing new on the base after all: premerge judges it again.
-            raise _Again(f"update-branch refused: {_say(exc)}") from None
+            raise _Again(f"update-branch refused: {exception_reason(exc)}") from None
         if done.skipped == "merged":
             raise _Again("merged meanwhile")
         # The forge writes the new head asynchronously (202): read until it shows, within the

@@ -7,8 +7,8 @@ README documents its keys) and the step lines go to stderr (none with `--quiet`)
 
 from __future__ import annotations
 
-import math
 import os
+from typing import Any
 
 from ._common import (
     EXIT_FAILED,
@@ -23,6 +23,7 @@ from ._common import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .._errors import ForgeInputError
     from .._port import ForgePort
 
 __all__ = ["train_command"]
@@ -32,47 +33,25 @@ def train_command(
     repo: str,
     label: str,
     *,
-    clone: str | None = None,
-    dry_run: bool = False,
-    timeout: float = 1800.0,
-    interval: float = 15.0,
-    grace: float | None = None,
     quiet: bool = False,
     as_json: bool = False,
-    batch: int | None = None,
-    max_wait: float = 0.0,
-    retry_flaky: int = 0,
-    land: str = "merge",
+    **options: Any,
 ) -> None:
-    """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop."""
+    """Run the merge train over REPO's PRs carrying LABEL; exit 1 when it had to stop.
+
+    `options` are `run_train`'s keywords as the parser names them (`--max-wait` is `max_wait`):
+    `run_train` checks them, and a value it refuses is a usage error naming the flag.
+    """
     from .._errors import ForgeCliError, ForgeInputError
-    from .._train import DEFAULT_TRAIN_GRACE, MAX_BATCH, MAX_RETRIES, run_train
-    from .._validate import validate_label
+    from .._train import run_train
 
     repo_name(repo)
-    try:
-        validate_label(label)
-    except ForgeInputError as exc:
-        raise UsageError(str(exc)) from None
-    if not (timeout >= 0 and math.isfinite(timeout)):
-        raise UsageError("--timeout must be a finite number of seconds >= 0")
-    if not (interval > 0 and math.isfinite(interval)):
-        raise UsageError("--interval must be a finite number of seconds > 0")
-    if grace is None:
-        grace = DEFAULT_TRAIN_GRACE
-    if not (grace >= 0 and math.isfinite(grace)):
-        raise UsageError("--grace must be a finite number of seconds >= 0")
+    clone = options.get("clone")
     if clone is not None and not os.path.isdir(clone):
         raise UsageError(f"--clone {clone[:200]!r} is not a directory")
-    if batch is not None and not 1 <= batch <= MAX_BATCH:
-        raise UsageError(f"--batch must be a whole number from 1 to {MAX_BATCH}")
-    if batch is not None and clone is None:
+    if options.get("batch") is not None and clone is None:
         raise UsageError("--batch needs --clone DIR: cars are built with git in a clone")
-    if not (max_wait >= 0 and math.isfinite(max_wait)):
-        raise UsageError("--max-wait must be a finite number of seconds >= 0")
-    if not 0 <= retry_flaky <= MAX_RETRIES:
-        raise UsageError(f"--retry-flaky must be a whole number from 0 to {MAX_RETRIES}")
-    if land != "merge" and batch is None:
+    if options.get("land", "merge") != "merge" and options.get("batch") is None:
         raise UsageError("--land push needs --batch N: only a car is a tested commit to push")
 
     import sys
@@ -101,18 +80,12 @@ def train_command(
             repo,
             label,
             emit=emit,
-            clone=clone,
-            dry_run=dry_run,
-            timeout=timeout,
-            interval=interval,
-            grace=grace,
             on_poll=report,
-            batch=batch,
-            max_wait=max_wait,
-            retry_flaky=retry_flaky,
             explain=first_failure_line,
-            land=land,
+            **options,
         )
+    except ForgeInputError as exc:
+        raise UsageError(_flag_reason(exc)) from None
     except ForgeCliError as exc:
         if exc.status == 404 and _no_repository(forge, repo):
             raise CliExit(
@@ -124,7 +97,7 @@ def train_command(
             {
                 "repo": result.repo,
                 "label": result.label,
-                "dry_run": dry_run,
+                "dry_run": bool(options.get("dry_run")),
                 "merged": result.merged,
                 "dropped": result.dropped,
                 "stopped": result.stopped,
@@ -144,3 +117,16 @@ def _no_repository(forge: ForgePort, repo: str) -> bool:
     except ForgeCliError as exc:
         return exc.status == 404
     return False
+
+
+def _flag_reason(exc: ForgeInputError) -> str:
+    """`run_train`'s refusal of a keyword as the refusal of its flag (`--max-wait must be ...`)."""
+    flag = "--" + exc.field.replace("_", "-")
+    reason = str(exc).removeprefix(f"{exc.field}: ")
+    return f"{flag} {reason}" if exc.field in _FLAGS else str(exc)
+
+
+# run_train's keywords that are flags of `train` (repo and label are positional or named alike).
+_FLAGS = frozenset(
+    {"timeout", "interval", "grace", "batch", "max_wait", "retry_flaky", "land", "clone"}
+)
