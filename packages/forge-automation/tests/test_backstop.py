@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from fakeforge import ForgeServer, RepoState
 from fakeforge.graphql import cursor
+from fakeforge.schema import ABSENT, bent, non_null, off_schema
 from forge_automation import (
     BACKSTOP_CAPS,
     DONE_OVERLAP_MS,
     BackstopCaps,
     BackstopCheck,
+    BackstopSnapshot,
     BackstopStatus,
     BackstopTruncated,
     ForgeCliError,
@@ -97,6 +99,35 @@ def _direct(server: ForgeServer) -> GraphqlApi:
     return server.graphql
 
 
+def _read(api: GraphqlApi, **arguments: Any) -> BackstopSnapshot:
+    """Read the snapshot of `main` since SINCE (done PRs since DONE_SINCE_MS); `arguments` differ."""
+    defaults: dict[str, Any] = {
+        "repo": REPO,
+        "branch": "main",
+        "since": SINCE,
+        "main_cursor": None,
+        "done_since": DONE_SINCE_MS,
+    }
+    return read_backstop_snapshot(api, **{**defaults, **arguments})
+
+
+def _bending(server: ForgeServer, bend: Callable[[Any], Any]) -> tuple[GraphqlApi, list[str]]:
+    """Return an api answering as `_direct` but with every Backstop page's answer passed through
+    `bend`, and the list of the queries it bent."""
+    api = _direct(server)
+    bent_queries: list[str] = []
+
+    def answer(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+        whole = api(query, variables)
+        if not query.startswith("query Backstop("):
+            return whole
+        bent_queries.append(query)
+        result: Mapping[str, Any] = bend(whole)
+        return result
+
+    return answer, bent_queries
+
+
 def test_cost_formula_gives_203_requests_and_2_points() -> None:
     assert snapshot_requests() == 203
     assert graphql_points(snapshot_requests()) == 2
@@ -122,14 +153,7 @@ def test_every_range_pages_through_real_gh(server: ForgeServer) -> None:
     second["_reviews"] = [_review(2, i, second["head"]["sha"]) for i in range(150)]
     server.clear_log()
 
-    snapshot = read_backstop_snapshot(
-        gh_graphql_api(server.exec()),
-        repo=REPO,
-        branch="main",
-        since=SINCE,
-        main_cursor=None,
-        done_since=DONE_SINCE_MS,
-    )
+    snapshot = _read(gh_graphql_api(server.exec()))
 
     assert [pr.number for pr in snapshot.open] == list(range(1, 102))
     contexts = snapshot.open[0].contexts
@@ -182,14 +206,7 @@ def test_done_stops_past_the_overlap_and_main_stops_before_the_cursor(server: Fo
     _done_prs(repo, 1, start=20, updated="2024-02-29T23:50:00Z")  # == cutoff
     _done_prs(repo, 1, start=30, updated="2024-02-29T23:49:59Z")  # older: stops here
     assert inside == 1709250600000
-    snapshot = read_backstop_snapshot(
-        _direct(server),
-        repo=REPO,
-        branch="main",
-        since=SINCE,
-        main_cursor=shas[6],
-        done_since="2024-03-01T00:00:00Z",
-    )
+    snapshot = _read(_direct(server), main_cursor=shas[6], done_since="2024-03-01T00:00:00Z")
     assert [pr.number for pr in snapshot.done] == [10, 11, 20]
     assert [c[0] for c in snapshot.main.commits] == shas[:6:-1]
     assert snapshot.open == ()
@@ -198,23 +215,9 @@ def test_done_stops_past_the_overlap_and_main_stops_before_the_cursor(server: Fo
 def test_since_bounds_history_and_a_missing_branch_reads_empty(server: ForgeServer) -> None:
     repo = server.state.repo(REPO)
     shas = _history(repo, 5)
-    snapshot = read_backstop_snapshot(
-        _direct(server),
-        repo=REPO,
-        branch="main",
-        since="2024-01-01T00:03:00Z",
-        main_cursor=None,
-        done_since=DONE_SINCE_MS,
-    )
+    snapshot = _read(_direct(server), since="2024-01-01T00:03:00Z")
     assert [c[0] for c in snapshot.main.commits] == [shas[4], shas[3]]
-    empty = read_backstop_snapshot(
-        _direct(server),
-        repo=REPO,
-        branch="gone",
-        since=SINCE,
-        main_cursor=None,
-        done_since=DONE_SINCE_MS,
-    )
+    empty = _read(_direct(server), branch="gone")
     assert empty.main.tip is None
     assert empty.main.commits == ()
 
@@ -243,14 +246,7 @@ def test_each_cap_of_backstop_caps_raises_truncated(
         _open_prs(repo, 1)
         repo.prs[1]["_reviews"] = [_review(1, i, "0" * 40) for i in range(11 * 100 + 1)]
     with pytest.raises(BackstopTruncated) as caught:
-        read_backstop_snapshot(
-            _direct(server),
-            repo=REPO,
-            branch="main",
-            since=SINCE,
-            main_cursor=None,
-            done_since=DONE_SINCE_MS,
-        )
+        _read(_direct(server))
     assert (caught.value.range, caught.value.cap) == (range_name, cap)
 
 
@@ -272,15 +268,7 @@ def test_a_range_exactly_at_its_cap_is_read_whole(server: ForgeServer, range_nam
     else:
         _open_prs(repo, 1)
         repo.prs[1]["_reviews"] = [_review(1, i, "0" * 40) for i in range(200)]
-    snapshot = read_backstop_snapshot(
-        _direct(server),
-        repo=REPO,
-        branch="main",
-        since=SINCE,
-        main_cursor=None,
-        done_since=DONE_SINCE_MS,
-        caps=caps,
-    )
+    snapshot = _read(_direct(server), caps=caps)
     sizes = {
         "main": len(snapshot.main.commits),
         "done": len(snapshot.done),
@@ -298,14 +286,7 @@ def test_an_errors_entry_beside_data_fails_the_read_through_gh(server: ForgeServ
         {"type": "RATE_LIMITED", "message": "secondary limit ghs_leakedtoken1234567890", "path": []}
     )
     with pytest.raises(ForgeCliError) as caught:
-        read_backstop_snapshot(
-            gh_graphql_api(server.exec()),
-            repo=REPO,
-            branch="main",
-            since=SINCE,
-            main_cursor=None,
-            done_since=DONE_SINCE_MS,
-        )
+        _read(gh_graphql_api(server.exec()))
     assert "secondary limit" in str(caught.value)
     assert "ghs_leaked" not in str(caught.value)
 
@@ -325,43 +306,17 @@ def test_an_errors_entry_on_a_follow_up_fails_the_read(server: ForgeServer) -> N
         return answer
 
     with pytest.raises(ForgeCliError, match="Something went wrong"):
-        read_backstop_snapshot(
-            failing_follow_up,
-            repo=REPO,
-            branch="main",
-            since=SINCE,
-            main_cursor=None,
-            done_since=DONE_SINCE_MS,
-        )
+        _read(failing_follow_up)
     assert calls == ["query Backstop", "query BackstopReviews"]
 
 
 def test_unknown_repository_and_bad_arguments(server: ForgeServer) -> None:
     with pytest.raises(ForgeCliError, match="Could not resolve"):
-        read_backstop_snapshot(
-            _direct(server),
-            repo="nobody/nothing",
-            branch="main",
-            since=SINCE,
-            main_cursor=None,
-            done_since=DONE_SINCE_MS,
-        )
-    for field, kwargs in (
-        ("repo", {"repo": "../x"}),
-        ("branch", {"branch": "a..b"}),
-        ("since", {"since": "yesterday"}),
-        ("main_cursor", {"main_cursor": "HEAD"}),
-    ):
-        arguments: dict[str, Any] = {
-            "repo": REPO,
-            "branch": "main",
-            "since": SINCE,
-            "main_cursor": None,
-            "done_since": DONE_SINCE_MS,
-            **kwargs,
-        }
+        _read(_direct(server), repo="nobody/nothing")
+    bad_arguments = {"repo": "../x", "branch": "a..b", "since": "yesterday", "main_cursor": "HEAD"}
+    for field, bad in bad_arguments.items():
         with pytest.raises(ForgeInputError) as caught:
-            read_backstop_snapshot(_direct(server), **arguments)
+            _read(_direct(server), **{field: bad})
         assert caught.value.field == field
     # Only the unknown repository's read was sent: bad arguments never reach the forge.
     assert server.state.graphql_ops == {"Backstop": 1}
@@ -376,84 +331,8 @@ _CONNECTIONS: tuple[tuple[str | int, ...], ...] = (
 )
 
 
-@pytest.mark.parametrize("field", ["nodes", "pageInfo"])
-@pytest.mark.parametrize("path", _CONNECTIONS, ids=lambda p: ".".join(map(str, p)))
-def test_a_page_without_nodes_or_page_info_fails_the_read_never_reads_whole(
-    server: ForgeServer, path: tuple[str | int, ...], field: str
-) -> None:
-    # A page that cannot say whether more follow would read as a whole range, and a cut range
-    # as "those PRs are gone": every connection the snapshot pages must carry both.
-    repo = server.state.repo(REPO)
-    _history(repo, 3)
-    _open_prs(repo, 1)
-    _done_prs(repo, 1, start=2)
-    _run(repo, 1, "build", str(repo.prs[1]["head"]["sha"]), "success")
-    repo.prs[1]["_reviews"] = [_review(1, 1, "0" * 40)]
-    api = _direct(server)
-    cut: list[str] = []
-
-    def answer(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-        whole: dict[str, Any] = json.loads(json.dumps(api(query, variables)))
-        if query.startswith("query Backstop("):
-            node: Any = whole["data"]["repository"]
-            for key in path:
-                node = node[key]
-            del node[field]
-            cut.append(query)
-        return whole
-
-    with pytest.raises(ForgeCliError) as caught:
-        read_backstop_snapshot(
-            answer,
-            repo=REPO,
-            branch="main",
-            since=SINCE,
-            main_cursor=None,
-            done_since=DONE_SINCE_MS,
-        )
-    assert caught.value.kind == "malformed"
-    assert cut
-
-
-# Each field the backstop reads, by the GraphQL type that declares it (nullability is read from
-# GitHub's published schema below), and where the snapshot answer holds it.
-_OPEN_PR = ("open", "nodes", 0)
-_DONE_PR = ("done", "nodes", 0)
-_REVIEW = (*_OPEN_PR, "reviews", "nodes", 0)
-_COMMIT = ("main", "target", "history", "nodes", 0)
-_CONTEXTS = (*_OPEN_PR, "headRef", "target", "statusCheckRollup", "contexts", "nodes")
-_FIELDS: tuple[tuple[str, str, tuple[str | int, ...], Any], ...] = (
-    ("PullRequest", "number", _OPEN_PR, "1"),
-    ("PullRequest", "isDraft", _OPEN_PR, "false"),
-    ("PullRequest", "headRefName", _OPEN_PR, 7),
-    ("PullRequest", "headRefOid", _OPEN_PR, 7),
-    ("PullRequest", "baseRefName", _OPEN_PR, 7),
-    ("PullRequest", "merged", _DONE_PR, "false"),
-    ("PullRequest", "number", _DONE_PR, "2"),
-    ("PullRequest", "updatedAt", _DONE_PR, 7),
-    ("Commit", "oid", _COMMIT, 7),
-    ("Commit", "messageHeadline", _COMMIT, 7),
-    ("Commit", "committedDate", _COMMIT, 7),
-    ("CheckRun", "name", (*_CONTEXTS, "CheckRun"), 7),
-    ("StatusContext", "context", (*_CONTEXTS, "StatusContext"), 7),
-    ("PullRequestReview", "author", _REVIEW, None),
-    ("PullRequestReview", "commit", _REVIEW, None),
-    ("PullRequest", "mergedBy", _DONE_PR, None),
-    ("PullRequest", "mergeCommit", _DONE_PR, None),
-)
-
-
-def _non_null(type_name: str, field: str) -> bool:
-    from graphql import GraphQLObjectType, is_non_null_type
-
-    from fakeforge.schema import graphql_schema
-
-    declared = graphql_schema().get_type(type_name)
-    assert isinstance(declared, GraphQLObjectType)
-    return is_non_null_type(declared.fields[field].type)
-
-
 def _one_of_each(server: ForgeServer) -> None:
+    """One open PR (a check run, a status, a review), one merged done PR, three commits."""
     repo = server.state.repo(REPO)
     _history(repo, 3)
     _open_prs(repo, 1)
@@ -464,47 +343,79 @@ def _one_of_each(server: ForgeServer) -> None:
     repo.prs[1]["_reviews"] = [_review(1, 1, head)]
 
 
+@pytest.mark.parametrize("field", ["nodes", "pageInfo"])
+@pytest.mark.parametrize("path", _CONNECTIONS, ids=lambda p: ".".join(map(str, p)))
+def test_a_page_without_nodes_or_page_info_fails_the_read_never_reads_whole(
+    server: ForgeServer, path: tuple[str | int, ...], field: str
+) -> None:
+    # A page that cannot say whether more follow would read as a whole range, and a cut range
+    # as "those PRs are gone": every connection the snapshot pages must carry both.
+    _one_of_each(server)
+    api, cut = _bending(server, lambda a: bent(a, ("data", "repository", *path), field, ABSENT))
+    with pytest.raises(ForgeCliError) as caught:
+        _read(api)
+    assert caught.value.kind == "malformed"
+    assert cut
+
+
+# Each field the backstop reads, by the GraphQL type that declares it (nullability is read from
+# GitHub's published schema), where the snapshot answer holds it, and a value of another type.
+_OPEN_PR = ("repository", "open", "nodes", 0)
+_DONE_PR = ("repository", "done", "nodes", 0)
+_REVIEW = (*_OPEN_PR, "reviews", "nodes", 0)
+_COMMIT = ("repository", "main", "target", "history", "nodes", 0)
+_CONTEXTS = (*_OPEN_PR, "headRef", "target", "statusCheckRollup", "contexts", "nodes")
+_CHECK = (*_CONTEXTS, "CheckRun")
+_STATUS = (*_CONTEXTS, "StatusContext")
+_FIELDS: tuple[tuple[str, str, tuple[str | int, ...], Any], ...] = (
+    ("PullRequest", "number", _OPEN_PR, "1"),
+    ("PullRequest", "isDraft", _OPEN_PR, "false"),
+    ("PullRequest", "headRefName", _OPEN_PR, 7),
+    ("PullRequest", "headRefOid", _OPEN_PR, 7),
+    ("PullRequest", "baseRefName", _OPEN_PR, 7),
+    ("PullRequest", "updatedAt", _OPEN_PR, 7),
+    ("PullRequest", "merged", _DONE_PR, "false"),
+    ("PullRequest", "number", _DONE_PR, "2"),
+    ("PullRequest", "updatedAt", _DONE_PR, 7),
+    ("PullRequest", "headRefOid", _DONE_PR, 7),
+    ("PullRequest", "mergedAt", _DONE_PR, 7),
+    ("PullRequest", "closedAt", _DONE_PR, 7),
+    ("PullRequest", "mergedBy", _DONE_PR, "merger"),
+    ("Actor", "login", (*_DONE_PR, "mergedBy"), 7),
+    ("PullRequest", "mergeCommit", _DONE_PR, "f" * 40),
+    ("Commit", "oid", _COMMIT, 7),
+    ("Commit", "messageHeadline", _COMMIT, 7),
+    ("Commit", "committedDate", _COMMIT, 7),
+    ("CheckRun", "databaseId", _CHECK, "1"),
+    ("CheckRun", "name", _CHECK, 7),
+    ("CheckRun", "conclusion", _CHECK, 7),
+    ("CheckRun", "completedAt", _CHECK, 7),
+    ("StatusContext", "context", _STATUS, 7),
+    ("StatusContext", "createdAt", _STATUS, 7),
+    ("PullRequestReview", "fullDatabaseId", _REVIEW, [1]),
+    ("PullRequestReview", "author", _REVIEW, "reviewer1"),
+    ("Actor", "login", (*_REVIEW, "author"), 7),
+    ("PullRequestReview", "submittedAt", _REVIEW, 7),
+    ("PullRequestReview", "commit", _REVIEW, "f" * 40),
+    ("Query", "rateLimit", (), "5000"),
+    ("RateLimit", "cost", ("rateLimit",), "1"),
+    ("RateLimit", "remaining", ("rateLimit",), "4999"),
+    ("RateLimit", "resetAt", ("rateLimit",), 7),
+)
+
+
 def _read_changed(server: ForgeServer, path: tuple[str | int, ...], field: str, change: Any) -> Any:
-    """Read the snapshot with `field` of the node at `path` changed (deleted for _ABSENT)."""
-    api = _direct(server)
-    changed: list[str] = []
-
-    def answer(query: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-        whole: dict[str, Any] = json.loads(json.dumps(api(query, variables)))
-        if query.startswith("query Backstop("):
-            node: Any = whole["data"]["repository"]
-            for key in path:
-                if key in ("CheckRun", "StatusContext"):
-                    node = next(n for n in node if n["__typename"] == key)
-                else:
-                    node = node[key]
-            assert field in node, "the document selects it: GitHub always sends it"
-            if change is _ABSENT:
-                del node[field]
-            else:
-                node[field] = change
-            changed.append(field)
-        return whole
-
-    snapshot = read_backstop_snapshot(
-        answer,
-        repo=REPO,
-        branch="main",
-        since=SINCE,
-        main_cursor=None,
-        done_since=DONE_SINCE_MS,
-    )
+    """Read the snapshot with `field` of the node at `path` (under `data`) set to `change`."""
+    api, changed = _bending(server, lambda a: bent(a, ("data", *path), field, change))
+    snapshot = _read(api)
     assert changed
     return snapshot
-
-
-_ABSENT = object()
 
 
 @pytest.mark.parametrize(
     ("type_name", "field", "path", "wrong"),
     _FIELDS,
-    ids=[f"{'.'.join(map(str, p[:1]))}.{t}.{f}" for t, f, p, _ in _FIELDS],
+    ids=[f"{p[1] if len(p) > 1 else 'data'}.{t}.{f}" for t, f, p, _ in _FIELDS],
 )
 def test_a_field_absent_null_or_of_another_type_where_the_schema_forbids_it_is_malformed(
     server: ForgeServer, type_name: str, field: str, path: tuple[str | int, ...], wrong: Any
@@ -513,26 +424,38 @@ def test_a_field_absent_null_or_of_another_type_where_the_schema_forbids_it_is_m
     # a JSON boolean. Read leniently, a missing head ref would be "" and `isDraft: "false"` a
     # draft: every such answer fails the read instead of giving a record that is not GitHub's.
     _one_of_each(server)
-    changes = [_ABSENT]
-    if _non_null(type_name, field):
-        changes.append(None)
-    if wrong is not None:
-        changes.append(wrong)
-    for change in changes:
+    for change in off_schema(type_name, field, wrong):
         with pytest.raises(ForgeCliError) as caught:
             _read_changed(server, path, field, change)
         assert caught.value.kind == "malformed", (field, change)
 
 
+# Each nullable field above sent as null, and the record attribute that then reads None.
+_NULLS = {
+    "PullRequest.mergedAt": (_DONE_PR, "merged_at"),
+    "PullRequest.closedAt": (_DONE_PR, "closed_at"),
+    "PullRequest.mergedBy": (_DONE_PR, "merged_by"),
+    "PullRequest.mergeCommit": (_DONE_PR, "merge_sha"),
+    "CheckRun.databaseId": (_CHECK, "database_id"),
+    "CheckRun.conclusion": (_CHECK, "conclusion"),
+    "CheckRun.completedAt": (_CHECK, "completed_at"),
+    "PullRequestReview.fullDatabaseId": (_REVIEW, "database_id"),
+    "PullRequestReview.author": (_REVIEW, "author"),
+    "PullRequestReview.submittedAt": (_REVIEW, "submitted_at"),
+    "PullRequestReview.commit": (_REVIEW, "commit_sha"),
+    "Query.rateLimit": ((), "remaining"),  # no answer reported a budget
+}
+_RECORDS: dict[tuple[str | int, ...], Callable[[BackstopSnapshot], object]] = {
+    _DONE_PR: lambda s: s.done[0],
+    _CHECK: lambda s: next(c for c in s.open[0].contexts if isinstance(c, BackstopCheck)),
+    _REVIEW: lambda s: s.open[0].reviews[0],
+    (): lambda s: s.rate_limit,
+}
+
+
 def test_a_nullable_field_sent_as_null_reads_as_none(server: ForgeServer) -> None:
     _one_of_each(server)
-    nullable = [(t, f, p) for t, f, p, _ in _FIELDS if not _non_null(t, f)]
-    assert {f for _, f, _ in nullable} == {"author", "commit", "mergedBy", "mergeCommit"}
-    for _type_name, field, path in nullable:
-        snapshot = _read_changed(server, path, field, None)
-        if path == _REVIEW:
-            review = snapshot.open[0].reviews[0]
-            assert (review.author if field == "author" else review.commit_sha) is None
-        else:
-            done = snapshot.done[0]
-            assert (done.merged_by if field == "mergedBy" else done.merge_sha) is None
+    assert {f"{t}.{f}" for t, f, _, _ in _FIELDS if not non_null(t, f)} == set(_NULLS)
+    for name, (path, attribute) in _NULLS.items():
+        snapshot = _read_changed(server, path, name.split(".")[1], None)
+        assert getattr(_RECORDS[path](snapshot), attribute) is None, name

@@ -16,11 +16,13 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from fakeforge import ForgeServer, RepoState
 from fakeforge.faults import GRAPHQL_FAULTS, REST_FAULTS
+from fakeforge.schema import ABSENT, bent
 from forge_builders import ForgeCli
 
 REPO = "acme/widgets"
@@ -138,6 +140,43 @@ def test_a_failed_review_read_never_passes_and_never_drops(
     assert world.repo.prs[1]["merged"] is False
     assert world.repo.labels[1] == [LABEL]
     assert not world.repo.comments.get(1)
+
+
+# A field the documents select left out of the answer (each row's field was once read as if
+# GitHub had sent null or ""): the operations bent, where the field sits, and its name. The
+# review selection is shared by pr-status's snapshot and premerge's review read.
+_PULL = ("data", "repository", "pullRequest")
+LEFT_OUT = [
+    (("PullRequestSnapshot",), _PULL, "baseRefOid"),
+    (("PullRequestSnapshot",), _PULL, "headRepository"),
+    (("PullRequestSnapshot", "PullRequestReviewState"), (*_PULL, "reviews", "nodes", 0), "commit"),
+]
+
+
+@pytest.mark.parametrize(
+    ("operations", "path", "field"), LEFT_OUT, ids=[row[2] for row in LEFT_OUT]
+)
+def test_an_answer_without_a_selected_field_is_malformed_never_ready(
+    world: World, operations: tuple[str, ...], path: tuple[str | int, ...], field: str
+) -> None:
+    seen: list[str] = []
+
+    def leave_out(answer: dict[str, Any]) -> dict[str, Any]:
+        seen.append(field)
+        if field == "commit":  # the review's commit object, without its oid
+            return bent(answer, (*path, field), "oid", ABSENT)
+        return bent(answer, path, field, ABSENT)
+
+    for operation in operations:
+        world.server.state.graphql_bends[operation] = leave_out
+    done = world.pr_status()
+    assert seen, "the answer was never bent: the row tests nothing"
+    assert (done.returncode, done.stdout) == (1, ""), (done.stdout, done.stderr)
+    assert done.stderr.startswith("forge-cli: ")
+    assert "malformed" in done.stderr or "cannot read" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    done = world.premerge()
+    assert json.loads(done.stdout)["ok"] is (len(operations) == 1), done.stdout
 
 
 def test_a_caller_without_admin_rights_is_told_what_it_needs(world: World) -> None:

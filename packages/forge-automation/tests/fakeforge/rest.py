@@ -522,6 +522,9 @@ class RestApi(ChecksApi):
         self.state.graphql_ops[answer.operation or "(anonymous)"] += 1
         self.state.violations.extend(f"GraphQL: {v}" for v in answer.violations)
         body = answer.body
+        bend = self.state.graphql_bends.get(answer.operation or "")
+        if bend is not None:
+            body = bend(body)
         if self.state.graphql_faults and "data" in body:
             body["errors"] = [*body.get("errors", []), self.state.graphql_faults.pop(0)]
         return body

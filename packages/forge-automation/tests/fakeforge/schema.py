@@ -29,10 +29,14 @@ from graphql import GraphQLSchema, build_schema
 import forge_automation as package
 
 __all__ = [
+    "ABSENT",
     "NODE_MODULES",
     "RestOperation",
+    "bent",
     "graphql_schema",
     "match_operation",
+    "non_null",
+    "off_schema",
     "openapi",
     "package_documents",
     "request_errors",
@@ -56,6 +60,44 @@ def graphql_schema() -> GraphQLSchema:
     """Return GitHub's GraphQL schema (built once per process: it takes a few seconds)."""
     sdl = _published("@octokit/graphql-schema/schema.graphql").read_text(encoding="utf-8")
     return build_schema(sdl, assume_valid=True, assume_valid_sdl=True)
+
+
+def non_null(type_name: str, field: str) -> bool:
+    """Return whether GitHub's schema declares `type_name.field` non-null (`!`)."""
+    from graphql import GraphQLInterfaceType, GraphQLObjectType, is_non_null_type
+
+    declared = graphql_schema().get_type(type_name)
+    assert isinstance(declared, GraphQLObjectType | GraphQLInterfaceType), type_name
+    return is_non_null_type(declared.fields[field].type)
+
+
+# A change to a field that leaves it out of the answer (`off_schema`, `bent`).
+ABSENT = object()
+
+
+def off_schema(type_name: str, field: str, wrong: object) -> list[object]:
+    """Return the values of a field the document selects that GitHub never sends: left out
+    (`ABSENT`), `wrong` (another JSON type), and null where the schema declares it non-null."""
+    return [ABSENT, wrong, *([None] if non_null(type_name, field) else [])]
+
+
+def bent(answer: Any, path: Sequence[str | int], field: str, change: object) -> Any:
+    """Return a copy of `answer` with `field` of the object at `path` set to `change` (left out
+    for `ABSENT`). A path key `CheckRun` or `StatusContext` picks a list's first node of that
+    `__typename`."""
+    copy = json.loads(json.dumps(answer))
+    node = copy
+    for key in path:
+        if key in ("CheckRun", "StatusContext"):
+            node = next(n for n in node if n["__typename"] == key)
+        else:
+            node = node[key]
+    assert field in node, f"the document selects {field}: GitHub always sends it"
+    if change is ABSENT:
+        del node[field]
+    else:
+        node[field] = change
+    return copy
 
 
 def package_documents() -> dict[str, str]:

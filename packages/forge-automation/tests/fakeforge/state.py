@@ -307,6 +307,11 @@ class ForgeState:
     # fails the test unless the test took them with `take_violations()`.
     violations: list[str] = field(default_factory=list)
     ids: Any = field(default_factory=lambda: itertools.count(5000))
+    # GraphQL answers bent before they are sent, by operation name (PullRequestSnapshot, ...):
+    # each function takes the whole answer and returns the one to send.
+    graphql_bends: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = field(
+        default_factory=dict
+    )
     # Review-related reads answered with a fault (fakeforge.faults: part -> fault), and how often.
     part_faults: dict[str, str] = field(default_factory=dict)
     fault_hits: Counter[str] = field(default_factory=Counter)

@@ -28,7 +28,18 @@ from .._records import (
     StatusState,
 )
 from .failures import graphql_failure, parsed
-from .shape import _bool, _int, _login, _obj, _one_of, _opt_int, _opt_one_of, _opt_str, _str
+from .shape import (
+    _bool,
+    _int,
+    _login,
+    _obj,
+    _oid,
+    _one_of,
+    _opt_int,
+    _opt_one_of,
+    _opt_str,
+    _str,
+)
 
 __all__ = [
     "BackstopCheck",
@@ -122,11 +133,11 @@ class BackstopDonePr:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limit:
-    """What one answer's `rateLimit` says (None where it said nothing)."""
+    """What one answer's `rateLimit` says."""
 
     cost: int
-    remaining: int | None
-    reset_at: str | None
+    remaining: int
+    reset_at: str
 
 
 def answer_repository(answer: object, repo: str) -> tuple[Mapping[str, Any], Limit | None]:
@@ -142,18 +153,23 @@ def answer_repository(answer: object, repo: str) -> tuple[Mapping[str, Any], Lim
     data = answer.get("data")
     if not isinstance(data, Mapping):
         raise ForgeCliError("GraphQL answered no data", kind="malformed")
-    limit = data.get("rateLimit")
-    read = None
-    if isinstance(limit, Mapping):
-        read = Limit(
-            cost=int(limit.get("cost") or 0),
-            remaining=limit.get("remaining"),
-            reset_at=limit.get("resetAt"),
-        )
+    read = parsed("a rate limit", data, _limit)
     repository = data.get("repository")
     if not isinstance(repository, Mapping):
         raise ForgeCliError(f"repository {repo} not found", kind="not-found")
     return repository, read
+
+
+def _limit(data: Mapping[str, Any]) -> Limit | None:
+    # Every document selects `rateLimit { cost remaining resetAt }`: all three are non-null in
+    # the schema, the object itself nullable (None). Left out or mis-typed is malformed.
+    limit = data["rateLimit"]
+    if limit is None:
+        return None
+    limit = _obj(limit)
+    reset_at = _str(limit["resetAt"])
+    datetime.fromisoformat(reset_at.replace("Z", "+00:00"))  # ValueError: malformed
+    return Limit(cost=_int(limit["cost"]), remaining=_int(limit["remaining"]), reset_at=reset_at)
 
 
 def connection(parent: object, path: tuple[str, ...], range_name: str) -> Mapping[str, Any]:
@@ -209,17 +225,17 @@ def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
     kind = node.get("__typename")
     if kind == "CheckRun":
         return BackstopCheck(
-            database_id=_opt_int(node.get("databaseId")),
+            database_id=_opt_int(node["databaseId"]),
             name=_str(node["name"]),
-            status=_one_of(_lower(node.get("status")), CHECK_STATUSES),
-            conclusion=_opt_one_of(_lower(node.get("conclusion")), CHECK_CONCLUSIONS),
-            completed_at=node.get("completedAt"),
+            status=_one_of(_lower(node["status"]), CHECK_STATUSES),
+            conclusion=_opt_one_of(_lower(node["conclusion"]), CHECK_CONCLUSIONS),
+            completed_at=_opt_str(node["completedAt"]),
         )
     if kind == "StatusContext":
         return BackstopStatus(
             context=_str(node["context"]),
-            state=_one_of(_lower(node.get("state")), _ROLLUP_STATES),
-            created_at=node.get("createdAt"),
+            state=_one_of(_lower(node["state"]), _ROLLUP_STATES),
+            created_at=_str(node["createdAt"]),
         )
     return None
 
@@ -235,17 +251,12 @@ def _big_int(value: object) -> int | None:
     raise ForgeCliError("GraphQL answered a malformed BigInt id", kind="malformed")
 
 
-def _oid(commit: object) -> str | None:
-    """Return a nullable commit object's `oid` (non-null in the schema), None for null."""
-    return None if commit is None else _str(_obj(commit)["oid"])
-
-
 def _review(node: Mapping[str, Any]) -> BackstopReview:
     return BackstopReview(
-        database_id=_big_int(node.get("fullDatabaseId")),
+        database_id=_big_int(node["fullDatabaseId"]),
         author=_login(node["author"]),
-        state=_one_of(node.get("state"), REVIEW_STATES),
-        submitted_at=node.get("submittedAt"),
+        state=_one_of(node["state"], REVIEW_STATES),
+        submitted_at=_opt_str(node["submittedAt"]),
         commit_sha=_oid(node["commit"]),
     )
 
@@ -279,7 +290,7 @@ def open_pr_from_graphql(
             head_ref=_str(n["headRefName"]),
             head_sha=_str(n["headRefOid"]),
             base_ref=_str(n["baseRefName"]),
-            updated_at=_opt_str(n.get("updatedAt")),
+            updated_at=_str(n["updatedAt"]),
             contexts=checks,
             reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
         ),
@@ -300,12 +311,12 @@ def done_updated_at(node: Mapping[str, Any]) -> str:
 def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
     return BackstopDonePr(
         number=_int(node["number"]),
-        state=_one_of(_lower(node.get("state")), _DONE_STATES),
+        state=_one_of(_lower(node["state"]), _DONE_STATES),
         merged=_bool(node["merged"]),
-        merged_at=node.get("mergedAt"),
-        closed_at=node.get("closedAt"),
-        updated_at=str(node.get("updatedAt", "")),
-        head_sha=node.get("headRefOid"),
+        merged_at=_opt_str(node["mergedAt"]),
+        closed_at=_opt_str(node["closedAt"]),
+        updated_at=_str(node["updatedAt"]),
+        head_sha=_str(node["headRefOid"]),
         merge_sha=_oid(node["mergeCommit"]),
         merged_by=_login(node["mergedBy"]),
     )

@@ -89,13 +89,14 @@ def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRu
         return None
     runs: list[CheckRun] = []
     for suite in suites:
-        app_id = _app_id(_opt_obj(_obj(suite).get("app")).get("databaseId"))
+        app = _obj(suite)["app"]  # nullable, its key is not; so is the app's databaseId
+        app_id = None if app is None else _app_id(_opt_int(_obj(app)["databaseId"]))
         nodes = _one_page(_obj(suite)["checkRuns"])
         if nodes is None:
             return None
         for node in nodes:
             run = _obj(node)
-            conclusion = _opt_str(run.get("conclusion"))
+            conclusion = _opt_str(run["conclusion"])
             lower = None if conclusion is None else conclusion.lower()
             runs.append(
                 CheckRun(
@@ -105,10 +106,10 @@ def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRu
                     conclusion=_opt_one_of(lower, CHECK_CONCLUSIONS),
                     app_id=app_id,
                     head_sha=head_sha,
-                    completed_at=_opt_str(run.get("completedAt")),
-                    started_at=_opt_str(run.get("startedAt")),
-                    details_url=_opt_str(run.get("detailsUrl")),
-                    external_id=_opt_str(run.get("externalId")) or None,
+                    completed_at=_opt_str(run["completedAt"]),
+                    started_at=_opt_str(run["startedAt"]),
+                    details_url=_opt_str(run["detailsUrl"]),
+                    external_id=_opt_str(run["externalId"]) or None,
                 )
             )
     # REST lists a commit's runs newest first; the order only matters to readers of ids.

@@ -25,6 +25,7 @@ from .shape import (
     _login,
     _next_cursor,
     _obj,
+    _oid,
     _one_of,
     _one_page,
     _opt_int,
@@ -54,7 +55,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     for node in requests:
         request = _obj(node)
         owner = _bool(request["asCodeOwner"])
-        reviewer = request.get("requestedReviewer")
+        reviewer = request["requestedReviewer"]
         if reviewer is None:  # a deleted user, or a team the reader cannot see
             asked.append(ReviewRequest(reviewer="(hidden)", as_code_owner=owner))
             continue
@@ -74,7 +75,7 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
         Review(
             author=_login(_obj(r)["author"]),
             state=_one_of(_obj(r)["state"], REVIEW_STATES),
-            commit_oid=_opt_str(_opt_obj(_obj(r)["commit"]).get("oid")),
+            commit_oid=_oid(_obj(r)["commit"]),
             submitted_at=_opt_str(_obj(r)["submittedAt"]),
             author_can_push=_bool(_obj(r)["authorCanPushToRepository"]),
         )
@@ -85,7 +86,9 @@ def reviews_from_pull(pull: Any, commit: Any) -> tuple[ReviewState, str | None]:
     pushers: list[str] = []
     unlinked = not head  # no head commit read: nobody is known
     for role in ("author", "committer"):
-        login = _login(_opt_obj(head.get(role)).get("user"))
+        # GitActor and its `user` are nullable (no linked account), their keys are not.
+        actor = head[role] if head else None
+        login = None if actor is None else _login(_obj(actor)["user"])
         if login is None:
             unlinked = True
         elif login not in pushers:
@@ -130,8 +133,8 @@ def review_state_from_pull(pull: Any, commit: Any) -> ReviewState | None:
             ReviewThread(
                 id=_str(thread["id"]),
                 resolved=_bool(thread["isResolved"]),
-                path=_opt_str(thread.get("path")) or "",
-                line=_opt_int(thread.get("line")),
+                path=_str(thread["path"]),
+                line=_opt_int(thread["line"]),
                 author=author,
                 comments=count,
             )

@@ -81,8 +81,14 @@ def _bool(value: object) -> bool:
 
 
 def _login(account: object) -> str | None:
-    """Return an account object's `login`; None for no account (a deleted user reads as null)."""
-    return _opt_str(_opt_obj(account).get("login"))
+    """Return an account object's `login` (a string in every schema); None for no account (a
+    deleted user reads as null). An account object without a login is `_Unmappable`."""
+    return None if account is None else _str(_obj(account)["login"])
+
+
+def _oid(commit: object) -> str | None:
+    """Return a nullable commit object's `oid` (non-null in the schema), None for null."""
+    return None if commit is None else _str(_obj(commit)["oid"])
 
 
 def _app_id(value: object) -> int | None:

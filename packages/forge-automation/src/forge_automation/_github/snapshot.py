@@ -117,13 +117,15 @@ def _not_found(body: Mapping[str, Any]) -> bool:
 
 def _snapshot(repository: Any) -> PrSnapshot:
     from .checks import rules_from_graphql, runs_from_graphql
-    from .shape import _list, _obj, _opt_obj, _opt_str, _str
+    from .shape import _list, _obj, _oid, _str
 
     data = _obj(_obj(repository)["pullRequest"])
     pr = pull_from_graphql(data)
     head_sha = pr.head_sha
-    base = _opt_obj(data.get("baseRef"))
-    base_tip = _opt_str(_opt_obj(base.get("target")).get("oid"))
+    # `baseRef` and its `target` may be null (a deleted base): then nothing is proven up to date
+    # and the rules are read over REST. A key left out is malformed, never "no base".
+    base = data["baseRef"]
+    base_tip = None if base is None else _oid(_obj(base)["target"])
     head = _head_commit(data, head_sha)
     runs = None
     up_to_date = False
@@ -131,7 +133,7 @@ def _snapshot(repository: Any) -> PrSnapshot:
         runs = runs_from_graphql(head, head_sha)
         ancestors = {_str(_obj(c)["oid"]) for c in _list(_obj(head["history"])["nodes"])}
         up_to_date = base_tip is not None and (base_tip == head_sha or base_tip in ancestors)
-    rules = rules_from_graphql(base.get("rules"))
+    rules = None if base is None else rules_from_graphql(_obj(base)["rules"])
     return PrSnapshot(pr=pr, runs=runs, rules=rules, up_to_date=up_to_date, data=data)
 
 
@@ -147,28 +149,33 @@ def _head_commit(data: Mapping[str, Any], head_sha: str) -> Mapping[str, Any] | 
 
 
 def pull_from_graphql(data: Mapping[str, Any]) -> PullRequest:
-    """Return the PR a GraphQL `PullRequest` (PR_SNAPSHOT_QUERY's fields) describes."""
+    """Return the PR a GraphQL `PullRequest` (PR_SNAPSHOT_QUERY's fields) describes.
+
+    Every field the document selects must be there: a non-null one (GitHub's schema) absent,
+    null or of another JSON type, and a nullable one left out, raise `_Unmappable`. Only an
+    explicit null of a nullable field reads as None (`headRepository`: a deleted fork).
+    """
     from .._records import MERGEABLE_STATES, PullRequest
-    from .shape import _bool, _int, _one_of, _opt_obj, _opt_str, _str, _Unmappable
+    from .shape import _bool, _int, _obj, _oid, _one_of, _opt_str, _str, _Unmappable
 
     state = _str(data["state"])
     if state not in ("OPEN", "CLOSED", "MERGED"):
         raise _Unmappable
-    head_repo = _opt_obj(data.get("headRepository"))
+    head_repo = data["headRepository"]
     return PullRequest(
         number=_int(data["number"]),
         state="open" if state == "OPEN" else "closed",
         head_sha=_str(data["headRefOid"]),
         head_ref=_str(data["headRefName"]),
-        head_repo=_str(head_repo["nameWithOwner"]) if head_repo else None,
+        head_repo=None if head_repo is None else _str(_obj(head_repo)["nameWithOwner"]),
         base_ref=_str(data["baseRefName"]),
-        base_sha=_opt_str(data.get("baseRefOid")),
+        base_sha=_str(data["baseRefOid"]),
         mergeable_state=_one_of(_str(data["mergeStateStatus"]).lower(), MERGEABLE_STATES),
         merged=_bool(data["merged"]),
-        merge_sha=_opt_str(_opt_obj(data.get("mergeCommit")).get("oid")),
-        merged_at=_opt_str(data.get("mergedAt")),
+        merge_sha=_oid(data["mergeCommit"]),
+        merged_at=_opt_str(data["mergedAt"]),
         draft=_bool(data["isDraft"]),
-        title=_opt_str(data.get("title")) or "",
+        title=_str(data["title"]),
     )
 
 
