@@ -273,7 +273,12 @@ CHECK_NODE = {
     "conclusion": "SUCCESS",
     "completedAt": None,
 }
-STATUS_NODE = {"__typename": "StatusContext", "context": "legacy", "state": "EXPECTED"}
+STATUS_NODE = {
+    "__typename": "StatusContext",
+    "context": "legacy",
+    "state": "EXPECTED",
+    "createdAt": "2030-01-01T00:00:00Z",
+}
 # Every field the backstop's document selects: GitHub sends each, null or not.
 REVIEW_NODE = {
     "fullDatabaseId": "9",
@@ -289,7 +294,7 @@ DONE_NODE = {
     "mergedAt": None,
     "closedAt": None,
     "updatedAt": "2030-01-01T00:00:00Z",
-    "headRefOid": None,
+    "headRefOid": SHA,
     "mergeCommit": None,
     "mergedBy": None,
 }
@@ -306,6 +311,7 @@ def backstop_answer(
         "headRefName": "feature",
         "headRefOid": SHA,
         "baseRefName": "main",
+        "updatedAt": "2030-01-01T00:00:00Z",
         "reviews": {"pageInfo": last, "nodes": [review]},
         "headRef": {"target": {"oid": SHA, "statusCheckRollup": rollup}},
     }
@@ -314,7 +320,8 @@ def backstop_answer(
         "done": {"pageInfo": last, "nodes": [done]},
         "main": None,
     }
-    return lambda query, variables: {"data": {"repository": repository}}
+    limit = {"cost": 1, "remaining": 4999, "resetAt": "2030-01-01T01:00:00Z"}
+    return lambda query, variables: {"data": {"rateLimit": limit, "repository": repository}}
 
 
 def read_backstop(api: GraphqlApi) -> BackstopSnapshot:
