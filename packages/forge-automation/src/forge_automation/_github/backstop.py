@@ -160,6 +160,13 @@ def answer_repository(answer: object, repo: str) -> tuple[Mapping[str, Any], Lim
     return repository, read
 
 
+def _date_time(value: object) -> str:
+    """Return a GraphQL DateTime (an ISO 8601 string); anything else raises (`malformed`)."""
+    text = _str(value)
+    datetime.fromisoformat(text.replace("Z", "+00:00"))  # ValueError
+    return text
+
+
 def _limit(data: Mapping[str, Any]) -> Limit | None:
     # Every document selects `rateLimit { cost remaining resetAt }`: all three are non-null in
     # the schema, the object itself nullable (None). Left out or mis-typed is malformed.
@@ -167,9 +174,11 @@ def _limit(data: Mapping[str, Any]) -> Limit | None:
     if limit is None:
         return None
     limit = _obj(limit)
-    reset_at = _str(limit["resetAt"])
-    datetime.fromisoformat(reset_at.replace("Z", "+00:00"))  # ValueError: malformed
-    return Limit(cost=_int(limit["cost"]), remaining=_int(limit["remaining"]), reset_at=reset_at)
+    return Limit(
+        cost=_int(limit["cost"]),
+        remaining=_int(limit["remaining"]),
+        reset_at=_date_time(limit["resetAt"]),
+    )
 
 
 def connection(parent: object, path: tuple[str, ...], range_name: str) -> Mapping[str, Any]:
@@ -300,12 +309,7 @@ def open_pr_from_graphql(
 def done_updated_at(node: Mapping[str, Any]) -> str:
     """Return a done PR node's `updatedAt`, an ISO 8601 time (`malformed` when it is not one)."""
 
-    def read(n: Any) -> str:
-        value = _str(_obj(n)["updatedAt"])
-        datetime.fromisoformat(value.replace("Z", "+00:00"))  # ValueError: malformed
-        return value
-
-    return parsed("a done PR", node, read)
+    return parsed("a done PR", node, lambda n: _date_time(_obj(n)["updatedAt"]))
 
 
 def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
