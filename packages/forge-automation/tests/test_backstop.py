@@ -220,6 +220,11 @@ def test_since_bounds_history_and_a_missing_branch_reads_empty(server: ForgeServ
     empty = _read(_direct(server), branch="gone")
     assert empty.main.tip is None
     assert empty.main.commits == ()
+    # `main: null` is no such branch; `main` left out is an answer that cannot say which.
+    api, cut = _bending(server, lambda a: bent(a, ("data", "repository"), "main", ABSENT))
+    with pytest.raises(ForgeCliError) as caught:
+        _read(api)
+    assert (caught.value.kind, len(cut)) == ("malformed", 1)
 
 
 @pytest.mark.parametrize(
@@ -374,6 +379,10 @@ _FIELDS: tuple[tuple[str, str, tuple[str | int, ...], Any], ...] = (
     ("PullRequest", "headRefOid", _OPEN_PR, 7),
     ("PullRequest", "baseRefName", _OPEN_PR, 7),
     ("PullRequest", "updatedAt", _OPEN_PR, 7),
+    ("PullRequest", "headRef", _OPEN_PR, "b1"),
+    ("Ref", "target", (*_OPEN_PR, "headRef"), "f" * 40),
+    ("Commit", "oid", (*_OPEN_PR, "headRef", "target"), 7),
+    ("Commit", "statusCheckRollup", (*_OPEN_PR, "headRef", "target"), "success"),
     ("PullRequest", "merged", _DONE_PR, "false"),
     ("PullRequest", "number", _DONE_PR, "2"),
     ("PullRequest", "updatedAt", _DONE_PR, 7),
@@ -383,6 +392,8 @@ _FIELDS: tuple[tuple[str, str, tuple[str | int, ...], Any], ...] = (
     ("PullRequest", "mergedBy", _DONE_PR, "merger"),
     ("Actor", "login", (*_DONE_PR, "mergedBy"), 7),
     ("PullRequest", "mergeCommit", _DONE_PR, "f" * 40),
+    ("Ref", "target", ("repository", "main"), "f" * 40),
+    ("Commit", "oid", ("repository", "main", "target"), 7),
     ("Commit", "oid", _COMMIT, 7),
     ("Commit", "messageHeadline", _COMMIT, 7),
     ("Commit", "committedDate", _COMMIT, 7),
@@ -415,7 +426,10 @@ def _read_changed(server: ForgeServer, path: tuple[str | int, ...], field: str, 
 @pytest.mark.parametrize(
     ("type_name", "field", "path", "wrong"),
     _FIELDS,
-    ids=[f"{p[1] if len(p) > 1 else 'data'}.{t}.{f}" for t, f, p, _ in _FIELDS],
+    ids=[
+        ".".join([*(str(k) for k in p if k not in ("repository", "nodes", 0)), f])
+        for _, f, p, _ in _FIELDS
+    ],
 )
 def test_a_field_absent_null_or_of_another_type_where_the_schema_forbids_it_is_malformed(
     server: ForgeServer, type_name: str, field: str, path: tuple[str | int, ...], wrong: Any
@@ -430,32 +444,43 @@ def test_a_field_absent_null_or_of_another_type_where_the_schema_forbids_it_is_m
         assert caught.value.kind == "malformed", (field, change)
 
 
-# Each nullable field above sent as null, and the record attribute that then reads None.
-_NULLS = {
-    "PullRequest.mergedAt": (_DONE_PR, "merged_at"),
-    "PullRequest.closedAt": (_DONE_PR, "closed_at"),
-    "PullRequest.mergedBy": (_DONE_PR, "merged_by"),
-    "PullRequest.mergeCommit": (_DONE_PR, "merge_sha"),
-    "CheckRun.databaseId": (_CHECK, "database_id"),
-    "CheckRun.conclusion": (_CHECK, "conclusion"),
-    "CheckRun.completedAt": (_CHECK, "completed_at"),
-    "PullRequestReview.fullDatabaseId": (_REVIEW, "database_id"),
-    "PullRequestReview.author": (_REVIEW, "author"),
-    "PullRequestReview.submittedAt": (_REVIEW, "submitted_at"),
-    "PullRequestReview.commit": (_REVIEW, "commit_sha"),
-    "Query.rateLimit": ((), "remaining"),  # no answer reported a budget
+# Each nullable field above sent as null (the field, where it sits): what then reads "none".
+_Read = Callable[[BackstopSnapshot], object]
+
+
+def _check(snapshot: BackstopSnapshot) -> BackstopCheck:
+    return next(c for c in snapshot.open[0].contexts if isinstance(c, BackstopCheck))
+
+
+_NULLS: dict[tuple[str, tuple[str | int, ...]], tuple[_Read, object]] = {
+    # A deleted head branch, or a head nothing reported on: no contexts to read.
+    ("headRef", _OPEN_PR): (lambda s: s.open[0].contexts, ()),
+    ("target", (*_OPEN_PR, "headRef")): (lambda s: s.open[0].contexts, ()),
+    ("statusCheckRollup", (*_OPEN_PR, "headRef", "target")): (lambda s: s.open[0].contexts, ()),
+    ("mergedAt", _DONE_PR): (lambda s: s.done[0].merged_at, None),
+    ("closedAt", _DONE_PR): (lambda s: s.done[0].closed_at, None),
+    ("mergedBy", _DONE_PR): (lambda s: s.done[0].merged_by, None),
+    ("mergeCommit", _DONE_PR): (lambda s: s.done[0].merge_sha, None),
+    ("databaseId", _CHECK): (lambda s: _check(s).database_id, None),
+    ("conclusion", _CHECK): (lambda s: _check(s).conclusion, None),
+    ("completedAt", _CHECK): (lambda s: _check(s).completed_at, None),
+    ("fullDatabaseId", _REVIEW): (lambda s: s.open[0].reviews[0].database_id, None),
+    ("author", _REVIEW): (lambda s: s.open[0].reviews[0].author, None),
+    ("submittedAt", _REVIEW): (lambda s: s.open[0].reviews[0].submitted_at, None),
+    ("commit", _REVIEW): (lambda s: s.open[0].reviews[0].commit_sha, None),
+    ("rateLimit", ()): (lambda s: s.rate_limit.remaining, None),  # no answer reported a budget
 }
-_RECORDS: dict[tuple[str | int, ...], Callable[[BackstopSnapshot], object]] = {
-    _DONE_PR: lambda s: s.done[0],
-    _CHECK: lambda s: next(c for c in s.open[0].contexts if isinstance(c, BackstopCheck)),
-    _REVIEW: lambda s: s.open[0].reviews[0],
-    (): lambda s: s.rate_limit,
-}
+# The branch's ref without a target: its history cannot be read, never "an empty branch".
+_NULL_IS_MALFORMED = {("target", ("repository", "main"))}
 
 
 def test_a_nullable_field_sent_as_null_reads_as_none(server: ForgeServer) -> None:
     _one_of_each(server)
-    assert {f"{t}.{f}" for t, f, _, _ in _FIELDS if not non_null(t, f)} == set(_NULLS)
-    for name, (path, attribute) in _NULLS.items():
-        snapshot = _read_changed(server, path, name.split(".")[1], None)
-        assert getattr(_RECORDS[path](snapshot), attribute) is None, name
+    nullable = {(f, p) for t, f, p, _ in _FIELDS if not non_null(t, f)}
+    assert nullable == set(_NULLS) | _NULL_IS_MALFORMED
+    for (field, path), (read, none) in _NULLS.items():
+        assert read(_read_changed(server, path, field, None)) == none, field
+    for field, path in _NULL_IS_MALFORMED:
+        with pytest.raises(ForgeCliError) as caught:
+            _read_changed(server, path, field, None)
+        assert caught.value.kind == "malformed"

@@ -316,12 +316,12 @@ def read_backstop_snapshot(
                 done_prs.append(done_pr_from_graphql(node))
             _advance(ranges["done"], info, stop=reached)
         if ranges["main"].paging:
-            ref = repository.get("main")
-            if not isinstance(ref, Mapping):
+            branch_read = history_of(repository)
+            if branch_read is None:
                 # No such branch: nothing to read, and nothing truncated.
                 ranges["main"].paging = False
                 continue
-            ref_tip, history_page = history_of(ref)
+            ref_tip, history_page = branch_read
             if tip is None:
                 tip = ref_tip
             nodes, info = page("main", history_page)

@@ -36,6 +36,7 @@ from .shape import (
     _oid,
     _one_of,
     _opt_int,
+    _opt_obj,
     _opt_one_of,
     _opt_str,
     _str,
@@ -275,13 +276,21 @@ def open_pr_parts(
 ) -> tuple[int, Mapping[str, Any], str | None, Mapping[str, Any] | None]:
     """Return an open PR node's number, reviews page, head oid and rollup contexts page.
 
-    The contexts page is None when the head has no rollup (nothing reported yet).
+    The head oid and contexts page are None when the head branch is gone (`headRef` or its
+    `target` null), the contexts page also when the head has no rollup (nothing reported yet).
+    Each of those keys left out, or a head commit without its oid, is `malformed`.
     """
-    number = parsed("an open PR", node, lambda n: _int(_obj(n)["number"]))
-    target = (node.get("headRef") or {}).get("target") or {}
-    rollup = target.get("statusCheckRollup") or {}
-    contexts = (rollup.get("contexts") or {}) if rollup else None
-    return number, node.get("reviews") or {}, target.get("oid"), contexts
+
+    def read(n: Any) -> tuple[int, Mapping[str, Any], str | None, Mapping[str, Any] | None]:
+        head_ref = _obj(n)["headRef"]
+        target = None if head_ref is None else _obj(head_ref)["target"]
+        if target is None:
+            return _int(n["number"]), _opt_obj(n["reviews"]), None, None
+        rollup = _obj(target)["statusCheckRollup"]
+        contexts = None if rollup is None else _opt_obj(_obj(rollup)["contexts"])
+        return _int(n["number"]), _opt_obj(n["reviews"]), _str(target["oid"]), contexts
+
+    return parsed("an open PR", node, read)
 
 
 def open_pr_from_graphql(
@@ -331,10 +340,19 @@ def done_pr_from_graphql(node: Mapping[str, Any]) -> BackstopDonePr:
     return parsed("a done PR", node, _done_pr)
 
 
-def history_of(ref: Mapping[str, Any]) -> tuple[str | None, object]:
-    """Return a branch ref's tip oid and its history page (checked by `page`)."""
-    target = ref.get("target") or {}
-    return target.get("oid"), target.get("history")
+def history_of(repository: Mapping[str, Any]) -> tuple[str, object] | None:
+    """Return the `main` branch's tip oid and its history page (checked by `page`); None when
+    there is no such branch (`main: null`). `main` left out, or a ref without a target commit
+    and its oid, is `malformed`: never read as an empty branch."""
+
+    def read(r: Any) -> tuple[str, object] | None:
+        ref = _obj(r)["main"]
+        if ref is None:
+            return None
+        target = _obj(_obj(ref)["target"])
+        return _str(target["oid"]), target["history"]
+
+    return parsed("a branch", repository, read)
 
 
 def commit_from_graphql(node: Mapping[str, Any]) -> tuple[str, str, str]:
