@@ -17,7 +17,7 @@ from ._budget import RateBudget
 from ._errors import ForgeCliError
 from ._exec import GhExec
 from ._gh import GhResponse, gh_call, graphql_args, send
-from ._github import checks, pulls, rest, threads
+from ._github import checks, pulls, rest, shape, threads
 from ._github.failures import graphql_data, parsed
 from ._github.graphql import (
     FORCE_PUSH_QUERY,
@@ -27,7 +27,6 @@ from ._github.graphql import (
 )
 from ._github.protection import classic_protection_of
 from ._github.reviews import review_state_from_graphql
-from ._github.shape import _int, _obj, _str
 
 __all__ = ["AppTokenProvider", "GhCliWire"]
 
@@ -118,7 +117,9 @@ class GhCliWire:
     # -- methods --------------------------------------------------------------------------------
 
     def get_authenticated_user(self) -> str:
-        return self._read("a user", rest.get_user(), lambda d: _str(_obj(d)["login"]))
+        return self._read(
+            "a user", rest.get_user(), lambda d: shape.as_str(shape.as_obj(d)["login"])
+        )
 
     def get_ref_sha(self, repo: str, ref: str) -> str | None:
         response = self._send(rest.get_ref(repo, ref))
@@ -128,7 +129,9 @@ class GhCliWire:
 
     def get_default_branch(self, repo: str) -> str:
         request = rest.get_repository(repo)
-        return self._read("a repository", request, lambda d: _str(_obj(d)["default_branch"]))
+        return self._read(
+            "a repository", request, lambda d: shape.as_str(shape.as_obj(d)["default_branch"])
+        )
 
     def create_ref(self, repo: str, branch: str, sha: str) -> str:
         request = rest.create_ref(repo, branch, sha)
@@ -207,7 +210,7 @@ class GhCliWire:
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         request = rest.add_issue_comment(repo, number, body)
-        return self._read("a comment", request, lambda d: _int(_obj(d)["id"]))
+        return self._read("a comment", request, lambda d: shape.as_int(shape.as_obj(d)["id"]))
 
     def list_review_comments(
         self, repo: str, number: int, after: str | None

@@ -12,7 +12,7 @@ import pytest
 
 from forge_automation import BACKSTOP_CAPS, ForgeCliError
 from forge_automation._backstop import _Reader
-from forge_automation._github.shape import SHAPE_ERRORS, _next_cursor
+from forge_automation._github import shape
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ from forge_automation._github.shape import SHAPE_ERRORS, _next_cursor
     ],
 )
 def test_a_page_with_a_cursor_or_without_more_reads(info: Any, cursor: str | None) -> None:
-    assert _next_cursor(info) == cursor
+    assert shape.next_cursor(info) == cursor
 
 
 @pytest.mark.parametrize(
@@ -39,8 +39,8 @@ def test_a_page_with_a_cursor_or_without_more_reads(info: Any, cursor: str | Non
     ],
 )
 def test_more_without_a_cursor_is_malformed(info: Any) -> None:
-    with pytest.raises(SHAPE_ERRORS):  # the wire maps each to "malformed"
-        _next_cursor(info)
+    with pytest.raises(shape.SHAPE_ERRORS):  # the wire maps each to "malformed"
+        shape.next_cursor(info)
 
 
 def test_the_backstop_never_reads_more_without_a_cursor_as_done() -> None:

@@ -27,20 +27,8 @@ from .._records import (
     ReviewStateName,
     StatusState,
 )
+from . import shape
 from .failures import graphql_failure, parsed
-from .shape import (
-    _bool,
-    _int,
-    _login,
-    _obj,
-    _oid,
-    _one_of,
-    _opt_int,
-    _opt_obj,
-    _opt_one_of,
-    _opt_str,
-    _str,
-)
 
 __all__ = [
     "BackstopCheck",
@@ -163,7 +151,7 @@ def answer_repository(answer: object, repo: str) -> tuple[Mapping[str, Any], Lim
 
 def _date_time(value: object) -> str:
     """Return a GraphQL DateTime (an ISO 8601 string); anything else raises (`malformed`)."""
-    text = _str(value)
+    text = shape.as_str(value)
     datetime.fromisoformat(text.replace("Z", "+00:00"))  # ValueError
     return text
 
@@ -174,10 +162,10 @@ def _limit(data: Mapping[str, Any]) -> Limit | None:
     limit = data["rateLimit"]
     if limit is None:
         return None
-    limit = _obj(limit)
+    limit = shape.as_obj(limit)
     return Limit(
-        cost=_int(limit["cost"]),
-        remaining=_int(limit["remaining"]),
+        cost=shape.as_int(limit["cost"]),
+        remaining=shape.as_int(limit["remaining"]),
         reset_at=_date_time(limit["resetAt"]),
     )
 
@@ -235,17 +223,17 @@ def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
     kind = node.get("__typename")
     if kind == "CheckRun":
         return BackstopCheck(
-            database_id=_opt_int(node["databaseId"]),
-            name=_str(node["name"]),
-            status=_one_of(_lower(node["status"]), CHECK_STATUSES),
-            conclusion=_opt_one_of(_lower(node["conclusion"]), CHECK_CONCLUSIONS),
-            completed_at=_opt_str(node["completedAt"]),
+            database_id=shape.opt_int(node["databaseId"]),
+            name=shape.as_str(node["name"]),
+            status=shape.one_of(_lower(node["status"]), CHECK_STATUSES),
+            conclusion=shape.opt_one_of(_lower(node["conclusion"]), CHECK_CONCLUSIONS),
+            completed_at=shape.opt_str(node["completedAt"]),
         )
     if kind == "StatusContext":
         return BackstopStatus(
-            context=_str(node["context"]),
-            state=_one_of(_lower(node["state"]), _ROLLUP_STATES),
-            created_at=_str(node["createdAt"]),
+            context=shape.as_str(node["context"]),
+            state=shape.one_of(_lower(node["state"]), _ROLLUP_STATES),
+            created_at=shape.as_str(node["createdAt"]),
         )
     return None
 
@@ -264,10 +252,10 @@ def _big_int(value: object) -> int | None:
 def _review(node: Mapping[str, Any]) -> BackstopReview:
     return BackstopReview(
         database_id=_big_int(node["fullDatabaseId"]),
-        author=_login(node["author"]),
-        state=_one_of(node["state"], REVIEW_STATES),
-        submitted_at=_opt_str(node["submittedAt"]),
-        commit_sha=_oid(node["commit"]),
+        author=shape.login(node["author"]),
+        state=shape.one_of(node["state"], REVIEW_STATES),
+        submitted_at=shape.opt_str(node["submittedAt"]),
+        commit_sha=shape.oid(node["commit"]),
     )
 
 
@@ -282,13 +270,18 @@ def open_pr_parts(
     """
 
     def read(n: Any) -> tuple[int, Mapping[str, Any], str | None, Mapping[str, Any] | None]:
-        head_ref = _obj(n)["headRef"]
-        target = None if head_ref is None else _obj(head_ref)["target"]
+        head_ref = shape.as_obj(n)["headRef"]
+        target = None if head_ref is None else shape.as_obj(head_ref)["target"]
         if target is None:
-            return _int(n["number"]), _opt_obj(n["reviews"]), None, None
-        rollup = _obj(target)["statusCheckRollup"]
-        contexts = None if rollup is None else _opt_obj(_obj(rollup)["contexts"])
-        return _int(n["number"]), _opt_obj(n["reviews"]), _str(target["oid"]), contexts
+            return shape.as_int(n["number"]), shape.opt_obj(n["reviews"]), None, None
+        rollup = shape.as_obj(target)["statusCheckRollup"]
+        contexts = None if rollup is None else shape.opt_obj(shape.as_obj(rollup)["contexts"])
+        return (
+            shape.as_int(n["number"]),
+            shape.opt_obj(n["reviews"]),
+            shape.as_str(target["oid"]),
+            contexts,
+        )
 
     return parsed("an open PR", node, read)
 
@@ -303,12 +296,12 @@ def open_pr_from_graphql(
         "an open PR",
         node,
         lambda n: BackstopOpenPr(
-            number=_int(n["number"]),
-            draft=_bool(n["isDraft"]),
-            head_ref=_str(n["headRefName"]),
-            head_sha=_str(n["headRefOid"]),
-            base_ref=_str(n["baseRefName"]),
-            updated_at=_str(n["updatedAt"]),
+            number=shape.as_int(n["number"]),
+            draft=shape.as_bool(n["isDraft"]),
+            head_ref=shape.as_str(n["headRefName"]),
+            head_sha=shape.as_str(n["headRefOid"]),
+            base_ref=shape.as_str(n["baseRefName"]),
+            updated_at=shape.as_str(n["updatedAt"]),
             contexts=checks,
             reviews=tuple(parsed("a review", r, _review) for r in reviews if r),
         ),
@@ -318,20 +311,20 @@ def open_pr_from_graphql(
 def done_updated_at(node: Mapping[str, Any]) -> str:
     """Return a done PR node's `updatedAt`, an ISO 8601 time (`malformed` when it is not one)."""
 
-    return parsed("a done PR", node, lambda n: _date_time(_obj(n)["updatedAt"]))
+    return parsed("a done PR", node, lambda n: _date_time(shape.as_obj(n)["updatedAt"]))
 
 
 def _done_pr(node: Mapping[str, Any]) -> BackstopDonePr:
     return BackstopDonePr(
-        number=_int(node["number"]),
-        state=_one_of(_lower(node["state"]), _DONE_STATES),
-        merged=_bool(node["merged"]),
-        merged_at=_opt_str(node["mergedAt"]),
-        closed_at=_opt_str(node["closedAt"]),
-        updated_at=_str(node["updatedAt"]),
-        head_sha=_str(node["headRefOid"]),
-        merge_sha=_oid(node["mergeCommit"]),
-        merged_by=_login(node["mergedBy"]),
+        number=shape.as_int(node["number"]),
+        state=shape.one_of(_lower(node["state"]), _DONE_STATES),
+        merged=shape.as_bool(node["merged"]),
+        merged_at=shape.opt_str(node["mergedAt"]),
+        closed_at=shape.opt_str(node["closedAt"]),
+        updated_at=shape.as_str(node["updatedAt"]),
+        head_sha=shape.as_str(node["headRefOid"]),
+        merge_sha=shape.oid(node["mergeCommit"]),
+        merged_by=shape.login(node["mergedBy"]),
     )
 
 
@@ -346,11 +339,11 @@ def history_of(repository: Mapping[str, Any]) -> tuple[str, object] | None:
     and its oid, is `malformed`: never read as an empty branch."""
 
     def read(r: Any) -> tuple[str, object] | None:
-        ref = _obj(r)["main"]
+        ref = shape.as_obj(r)["main"]
         if ref is None:
             return None
-        target = _obj(_obj(ref)["target"])
-        return _str(target["oid"]), target["history"]
+        target = shape.as_obj(shape.as_obj(ref)["target"])
+        return shape.as_str(target["oid"]), target["history"]
 
     return parsed("a branch", repository, read)
 
@@ -360,5 +353,9 @@ def commit_from_graphql(node: Mapping[str, Any]) -> tuple[str, str, str]:
     return parsed(
         "a history commit",
         node,
-        lambda n: (_str(n["oid"]), _str(n["messageHeadline"]), _str(n["committedDate"])),
+        lambda n: (
+            shape.as_str(n["oid"]),
+            shape.as_str(n["messageHeadline"]),
+            shape.as_str(n["committedDate"]),
+        ),
     )

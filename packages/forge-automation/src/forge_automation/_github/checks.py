@@ -20,20 +20,7 @@ from .._records import (
     RequiredContext,
     ReviewRules,
 )
-from .shape import (
-    _app_id,
-    _bool,
-    _int,
-    _list,
-    _obj,
-    _one_of,
-    _one_page,
-    _opt_int,
-    _opt_obj,
-    _opt_one_of,
-    _opt_str,
-    _str,
-)
+from . import shape
 
 __all__ = [
     "check_run_from_rest",
@@ -47,69 +34,71 @@ __all__ = [
 
 def check_run_from_rest(value: object) -> CheckRun:
     """Return the check run a REST `check-run` object describes."""
-    data = _obj(value)
-    app = _opt_obj(data.get("app"))
+    data = shape.as_obj(value)
+    app = shape.opt_obj(data.get("app"))
     return CheckRun(
-        id=_int(data["id"]),
-        name=_str(data["name"]),
-        status=_one_of(data["status"], CHECK_STATUSES),
-        conclusion=_opt_one_of(data.get("conclusion"), CHECK_CONCLUSIONS),
-        app_id=_opt_int(app.get("id")),
-        head_sha=_str(data["head_sha"]),
-        completed_at=_opt_str(data.get("completed_at")),
-        started_at=_opt_str(data.get("started_at")),
-        details_url=_opt_str(data.get("details_url")),
-        external_id=_opt_str(data.get("external_id")) or None,
+        id=shape.as_int(data["id"]),
+        name=shape.as_str(data["name"]),
+        status=shape.one_of(data["status"], CHECK_STATUSES),
+        conclusion=shape.opt_one_of(data.get("conclusion"), CHECK_CONCLUSIONS),
+        app_id=shape.opt_int(app.get("id")),
+        head_sha=shape.as_str(data["head_sha"]),
+        completed_at=shape.opt_str(data.get("completed_at")),
+        started_at=shape.opt_str(data.get("started_at")),
+        details_url=shape.opt_str(data.get("details_url")),
+        external_id=shape.opt_str(data.get("external_id")) or None,
     )
 
 
 def check_runs_from_rest(value: object) -> tuple[CheckRun, ...]:
     """Return the runs of one page of `GET .../commits/{ref}/check-runs`."""
-    return tuple(check_run_from_rest(r) for r in _list(_obj(value)["check_runs"]))
+    return tuple(check_run_from_rest(r) for r in shape.as_list(shape.as_obj(value)["check_runs"]))
 
 
 def commit_statuses_from_rest(value: object) -> tuple[CommitStatus, ...]:
     """Return the statuses of one page of `GET .../commits/{ref}/status`."""
     return tuple(
         CommitStatus(
-            context=_str(_obj(s)["context"]),
-            state=_one_of(_obj(s)["state"], STATUS_STATES),
-            created_at=_opt_str(_obj(s).get("created_at")),
-            target_url=_opt_str(_obj(s).get("target_url")),
+            context=shape.as_str(shape.as_obj(s)["context"]),
+            state=shape.one_of(shape.as_obj(s)["state"], STATUS_STATES),
+            created_at=shape.opt_str(shape.as_obj(s).get("created_at")),
+            target_url=shape.opt_str(shape.as_obj(s).get("target_url")),
         )
-        for s in _list(_obj(value)["statuses"])
+        for s in shape.as_list(shape.as_obj(value)["statuses"])
     )
 
 
 def runs_from_graphql(commit: Mapping[str, Any], head_sha: str) -> tuple[CheckRun, ...] | None:
     """Return every run of every check suite of a GraphQL `Commit`, newest first; None when a
     connection has another page (read the runs over REST)."""
-    suites = _one_page(commit["checkSuites"])
+    suites = shape.one_page(commit["checkSuites"])
     if suites is None:
         return None
     runs: list[CheckRun] = []
     for suite in suites:
-        app = _obj(suite)["app"]  # nullable, its key is not; so is the app's databaseId
-        app_id = None if app is None else _app_id(_opt_int(_obj(app)["databaseId"]))
-        nodes = _one_page(_obj(suite)["checkRuns"])
+        app = shape.as_obj(suite)["app"]  # nullable, its key is not; so is the app's databaseId
+        app_id = (
+            None if app is None else shape.app_id(shape.opt_int(shape.as_obj(app)["databaseId"]))
+        )
+        nodes = shape.one_page(shape.as_obj(suite)["checkRuns"])
         if nodes is None:
             return None
         for node in nodes:
-            run = _obj(node)
-            conclusion = _opt_str(run["conclusion"])
+            run = shape.as_obj(node)
+            conclusion = shape.opt_str(run["conclusion"])
             lower = None if conclusion is None else conclusion.lower()
             runs.append(
                 CheckRun(
-                    id=_int(run["databaseId"]),
-                    name=_str(run["name"]),
-                    status=_one_of(_str(run["status"]).lower(), CHECK_STATUSES),
-                    conclusion=_opt_one_of(lower, CHECK_CONCLUSIONS),
+                    id=shape.as_int(run["databaseId"]),
+                    name=shape.as_str(run["name"]),
+                    status=shape.one_of(shape.as_str(run["status"]).lower(), CHECK_STATUSES),
+                    conclusion=shape.opt_one_of(lower, CHECK_CONCLUSIONS),
                     app_id=app_id,
                     head_sha=head_sha,
-                    completed_at=_opt_str(run["completedAt"]),
-                    started_at=_opt_str(run["startedAt"]),
-                    details_url=_opt_str(run["detailsUrl"]),
-                    external_id=_opt_str(run["externalId"]) or None,
+                    completed_at=shape.opt_str(run["completedAt"]),
+                    started_at=shape.opt_str(run["startedAt"]),
+                    details_url=shape.opt_str(run["detailsUrl"]),
+                    external_id=shape.opt_str(run["externalId"]) or None,
                 )
             )
     # REST lists a commit's runs newest first; the order only matters to readers of ids.
@@ -144,29 +133,32 @@ _GRAPHQL_NAMES = (
 def _rules(nodes: object, names: tuple[str, ...], *, strict_default: bool) -> list[RequiredChecks]:
     approvals, owners, last_push, stale, threads, checks, context, app, strict = names
     found: list[RequiredChecks] = []
-    for entry in _list(nodes):
-        rule = _obj(entry)
-        kind = _str(rule["type"]).lower()
+    for entry in shape.as_list(nodes):
+        rule = shape.as_obj(entry)
+        kind = shape.as_str(rule["type"]).lower()
         if kind == "pull_request":
             # Every parameter is required by the forge's description: a missing one is malformed.
-            params = _obj(rule["parameters"])
+            params = shape.as_obj(rule["parameters"])
             reviews = ReviewRules(
-                required_approving_review_count=_int(params[approvals]),
-                require_code_owner_review=_bool(params[owners]),
-                require_last_push_approval=_bool(params[last_push]),
-                dismiss_stale_reviews_on_push=_bool(params[stale]),
-                required_review_thread_resolution=_bool(params[threads]),
+                required_approving_review_count=shape.as_int(params[approvals]),
+                require_code_owner_review=shape.as_bool(params[owners]),
+                require_last_push_approval=shape.as_bool(params[last_push]),
+                dismiss_stale_reviews_on_push=shape.as_bool(params[stale]),
+                required_review_thread_resolution=shape.as_bool(params[threads]),
                 source="ruleset",
             )
             found.append(RequiredChecks(reviews=reviews))
         elif kind == "required_status_checks":
-            params = _obj(rule["parameters"])
+            params = shape.as_obj(rule["parameters"])
             contexts = tuple(
-                RequiredContext(context=_str(_obj(c)[context]), app_id=_app_id(_obj(c).get(app)))
-                for c in _list(params[checks])
+                RequiredContext(
+                    context=shape.as_str(shape.as_obj(c)[context]),
+                    app_id=shape.app_id(shape.as_obj(c).get(app)),
+                )
+                for c in shape.as_list(params[checks])
             )
             policy = params.get(strict, False) if strict_default else params[strict]
-            found.append(RequiredChecks(contexts=contexts, strict=_bool(policy)))
+            found.append(RequiredChecks(contexts=contexts, strict=shape.as_bool(policy)))
     return found
 
 
@@ -183,7 +175,7 @@ def rules_from_graphql(value: object) -> RequiredChecks | None:
 
     if value is None:
         return None
-    nodes = _one_page(value)
+    nodes = shape.one_page(value)
     if nodes is None:
         return None
     return merge_required_checks(_rules(nodes, _GRAPHQL_NAMES, strict_default=False))

@@ -141,12 +141,12 @@ def graphql_failure(answer: object, status: int | None = None) -> ForgeCliError 
 
 def graphql_data(what: str, answer: object, status: int | None = None) -> Mapping[str, Any]:
     """Return a GraphQL answer's `data` object, or raise its failure (`graphql_failure`)."""
-    from .shape import _obj
+    from . import shape
 
     failure = graphql_failure(answer, status)
     if failure is not None:
         raise failure
-    return parsed(what, answer, lambda d: _obj(d["data"]), status=status)
+    return parsed(what, answer, lambda d: shape.as_obj(d["data"]), status=status)
 
 
 def parsed(what: str, data: Any, parse: Callable[[Any], T], *, status: int | None = None) -> T:
@@ -155,12 +155,12 @@ def parsed(what: str, data: Any, parse: Callable[[Any], T], *, status: int | Non
     Any missing field, wrong JSON type or value outside its set (`shape.SHAPE_ERRORS`) is
     "cannot read", never another exception, and never a guess.
     """
-    from .shape import SHAPE_ERRORS
+    from . import shape
 
     failed = False
     try:
         return parse(data)
-    except SHAPE_ERRORS:
+    except shape.SHAPE_ERRORS:
         failed = True
     # Raised outside the handler: the original error may quote a value from the body.
     assert failed

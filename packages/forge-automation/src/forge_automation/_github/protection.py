@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from .._errors import ProtectionHidden
 from .._records import ClassicProtection, RequiredChecks, RequiredContext, ReviewRules
+from . import shape
 from .failures import parsed
-from .shape import _app_id, _bool, _int, _list, _obj, _opt_obj, _str
 
 __all__ = [
     "NOT_PROTECTED",
@@ -38,11 +38,11 @@ def protection_hidden(repo: str, branch: str) -> ProtectionHidden:
 
 
 def _message(value: object) -> str:
-    return _str(_obj(value)["message"])
+    return shape.as_str(shape.as_obj(value)["message"])
 
 
 def _classic_protection_from_json(value: object) -> ClassicProtection:
-    data = _obj(value)
+    data = shape.as_obj(value)
     checks = data.get("required_status_checks")
     return ClassicProtection(
         checks=RequiredChecks() if checks is None else _classic_from_json(checks),
@@ -51,34 +51,41 @@ def _classic_protection_from_json(value: object) -> ClassicProtection:
 
 
 def _classic_from_json(value: object) -> RequiredChecks:
-    data = _obj(value)
+    data = shape.as_obj(value)
     # GitHub's description requires both lists: one left out is malformed, never "none".
-    checks = _list(data["checks"])
-    names = _list(data["contexts"])
+    checks = shape.as_list(data["checks"])
+    names = shape.as_list(data["contexts"])
     if checks:
         contexts = tuple(
-            RequiredContext(context=_str(_obj(c)["context"]), app_id=_app_id(_obj(c).get("app_id")))
+            RequiredContext(
+                context=shape.as_str(shape.as_obj(c)["context"]),
+                app_id=shape.app_id(shape.as_obj(c).get("app_id")),
+            )
             for c in checks
         )
     else:
-        contexts = tuple(RequiredContext(context=_str(c)) for c in names)
-    return RequiredChecks(contexts=contexts, strict=_bool(data.get("strict", False)))
+        contexts = tuple(RequiredContext(context=shape.as_str(c)) for c in names)
+    return RequiredChecks(contexts=contexts, strict=shape.as_bool(data.get("strict", False)))
 
 
 def _classic_reviews_from_json(value: object) -> ReviewRules:
-    data = _obj(value)
-    resolution = _bool(_opt_obj(data.get("required_conversation_resolution")).get("enabled", False))
+    data = shape.as_obj(value)
+    resolution = shape.as_bool(
+        shape.opt_obj(data.get("required_conversation_resolution")).get("enabled", False)
+    )
     reviews = data.get("required_pull_request_reviews")
     if reviews is None:
         return ReviewRules(required_review_thread_resolution=resolution, source="classic")
-    rule = _obj(reviews)
+    rule = shape.as_obj(reviews)
     return ReviewRules(
         # Present whenever reviews are required; read as one if a forge ever leaves it out.
-        required_approving_review_count=_int(rule.get("required_approving_review_count", 1)),
+        required_approving_review_count=shape.as_int(
+            rule.get("required_approving_review_count", 1)
+        ),
         # Required by GitHub's description, like `dismiss_stale_reviews`: never defaulted.
-        require_code_owner_review=_bool(rule["require_code_owner_reviews"]),
-        require_last_push_approval=_bool(rule.get("require_last_push_approval", False)),
-        dismiss_stale_reviews_on_push=_bool(rule["dismiss_stale_reviews"]),
+        require_code_owner_review=shape.as_bool(rule["require_code_owner_reviews"]),
+        require_last_push_approval=shape.as_bool(rule.get("require_last_push_approval", False)),
+        dismiss_stale_reviews_on_push=shape.as_bool(rule["dismiss_stale_reviews"]),
         required_review_thread_resolution=resolution,
         source="classic",
     )

@@ -74,14 +74,14 @@ def parse_pr_snapshot(body: Any) -> PrSnapshot | None:
     shape raises ForgeCliError (kind `malformed`).
     """
     from .._errors import ForgeCliError
+    from . import shape
     from .failures import parsed
-    from .shape import _obj
 
     if isinstance(body, dict) and body.get("errors"):
         if _not_found(body):
             raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
         return None
-    data = parsed("a pull request snapshot", body, lambda d: _obj(_obj(d)["data"]))
+    data = parsed("a pull request snapshot", body, lambda d: shape.as_obj(shape.as_obj(d)["data"]))
     repository = data.get("repository")
     if repository is None:
         raise ForgeCliError(NO_SUCH_PR, status=404, kind="not-found")
@@ -116,34 +116,37 @@ def _not_found(body: Mapping[str, Any]) -> bool:
 
 
 def _snapshot(repository: Any) -> PrSnapshot:
+    from . import shape
     from .checks import rules_from_graphql, runs_from_graphql
-    from .shape import _list, _obj, _oid, _str
 
-    data = _obj(_obj(repository)["pullRequest"])
+    data = shape.as_obj(shape.as_obj(repository)["pullRequest"])
     pr = pull_from_graphql(data)
     head_sha = pr.head_sha
     # `baseRef` and its `target` may be null (a deleted base): then nothing is proven up to date
     # and the rules are read over REST. A key left out is malformed, never "no base".
     base = data["baseRef"]
-    base_tip = None if base is None else _oid(_obj(base)["target"])
+    base_tip = None if base is None else shape.oid(shape.as_obj(base)["target"])
     head = _head_commit(data, head_sha)
     runs = None
     up_to_date = False
     if head is not None:
         runs = runs_from_graphql(head, head_sha)
-        ancestors = {_str(_obj(c)["oid"]) for c in _list(_obj(head["history"])["nodes"])}
+        ancestors = {
+            shape.as_str(shape.as_obj(c)["oid"])
+            for c in shape.as_list(shape.as_obj(head["history"])["nodes"])
+        }
         up_to_date = base_tip is not None and (base_tip == head_sha or base_tip in ancestors)
-    rules = None if base is None else rules_from_graphql(_obj(base)["rules"])
+    rules = None if base is None else rules_from_graphql(shape.as_obj(base)["rules"])
     return PrSnapshot(pr=pr, runs=runs, rules=rules, up_to_date=up_to_date, data=data)
 
 
 def _head_commit(data: Mapping[str, Any], head_sha: str) -> Mapping[str, Any] | None:
     """Return the PR's last commit when it is the head `head_sha`, else None."""
-    from .shape import _list, _obj, _str
+    from . import shape
 
-    commits = _list(_obj(data["commits"])["nodes"])
-    head = _obj(_obj(commits[-1])["commit"]) if commits else None
-    if head is None or _str(head["oid"]) != head_sha:
+    commits = shape.as_list(shape.as_obj(data["commits"])["nodes"])
+    head = shape.as_obj(shape.as_obj(commits[-1])["commit"]) if commits else None
+    if head is None or shape.as_str(head["oid"]) != head_sha:
         return None
     return head
 
@@ -152,30 +155,34 @@ def pull_from_graphql(data: Mapping[str, Any]) -> PullRequest:
     """Return the PR a GraphQL `PullRequest` (PR_SNAPSHOT_QUERY's fields) describes.
 
     Every field the document selects must be there: a non-null one (GitHub's schema) absent,
-    null or of another JSON type, and a nullable one left out, raise `_Unmappable`. Only an
+    null or of another JSON type, and a nullable one left out, raise `shape.Unmappable`. Only an
     explicit null of a nullable field reads as None (`headRepository`: a deleted fork).
     """
     from .._records import MERGEABLE_STATES, PullRequest
-    from .shape import _bool, _int, _obj, _oid, _one_of, _opt_str, _str, _Unmappable
+    from . import shape
 
-    state = _str(data["state"])
+    state = shape.as_str(data["state"])
     if state not in ("OPEN", "CLOSED", "MERGED"):
-        raise _Unmappable
+        raise shape.Unmappable
     head_repo = data["headRepository"]
     return PullRequest(
-        number=_int(data["number"]),
+        number=shape.as_int(data["number"]),
         state="open" if state == "OPEN" else "closed",
-        head_sha=_str(data["headRefOid"]),
-        head_ref=_str(data["headRefName"]),
-        head_repo=None if head_repo is None else _str(_obj(head_repo)["nameWithOwner"]),
-        base_ref=_str(data["baseRefName"]),
-        base_sha=_str(data["baseRefOid"]),
-        mergeable_state=_one_of(_str(data["mergeStateStatus"]).lower(), MERGEABLE_STATES),
-        merged=_bool(data["merged"]),
-        merge_sha=_oid(data["mergeCommit"]),
-        merged_at=_opt_str(data["mergedAt"]),
-        draft=_bool(data["isDraft"]),
-        title=_str(data["title"]),
+        head_sha=shape.as_str(data["headRefOid"]),
+        head_ref=shape.as_str(data["headRefName"]),
+        head_repo=None
+        if head_repo is None
+        else shape.as_str(shape.as_obj(head_repo)["nameWithOwner"]),
+        base_ref=shape.as_str(data["baseRefName"]),
+        base_sha=shape.as_str(data["baseRefOid"]),
+        mergeable_state=shape.one_of(
+            shape.as_str(data["mergeStateStatus"]).lower(), MERGEABLE_STATES
+        ),
+        merged=shape.as_bool(data["merged"]),
+        merge_sha=shape.oid(data["mergeCommit"]),
+        merged_at=shape.opt_str(data["mergedAt"]),
+        draft=shape.as_bool(data["isDraft"]),
+        title=shape.as_str(data["title"]),
     )
 
 

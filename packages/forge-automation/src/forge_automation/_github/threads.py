@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._types import ForcePush, Page, ReviewComment
-from .shape import _next_cursor
+from . import shape
 
 __all__ = [
     "ThreadPage",
@@ -40,7 +40,7 @@ def _comments(
         )
         for c in connection["nodes"]
     ]
-    return items, _next_cursor(connection["pageInfo"])
+    return items, shape.next_cursor(connection["pageInfo"])
 
 
 def review_threads_from_graphql(data: Any) -> tuple[list[ThreadPage], str | None]:
@@ -53,7 +53,7 @@ def review_threads_from_graphql(data: Any) -> tuple[list[ThreadPage], str | None
         node_id = None if thread_id is None else str(thread_id)
         items, more = _comments(thread["comments"], resolved, node_id)
         read.append((thread_id, resolved, items, more))
-    return read, _next_cursor(threads["pageInfo"])
+    return read, shape.next_cursor(threads["pageInfo"])
 
 
 def thread_comments_from_graphql(
