@@ -78,13 +78,7 @@ class FakeWrites:
                 if (key[0], pr.state, pr.base_ref) == (repo, "open", branch) and (
                     pr.head_sha in reach
                 ):
-                    state.prs[key] = replace(
-                        pr,
-                        state="closed",
-                        merged=True,
-                        merge_sha=sha,
-                        merged_at="2024-01-03T00:00:00Z",
-                    )
+                    state.prs[key] = _merged(pr, sha)
             self._f.effects["update_ref"] += 1
             return sha
 
@@ -195,13 +189,7 @@ class FakeWrites:
             merged_sha = _fake_sha(f"{method}:{repo}#{number}:{sha}")
             self._f.add_commit(merged_sha, parents=parents, message=message)
             state.branches[(repo, pr.base_ref)] = merged_sha
-            state.prs[(repo, number)] = replace(
-                pr,
-                state="closed",
-                merged=True,
-                merge_sha=merged_sha,
-                merged_at="2024-01-03T00:00:00Z",
-            )
+            state.prs[(repo, number)] = _merged(pr, merged_sha)
             self._f.effects["merge_pr"] += 1
             return merged_sha
 
@@ -234,3 +222,10 @@ class FakeWrites:
                 state.branches[(repo, pr.head_ref)] = new_head
             state.prs[(repo, number)] = replace(pr, head_sha=new_head, base_sha=base_tip)
             self._f.effects["update_branch"] += 1
+
+
+def _merged(pr: PullRequest, merge_sha: str) -> PullRequest:
+    """The PR closed as merged at `merge_sha` (by a merge, or a push that holds its head)."""
+    return replace(
+        pr, state="closed", merged=True, merge_sha=merge_sha, merged_at="2024-01-03T00:00:00Z"
+    )
