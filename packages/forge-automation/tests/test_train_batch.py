@@ -321,6 +321,36 @@ def test_land_push_refused_as_no_fast_forward_stops_with_the_labels_kept(tmp_pat
         assert all(repo.labels[n] == [LABEL] for n in (1, 2))
 
 
+def test_land_push_refused_with_the_base_unmoved_keeps_the_green_car_for_the_rerun(
+    tmp_path: Path,
+) -> None:
+    # The forge refuses the fast-forward while the base has not moved (branch protection the
+    # token cannot bypass): the car CI saw green stays, and the rerun lands it untested.
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
+        assert repo.git is not None
+        assert repo.ci is not None
+        repo.ref_update_refusal = "Protected branch update failed for refs/heads/main."
+        result, lines = _ride(server, clone, batch=2, land="push")
+        assert result.stopped is not None, lines
+        assert "refused (422)" in lines[-1], lines
+        assert "the green car is kept" in lines[-1], lines
+        cars = [b for b in repo.git.heads() if b.startswith("train/main/")]
+        assert len(cars) == 1, lines
+        assert repo.ci.runs == 1
+        assert all(repo.labels[n] == [LABEL] for n in (1, 2))
+
+        repo.ref_update_refusal = None
+        unproven = _green_landings(repo)
+        result, lines = _ride(server, clone, batch=2, land="push")
+        assert (result.merged, result.stopped) == ([1, 2], None), lines
+        assert any(line.startswith(f"CAR-FOUND {cars[0]} ") for line in lines), lines
+        assert repo.ci.runs == 1  # the tree that passed is not tested again
+        assert unproven == [], lines
+        assert not any(b.startswith("train/") for b in repo.git.heads()), lines
+
+
 def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
     tmp_path: Path,
 ) -> None:

@@ -9,7 +9,8 @@ required checks are waited for on the car's commit. Then:
   (git/update-ref, never forced), so the base only ever holds trees CI saw green; the forge
   marks each PR whose head the base now holds merged. Just before, each PR must still be open
   at the head the car holds (else the car is not landed and its PRs are judged again); a base
-  that moved is refused by the forge (422) and the train stops, the PRs keeping their label.
+  that moved is refused by the forge (422) and the train stops, the PRs keeping their label. A
+  refusal with the base unmoved (branch protection) stops too, the green car kept for the rerun.
 - green (`land="merge"`): the PRs are merged through the forge in order, each guarded by its
   head (`guarded_merge` with the head sha as the forge's precondition). Before each merge the
   base must still be where the car expects it, and each merge must land on it (its parent);
@@ -262,11 +263,12 @@ class BatchTrain(_SerialTrain):
         Given the `queue`, the next car's PRs are judged while this one is in CI; when that
         stops the train, the car is deleted untested (`_Halted`)."""
         found = carts.same_tree(car)
+        if found is None and not carts.push(car):
+            found = car  # this very commit, pushed by an earlier run: its checks ran there
         if found is not None:
             car = found
             self.emit(f"CAR-FOUND {car.branch} {car.sha} prs={car.numbers()} tree={car.tree}")
         else:
-            carts.push(car)
             self.cars += 1
             self.emit(f"CAR {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
         if queue is not None:
@@ -423,7 +425,9 @@ class BatchTrain(_SerialTrain):
     def _push(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
         """Fast-forward the base to the tested car commit (`--land push`); the forge marks the
         car's PRs merged. Each PR must still be at the head the car holds (else the car is
-        rebuilt, never landed); a base that is no longer the car's parent gets a 422: stop."""
+        rebuilt, never landed); a base that is no longer the car's parent gets a 422: stop, the
+        car deleted. A 422 with the base unmoved (branch protection refusing the push) stops
+        with the green car kept: the rerun's car is the same commit, found with its checks."""
         for number, head in car.prs:
             pr = self.port.get_pr(self.repo, number)
             if pr.head_sha == head and pr.state == "open":
@@ -445,15 +449,19 @@ class BatchTrain(_SerialTrain):
             if exc.status != 422:
                 raise
             now = self.port.get_head_sha(self.repo, car.base)
-            carts.delete(car)
-            why = (
-                f"{car.base} moved to {now}, so it is no longer the parent {car.base_tip} of"
-                if now != car.base_tip
-                else f"the forge refused ({exception_reason(exc)}) to move {car.base} to"
-            )
+            if now != car.base_tip:
+                carts.delete(car)  # its parent is gone: a rerun builds on the new tip
+                raise _Stop(
+                    f"{car.base} moved to {now}, so it is no longer the parent {car.base_tip} of "
+                    f"{car.branch} ({car.sha}): the fast-forward was refused (422) and nothing "
+                    "of the car landed"
+                ) from None
+            # The base is unmoved, so the green car is still the next landing: it stays, and a
+            # rerun (once the refusal is fixed) finds it with its checks and lands it untested.
             raise _Stop(
-                f"{why} {car.branch} ({car.sha}): the fast-forward was refused (422) and nothing "
-                "of the car landed"
+                f"the forge refused ({exception_reason(exc)}) to move {car.base} to {car.branch} "
+                f"({car.sha}): the fast-forward was refused (422) and nothing of the car landed; "
+                "the green car is kept, a rerun lands it without testing it again"
             ) from None
         self.emit(f"PUSHED {car.base}={car.sha} from {car.branch} prs={car.numbers()}")
         # The car branch goes while its PRs are still labelled: a run killed before this finds

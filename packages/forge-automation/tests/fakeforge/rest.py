@@ -169,6 +169,8 @@ class RestApi(ChecksApi):
             raise error(422, "Reference does not exist")
         if sha not in repo.commits:
             raise error(422, "Object does not exist")
+        if repo.ref_update_refusal is not None:
+            raise error(422, repo.ref_update_refusal)
         reach = ancestors(repo, sha)
         if tip not in reach and not data.get("force"):
             raise error(422, "Update is not a fast forward")

@@ -102,6 +102,9 @@ class RepoState:
     # right after each one (branch, new tip): where a test checks the tree that landed.
     ref_updates: list[tuple[str, str]] = field(default_factory=list)
     after_ref_update: Callable[[str, str], None] | None = None
+    # A message the forge refuses every ref update with (422), the base unmoved: branch
+    # protection or a ruleset the token cannot bypass.
+    ref_update_refusal: str | None = None
     # update-branch as GitHub runs it: the 202 comes first, the new head lands later. Here it
     # lands while the forge answers the `update_lands_after`-th request after the 202 (0: at
     # once). Until then the PR keeps its old head, and another update-branch for that head is
