@@ -389,3 +389,37 @@ def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
             assert (
                 not held or git.git("merge-base", "--is-ancestor", moved[0], sha, ok=(0, 1))[0] == 0
             )
+
+
+def test_land_push_names_a_push_to_a_pr_that_came_while_its_car_landed(tmp_path: Path) -> None:
+    # The author pushes to #1 after the train checked its head and before the ref update lands
+    # (the window bors has too): the tested head lands with the car, the new commit does not,
+    # and the forge keeps #1 open. The train stops at once naming that, #1 keeps its label.
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
+        unproven = _green_landings(repo)
+        assert repo.git is not None
+        git = repo.git
+        old = repo.prs[1]["head"]["sha"]
+        moved: list[str] = []
+
+        def push_as_the_car_lands(method: str, path: str) -> None:
+            if moved or method != "PATCH" or not path.endswith("/git/refs/heads/main"):
+                return
+            new = git.git("commit-tree", git.tree(old), "-p", old, "-m", "more")[1]
+            repo.commits[new] = ((old,), "more", "2024-01-02T00:00:00Z")
+            git.set_branch(repo, "topic1", new)
+            git.git("update-ref", "refs/pull/1/head", new)
+            repo.prs[1]["head"]["sha"] = new
+            repo.pr_commits[1] = [old, new]
+            moved.append(new)
+
+        server.state.on_request = push_as_the_car_lands
+        result, lines = _ride(server, clone, batch=2, land="push")
+        assert moved, lines
+        assert result.stopped == 1, lines
+        assert f"#1 was pushed to ({moved[0]}) while its car landed" in lines[-1], lines
+        assert unproven == [], lines  # what landed is the tree CI saw green
+        assert repo.prs[1]["state"] == "open"
+        assert repo.labels[1] == [LABEL]

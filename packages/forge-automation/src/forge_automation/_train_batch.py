@@ -468,7 +468,7 @@ class BatchTrain(_SerialTrain):
         # them merged and labelled, finishes them and sweeps their base's car branches.
         carts.delete(car)
         for number, head in car.prs:
-            pr = self._marked_merged(number)
+            pr = self._marked_merged(number, head)
             self._finish(pr, head, pr.merge_sha or car.sha, "push")
         tip = carts.fetch_base(car.base)
         tree = carts.tree(tip)
@@ -480,20 +480,28 @@ class BatchTrain(_SerialTrain):
         self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
         return tip
 
-    def _marked_merged(self, number: int) -> PullRequest:
-        """Read PR `number` until the forge marks it merged (within the grace), after the push."""
+    def _marked_merged(self, number: int, head: str) -> PullRequest:
+        """Read PR `number` until the forge marks it merged (within the grace), after the push
+        landed its `head`."""
         deadline = self.clock() + self.grace
         while True:
             pr = self.port.get_pr(self.repo, number)
-            if pr.merged or self.clock() >= deadline:
+            if pr.merged or pr.head_sha != head or self.clock() >= deadline:
                 break
             self.sleep(self.interval)
-        if not pr.merged:
+        if pr.merged:
+            return pr
+        if pr.head_sha != head:
+            # A push to the PR between the head check and the ref update: its tested head
+            # landed with the car, its new commits did not (the forge keeps it open).
             raise _Stop(
-                f"#{number}'s head is on the base, but the forge has not marked it merged within "
-                f"{self.grace:g} s"
+                f"#{number} was pushed to ({pr.head_sha}) while its car landed: the car's {head} "
+                "is on the base, the new commits are not, and the PR stays open with its label"
             )
-        return pr
+        raise _Stop(
+            f"#{number}'s head is on the base, but the forge has not marked it merged within "
+            f"{self.grace:g} s"
+        )
 
 
 def _numbers(prs: list[tuple[int, str]]) -> str:
