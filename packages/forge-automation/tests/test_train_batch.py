@@ -292,6 +292,19 @@ def _green_landings(repo: RepoState) -> list[str]:
     return unproven
 
 
+def _push_to_pr_1(repo: RepoState) -> str:
+    """The author pushes one more commit to #1 (branch `topic1`); return the new head."""
+    assert repo.git is not None
+    git, old = repo.git, repo.prs[1]["head"]["sha"]
+    new = git.git("commit-tree", git.tree(old), "-p", old, "-m", "more")[1]
+    repo.commits[new] = ((old,), "more", "2024-01-02T00:00:00Z")
+    git.set_branch(repo, "topic1", new)
+    git.git("update-ref", "refs/pull/1/head", new)
+    repo.prs[1]["head"]["sha"] = new
+    repo.pr_commits[1] = [old, new]
+    return new
+
+
 def test_land_push_refused_as_no_fast_forward_stops_with_the_labels_kept(tmp_path: Path) -> None:
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
@@ -368,12 +381,7 @@ def test_land_push_never_lands_a_car_whose_pr_head_moved_after_it_was_built(
             # The author pushes to #1 once its car was seen green, before the train lands it.
             if moved or not ci.green_trees or path != f"/repos/{REPO}/pulls/1":
                 return
-            new = git.git("commit-tree", git.tree(old), "-p", old, "-m", "more")[1]
-            repo.commits[new] = ((old,), "more", "2024-01-02T00:00:00Z")
-            git.set_branch(repo, "topic1", new)
-            git.git("update-ref", "refs/pull/1/head", new)
-            repo.prs[1]["head"]["sha"] = new
-            repo.pr_commits[1] = [old, new]
+            new = _push_to_pr_1(repo)
             repo.add_run(new, "ci", "success")
             moved.append(new)
 
@@ -399,21 +407,12 @@ def test_land_push_names_a_push_to_a_pr_that_came_while_its_car_landed(tmp_path:
         repo = server.state.repo(REPO)
         clone = train_world(repo, str(tmp_path), prs=2, duration=0.1)
         unproven = _green_landings(repo)
-        assert repo.git is not None
-        git = repo.git
-        old = repo.prs[1]["head"]["sha"]
         moved: list[str] = []
 
         def push_as_the_car_lands(method: str, path: str) -> None:
             if moved or method != "PATCH" or not path.endswith("/git/refs/heads/main"):
                 return
-            new = git.git("commit-tree", git.tree(old), "-p", old, "-m", "more")[1]
-            repo.commits[new] = ((old,), "more", "2024-01-02T00:00:00Z")
-            git.set_branch(repo, "topic1", new)
-            git.git("update-ref", "refs/pull/1/head", new)
-            repo.prs[1]["head"]["sha"] = new
-            repo.pr_commits[1] = [old, new]
-            moved.append(new)
+            moved.append(_push_to_pr_1(repo))
 
         server.state.on_request = push_as_the_car_lands
         result, lines = _ride(server, clone, batch=2, land="push")
