@@ -372,3 +372,44 @@ def test_run_and_best_weigh_the_use_forecast_for_now(home: Home) -> None:
     # Without its history `fast`'s reading alone (80%) would have won.
     (fast / "status-cache" / "usage-history.jsonl").unlink()
     assert home.run("run", "--", *SHOW_DIR).out == f"{fast}\n"
+
+
+def test_run_and_best_take_the_day_rhythm_over_the_straight_line(home: Home) -> None:
+    """`busy` read 80% eight minutes ago, rising 60 %/h all morning: a straight line puts it at
+    88% now, past `steady`'s 84%. Its five days before stopped at this time of day (a lunch
+    break from the half hour this reading fell in), so the day's rhythm says about 80%:
+    `busy` has the most room."""
+    from agent_accounts.io import write_reading
+
+    now = time.time()
+    last = now - 8 * 60
+    pause = last // 1800 * 1800  # the days before stopped at this half hour
+    busy = home.add("busy")
+
+    def reading(t: float, used: float, opened: float) -> dict[str, Any]:
+        limits = {
+            "five_hour": {"used_percentage": used, "resets_at": opened + 5 * HOUR},
+            "seven_day": {"used_percentage": 10, "resets_at": now + DAY},
+        }
+        return {"session_id": "usage-poll", "written_at": t, "rate_limits": limits}
+
+    opened = last - 80 * 60  # 0% then, 80% at `last`
+    for day in range(5, 0, -1):
+        start, stop = opened - day * DAY, pause - day * DAY
+        for k in range(15):
+            t = start + 600 + k * 1200
+            write_reading(busy, reading(t, (min(t, stop) - start) * 60 / HOUR, start))
+    today = [reading(opened + k * 600, k * 10.0, opened) for k in range(1, 9)]
+    for doc in today:
+        write_reading(busy, doc)
+    steady = home.add("steady", five_hour=(84, 3 * HOUR), seven_day=(10, DAY))
+    done = home.run("run", "--", *SHOW_DIR)
+    assert (done.code, done.out) == (0, f"{busy}\n"), done.err
+    assert done.err.startswith("account-cli: run: busy: most room, ")
+    assert home.run("best").out == "busy\n"
+    # Not vacuous: with only today's readings (the straight line), `steady` wins.
+    (busy / "status-cache" / "usage-history.jsonl").unlink()
+    for doc in today:
+        write_reading(busy, doc)
+    assert home.run("run", "--", *SHOW_DIR).out == f"{steady}\n"
+    assert home.run("best").out == "steady\n"
