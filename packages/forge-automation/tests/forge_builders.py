@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +73,24 @@ def check_run(
     )
 
 
+def _answered(body: Any) -> ExecResult:
+    """Return gh's output for GitHub's 200 answer with `body` as JSON (`gh api -i`)."""
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(body).encode()
+    return ExecResult(returncode=0, stdout=raw, stderr=b"")
+
+
 def answering_wire(body: Any) -> ForgeWire:
     """Return a gh wire whose every call GitHub answers 200 with `body` as JSON (no gh runs)."""
+    return gh_cli_wire(lambda args, options: _answered(body), timeout=5.0)
+
+
+def graphql_wire(answer: Callable[[str, Mapping[str, Any]], Any]) -> ForgeWire:
+    """Return a gh wire whose GraphQL documents `answer(query, variables)` answers in-process
+    (the local forge's `ForgeServer.graphql`, bends included): no gh runs, the document sent is
+    the package's own."""
 
     def exec(args: Sequence[str], options: ExecOptions) -> ExecResult:
-        raw = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(body).encode()
-        )
-        return ExecResult(returncode=0, stdout=raw, stderr=b"")
+        document = json.loads(options.input or b"{}")
+        return _answered(answer(document["query"], document.get("variables") or {}))
 
     return gh_cli_wire(exec, timeout=5.0)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
 
+from fakeforge import ForgeServer, RepoState
+from fakeforge.schema import bent, off_schema
 from forge_automation import (
     ClassicProtection,
     ForgeCliError,
     ReviewRules,
+    forge_port,
 )
-from forge_builders import answering_wire
+from forge_builders import answering_wire, graphql_wire
 
 REPO = "acme/widgets"
 HEAD = "a" * 40
@@ -162,3 +166,59 @@ def test_a_graphql_error_beside_the_data_fails_the_read() -> None:
     body["errors"] = [{"message": "something went wrong"}]
     with pytest.raises(ForgeCliError):
         answering_wire(body).get_pull_reviews(REPO, 1, HEAD, None)
+
+
+# The review-thread and force-push reads against GitHub's schema: each field these documents
+# select that was once read leniently (a missing key as None, False, "" or "NONE"), where it sits
+# under `pullRequest`, and a value of another JSON type.
+_THREAD = ("reviewThreads", "nodes", 0)
+_COMMENT = (*_THREAD, "comments", "nodes", 0)
+_PUSH = ("timelineItems", "nodes", 0)
+THREAD_FIELDS: list[tuple[str, str, tuple[str | int, ...], object]] = [
+    ("PullRequestReviewThread", "id", _THREAD, 7),
+    ("PullRequestReviewThread", "isResolved", _THREAD, "true"),
+    ("PullRequestReviewComment", "author", _COMMENT, "bob"),
+    ("Actor", "login", (*_COMMENT, "author"), 7),
+    ("PullRequestReviewComment", "authorAssociation", _COMMENT, 7),
+    ("PullRequestReviewComment", "path", _COMMENT, 7),
+    ("PullRequestReviewComment", "line", _COMMENT, "3"),
+    ("PullRequestReviewComment", "body", _COMMENT, 7),
+    ("HeadRefForcePushedEvent", "beforeCommit", _PUSH, "f" * 40),
+    ("HeadRefForcePushedEvent", "afterCommit", _PUSH, "f" * 40),
+    ("Commit", "oid", (*_PUSH, "beforeCommit"), 7),
+    ("PageInfo", "hasNextPage", ("timelineItems", "pageInfo"), "false"),
+]
+
+
+@pytest.mark.parametrize(
+    ("type_name", "field", "path", "wrong"),
+    THREAD_FIELDS,
+    ids=[
+        ".".join([*(str(k) for k in p if k not in ("nodes", 0)), f]) for _, f, p, _ in THREAD_FIELDS
+    ],
+)
+def test_a_thread_or_force_push_field_github_never_sends_so_is_malformed(
+    server: ForgeServer,
+    repo: RepoState,
+    type_name: str,
+    field: str,
+    path: tuple[str | int, ...],
+    wrong: object,
+) -> None:
+    head = repo.add_commit("head", parents=[repo.branches["main"]])
+    repo.add_pr(1, head_ref="feature", head_sha=head)
+    repo.review_threads[1] = [{"comments": [{"id": 7, "user": "bob", "path": "a.py", "line": 3}]}]
+    repo.force_pushes[1] = [(repo.branches["main"], head)]
+    port = forge_port(graphql_wire(server.graphql))
+    pushes = path[0] == "timelineItems"
+    read = port.list_force_pushes if pushes else port.list_review_comments
+    operation = "PullRequestForcePushes" if pushes else "PullRequestReviewThreads"
+    assert read(REPO, 1)  # the answer as sent reads
+    where = ("data", "repository", "pullRequest", *path)
+    for change in off_schema(type_name, field, wrong):
+        server.state.graphql_bends[operation] = functools.partial(
+            bent, path=where, field=field, change=change
+        )
+        with pytest.raises(ForgeCliError) as caught:
+            read(REPO, 1)
+        assert caught.value.kind == "malformed", (field, change)

@@ -27,18 +27,20 @@ def _comments(
     connection: Any, resolved: bool, thread_id: str | None
 ) -> tuple[list[ReviewComment], str | None]:
     """Return one page of a thread's comments and the cursor of the next, if any."""
+    # Every field the fragment selects must be there (an absent one is malformed, never a
+    # default); `author` and `line` may be null. The BigInt id comes as a decimal string.
     items = [
         ReviewComment(
-            id=int(c["fullDatabaseId"]),
-            author=(c.get("author") or {}).get("login"),
-            author_association=str(c.get("authorAssociation", "NONE")),
-            path=str(c.get("path", "")),
-            line=c.get("line"),
-            body=str(c.get("body", "")),
+            id=int(shape.as_str(shape.as_obj(c)["fullDatabaseId"])),
+            author=shape.login(c["author"]),
+            author_association=shape.as_str(c["authorAssociation"]),
+            path=shape.as_str(c["path"]),
+            line=shape.opt_int(c["line"]),
+            body=shape.as_str(c["body"]),
             resolved=resolved,
             thread_id=thread_id,
         )
-        for c in connection["nodes"]
+        for c in shape.as_list(connection["nodes"])
     ]
     return items, shape.next_cursor(connection["pageInfo"])
 
@@ -47,11 +49,10 @@ def review_threads_from_graphql(data: Any) -> tuple[list[ThreadPage], str | None
     """Return one page of a PR's review threads and the cursor of its next page."""
     threads = data["repository"]["pullRequest"]["reviewThreads"]
     read: list[ThreadPage] = []
-    for thread in threads["nodes"]:
-        resolved = bool(thread.get("isResolved"))
-        thread_id = thread.get("id")
-        node_id = None if thread_id is None else str(thread_id)
-        items, more = _comments(thread["comments"], resolved, node_id)
+    for thread in shape.as_list(threads["nodes"]):
+        resolved = shape.as_bool(shape.as_obj(thread)["isResolved"])
+        thread_id = shape.as_str(thread["id"])
+        items, more = _comments(thread["comments"], resolved, thread_id)
         read.append((thread_id, resolved, items, more))
     return read, shape.next_cursor(threads["pageInfo"])
 
@@ -66,14 +67,15 @@ def thread_comments_from_graphql(
 def force_pushes_from_graphql(data: Any) -> Page[ForcePush]:
     """Return a PR's force-pushes; `next_cursor` is set (to "more" without one) when more exist."""
     timeline = data["repository"]["pullRequest"]["timelineItems"]
+    # Both commits are nullable (a commit GitHub no longer has), their keys are not: an event
+    # without its new head is skipped as before, one whose keys are missing is malformed.
+    events = (shape.as_obj(n) for n in shape.as_list(timeline["nodes"]) if n is not None)
     items = tuple(
-        ForcePush(
-            before=(n.get("beforeCommit") or {}).get("oid"),
-            after=str(n["afterCommit"]["oid"]),
-        )
-        for n in timeline["nodes"]
-        if n and n.get("afterCommit")
+        ForcePush(before=shape.oid(n["beforeCommit"]), after=after)
+        for n in events
+        if (after := shape.oid(n["afterCommit"])) is not None
     )
-    info = timeline["pageInfo"]
-    cursor = (info.get("endCursor") or "more") if info.get("hasNextPage") else None
+    info = shape.as_obj(timeline["pageInfo"])
+    more = shape.as_bool(info["hasNextPage"])
+    cursor = (shape.opt_str(info["endCursor"]) or "more") if more else None
     return Page(items=items, next_cursor=cursor)
