@@ -191,20 +191,16 @@ THREAD_FIELDS: list[tuple[str, str, tuple[str | int, ...], object]] = [
 
 
 @pytest.mark.parametrize(
-    ("type_name", "field", "path", "wrong"),
+    "row",
     THREAD_FIELDS,
     ids=[
         ".".join([*(str(k) for k in p if k not in ("nodes", 0)), f]) for _, f, p, _ in THREAD_FIELDS
     ],
 )
 def test_a_thread_or_force_push_field_github_never_sends_so_is_malformed(
-    server: ForgeServer,
-    repo: RepoState,
-    type_name: str,
-    field: str,
-    path: tuple[str | int, ...],
-    wrong: object,
+    server: ForgeServer, repo: RepoState, row: tuple[str, str, tuple[str | int, ...], object]
 ) -> None:
+    type_name, field, path, wrong = row
     head = repo.add_commit("head", parents=[repo.branches["main"]])
     repo.add_pr(1, head_ref="feature", head_sha=head)
     repo.review_threads[1] = [{"comments": [{"id": 7, "user": "bob", "path": "a.py", "line": 3}]}]
