@@ -484,3 +484,12 @@ def test_a_nullable_field_sent_as_null_reads_as_none(server: ForgeServer) -> Non
         with pytest.raises(ForgeCliError) as caught:
             _read_changed(server, path, field, None)
         assert caught.value.kind == "malformed"
+
+
+def test_a_context_without_its_typename_is_malformed_never_skipped(server: ForgeServer) -> None:
+    # Each rollup context says what it is; one that does not was read as "another kind" and
+    # dropped, so a failing check could vanish from the snapshot.
+    _one_of_each(server)
+    with pytest.raises(ForgeCliError) as caught:
+        _read_changed(server, _CHECK, "__typename", ABSENT)
+    assert caught.value.kind == "malformed"

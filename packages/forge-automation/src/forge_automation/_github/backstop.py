@@ -220,7 +220,7 @@ def _lower(value: object) -> object:
 
 
 def _context(node: Mapping[str, Any]) -> BackstopCheck | BackstopStatus | None:
-    kind = node.get("__typename")
+    kind = shape.as_str(node["__typename"])  # left out: malformed, never "another kind"
     if kind == "CheckRun":
         return BackstopCheck(
             database_id=shape.opt_int(node["databaseId"]),
