@@ -17,10 +17,15 @@ from forge_automation import (
     CheckRun,
     CheckRunConclusion,
     FakeForge,
+    GhExec,
     PullRequest,
     RequiredChecks,
     RequiredContext,
+    TrainResult,
     fake_forge,
+    forge_port,
+    gh_cli_wire,
+    run_train,
 )
 
 REPO = "acme/widgets"
@@ -112,3 +117,23 @@ def fake_train() -> FakeForge:
 def words(lines: list[str]) -> list[str]:
     """Each line's verb and PR (or repo), without shas."""
     return [" ".join(line.split(":")[0].split()[:2]) for line in lines]
+
+
+def ride_batch(gh: GhExec, clone: str, lines: list[str], **extra: object) -> TrainResult:
+    """Run the batched train over the local forge through the real gh (`gh`, an exec), fast
+    polls and no reread delays; its lines go to `lines`; `extra` adds or overrides keywords."""
+    options: dict[str, object] = {
+        "batch": 2,
+        "interval": 0.05,
+        "timeout": 60,
+        "delays": (),
+        **extra,
+    }
+    return run_train(
+        forge_port(gh_cli_wire(gh)),
+        REPO,
+        LABEL,
+        emit=lines.append,
+        clone=clone,
+        **options,  # type: ignore[arg-type]
+    )

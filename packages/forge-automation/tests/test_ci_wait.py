@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from fakeforge import ForgeServer
@@ -283,6 +285,41 @@ def test_a_required_check_never_reported_after_the_grace_is_red_by_name() -> Non
         budget=_idle_budget(),
     )
     assert (result.verdict, result.polls, result.reasons) == ("red", 3, ("test=never reported",))
+
+
+def test_grace_for_gives_a_check_its_own_grace_over_the_common_one() -> None:
+    # A job behind `needs:` registers late: its own grace (the train derives it from history)
+    # waits for it where the common grace would call it never reported.
+    fake, clock = fake_forge(), Clock()
+    fake.set_runs(SHA, [_run("success", 1, "other")])
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.sleeps) == 5:
+            fake.set_runs(SHA, [_run("success", 1, "other"), _run("success", 2, "late")])
+
+    rules = [RequiredContext(context="late"), RequiredContext(context="other")]
+
+    def wait(sleep: Callable[[float], None]) -> CiWaitResult:
+        return ci_wait(
+            forge_port(fake.wire),
+            REPO,
+            SHA,
+            rules=rules,
+            grace=20,
+            grace_for={"late": 100},
+            sleep=sleep,
+            clock=lambda: clock.now,
+            budget=_idle_budget(),
+            timeout=600,
+            interval=10,
+        )
+
+    result = wait(sleep)
+    assert (result.verdict, result.polls) == ("green", 6)
+    fake.set_runs(SHA, [_run("success", 1, "other")])
+    never = wait(clock.sleep)
+    assert (never.verdict, never.polls, never.reasons) == ("red", 11, ("late=never reported",))
 
 
 def test_nothing_reported_at_all_after_the_grace_is_red() -> None:

@@ -123,6 +123,7 @@ class Backend(Protocol):
     ) -> str: ...
     def set_labels(self, number: int, names: Sequence[str]) -> None: ...
     def labels(self, number: int) -> list[str]: ...
+    def set_files(self, files: dict[str, str]) -> None: ...
 
 
 class FakeBackend:
@@ -309,6 +310,9 @@ class FakeBackend:
 
     def labels(self, number: int) -> list[str]:
         return self.fake.labels(REPO, number)
+
+    def set_files(self, files: dict[str, str]) -> None:
+        self.fake.set_files(REPO, files)
 
 
 class GhBackend:
@@ -526,6 +530,9 @@ class GhBackend:
     def labels(self, number: int) -> list[str]:
         return list(self.repo.labels.get(number, []))
 
+    def set_files(self, files: dict[str, str]) -> None:
+        self.repo.files = dict(files)
+
 
 @pytest.fixture(params=["fake", "gh"])
 def forge(request: pytest.FixtureRequest) -> Iterator[Backend]:
@@ -541,6 +548,25 @@ def _main(forge: Backend) -> tuple[str, str]:
     tip = forge.commit("tip", [root])
     forge.branch("main", tip)
     return root, tip
+
+
+def test_workflow_files_and_text_file_read_the_contents_api(forge: Backend) -> None:
+    # repos/get-content: a directory lists its entries (files and subdirectories), a file
+    # carries its text in base64; 404 for a path that is not there.
+    flow = ".github/workflows"
+    forge.set_files(
+        {
+            f"{flow}/ci.yml": "on: push\n",
+            f"{flow}/lint.yaml": "on: [push]  # é\n",
+            f"{flow}/README.md": "workflows\n",
+            f"{flow}/nested/other.yml": "on: push\n",
+        }
+    )
+    assert forge.port.workflow_files(REPO, "main") == (f"{flow}/ci.yml", f"{flow}/lint.yaml")
+    assert forge.port.text_file(REPO, f"{flow}/lint.yaml", "main") == "on: [push]  # é\n"
+    assert forge.port.text_file(REPO, f"{flow}/gone.yml", "main") is None
+    forge.set_files({})
+    assert forge.port.workflow_files(REPO, "main") == ()
 
 
 def test_get_head_sha_reads_a_branch_and_none_when_missing(forge: Backend) -> None:
@@ -659,6 +685,29 @@ def test_upsert_comment_posts_once_and_resolves_the_user_once(forge: Backend) ->
     assert second.id == first.id
     assert forge.effects("create_issue_comment") == 1
     assert forge.user_lookups() == 1
+
+
+def test_ensure_issue_opens_one_labelled_issue_and_upsert_updates_its_comment(
+    forge: Backend,
+) -> None:
+    _, tip = _main(forge)
+    forge.pr(1, "topic", tip)
+    forge.set_labels(1, ["queue"])
+    first = forge.port.ensure_issue(REPO, label="queue", title="Train", body="the train")
+    assert first != 1  # issue numbers are shared with PRs
+    again = forge.port.ensure_issue(REPO, label="queue", title="Train", body="the train")
+    assert (again, forge.effects("create_issue")) == (first, 1)
+    assert forge.port.list_labelled_prs(REPO, "queue", state="all")[0].number == 1  # PRs only
+    marker = "<!-- summary -->"
+    made = forge.port.upsert_comment(REPO, first, marker, f"{marker}\nrunning", update=True)
+    same = forge.port.upsert_comment(REPO, first, marker, f"{marker}\nrunning", update=True)
+    done = forge.port.upsert_comment(REPO, first, marker, f"{marker}\ndone", update=True)
+    assert (made.done, same.done, same.skipped, done.done) == (True, False, "exists", True)
+    assert made.id == same.id == done.id
+    found = forge.port.find_comment(REPO, first, marker)
+    assert found is not None
+    assert found.body == f"{marker}\ndone"
+    assert (forge.effects("create_issue_comment"), forge.effects("update_issue_comment")) == (1, 1)
 
 
 def test_upsert_comment_ignores_forged_and_longer_markers(forge: Backend) -> None:

@@ -110,6 +110,7 @@ if TYPE_CHECKING:
     from ._types import FileStatus as FileStatus
     from ._types import ForcePush as ForcePush
     from ._types import IssueComment as IssueComment
+    from ._types import LabelledIssue as LabelledIssue
     from ._types import LabelledPr as LabelledPr
     from ._types import MergeMethod as MergeMethod
     from ._types import MergeResult as MergeResult
@@ -200,6 +201,7 @@ _PUBLIC: dict[str, str] = {
     "InstallationToken": "._app_token",
     "IssueComment": "._types",
     "JobLogSummary": "._logs",
+    "LabelledIssue": "._types",
     "LabelledPr": "._types",
     "LsRemoteError": "._errors",
     "MergeMethod": "._types",

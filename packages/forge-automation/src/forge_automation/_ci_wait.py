@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -100,6 +100,21 @@ def check_wait_bounds(timeout: float, interval: float, grace: float | None) -> N
         raise ForgeInputError("grace", "must be a finite number of seconds >= 0")
 
 
+def _late(
+    progress: CiProgress,
+    elapsed: float,
+    grace: float | None,
+    grace_for: Mapping[str, float] | None,
+) -> list[tuple[str, str]]:
+    """The missing checks (name, label) whose grace (`grace_for[name]`, else `grace`) is over."""
+    late: list[tuple[str, str]] = []
+    for name, label in zip(progress.missing, progress.missing_labels, strict=True):
+        mine = grace_for.get(name, grace) if grace_for is not None else grace
+        if mine is not None and elapsed >= mine:
+            late.append((name, label))
+    return late
+
+
 def ci_wait(
     port: ForgePort,
     repo: str,
@@ -116,12 +131,14 @@ def ci_wait(
     head: Callable[[], str] | None = None,
     on_poll: Callable[[CiPoll], None] | None = None,
     latest: bool = False,
+    grace_for: Mapping[str, float] | None = None,
 ) -> CiWaitResult:
     """Poll check runs and statuses of `sha` until green, red or moved, or time runs out.
 
     `rules` limits the verdict to those required contexts. `fail_fast` ends red on the first
     failure instead of once nothing that counts is still running. `grace` (seconds) turns a
-    required context with no run or status yet into `red` once the wait is that old. `head`
+    required context with no run or status yet into `red` once the wait is that old;
+    `grace_for` gives a context its own grace instead (by name). `head`
     (read before each poll) ends the wait `moved` when it names another sha. `on_poll` is
     called with each poll's `CiPoll`. With `latest` only each check's latest run counts (the
     forge's `filter=latest`, as its branch protection reads them): for a caller that reran a
@@ -130,6 +147,8 @@ def ci_wait(
     validate_repo(repo)
     validate_sha(sha)
     check_wait_bounds(timeout, interval, grace)
+    for one in (grace_for or {}).values():
+        check_wait_bounds(timeout, interval, one)
     pacer = budget or shared_rate_budget()
     start = clock()
     deadline = start + timeout
@@ -180,10 +199,12 @@ def ci_wait(
         if progress is not None:
             waiting = progress.waiting
             failed = progress.failed
-            if grace is not None and clock() - start >= grace and progress.missing:
-                # Past the grace, a check that never reported is a failure, not a wait.
-                failed = (*failed, *(f"{name}=never reported" for name in progress.missing))
-                waiting = tuple(w for w in waiting if w not in progress.missing_labels)
+            late = _late(progress, clock() - start, grace, grace_for)
+            if late:
+                # Past its grace, a check that never reported is a failure, not a wait.
+                failed = (*failed, *(f"{name}=never reported" for name, _ in late))
+                labels = {label for _, label in late}
+                waiting = tuple(w for w in waiting if w not in labels)
             if failed and (fail_fast or not waiting):
                 return CiWaitResult(verdict="red", reasons=failed, polls=poll, sha=sha)
             if not failed and not waiting:

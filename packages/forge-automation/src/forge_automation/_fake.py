@@ -11,7 +11,7 @@ import itertools
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -162,6 +162,13 @@ class FakeForge:
         """Set the labels a PR carries."""
         with self._lock:
             self._state.labels[(repo, number)] = list(labels)
+
+    def set_files(self, repo: str, files: Mapping[str, str]) -> None:
+        """Set the repository's files (path -> UTF-8 text), the same at every ref."""
+        with self._lock:
+            for key in [k for k in self._state.files if k[0] == repo]:
+                del self._state.files[key]
+            self._state.files.update({(repo, path): text for path, text in files.items()})
 
     def labels(self, repo: str, number: int) -> list[str]:
         """Return the labels a PR carries (a copy)."""

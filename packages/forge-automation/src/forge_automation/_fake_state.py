@@ -10,6 +10,7 @@ from ._types import (
     CommitStatus,
     CompareFiles,
     IssueComment,
+    LabelledIssue,
     PullRequest,
     RequiredChecks,
     ReviewRules,
@@ -55,6 +56,10 @@ class FakeState:
     classic_reviews: dict[tuple[str, str], ReviewRules | int] = field(default_factory=dict)
     compares: dict[tuple[str, str, str], CompareFiles] = field(default_factory=dict)
     labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    # Issues (not PRs) by (repo, number); their labels and comments live beside the PRs'.
+    issues: dict[tuple[str, int], LabelledIssue] = field(default_factory=dict)
+    # Repository files by (repo, path), the same at every ref (the contents API's reads).
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def not_found(what: str) -> ForgeCliError:

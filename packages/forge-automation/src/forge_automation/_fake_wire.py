@@ -144,6 +144,22 @@ class FakeWire(FakeWrites):
             commit = self._f.commits.get(sha)
             return None if commit is None else commit.parents
 
+    def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...] | None:
+        with self._f._lock:
+            state = self._call("list_directory")
+            prefix = path.rstrip("/") + "/"
+            found = sorted(
+                p
+                for r, p in state.files
+                if r == repo and p.startswith(prefix) and "/" not in p.removeprefix(prefix)
+            )
+            return tuple(found) or None
+
+    def get_text_file(self, repo: str, path: str, ref: str) -> str | None:
+        with self._f._lock:
+            state = self._call("get_text_file")
+            return state.files.get((repo, path))
+
     def list_pr_files(self, repo: str, number: int, page: int) -> t.Page[t.FileEntry]:
         with self._f._lock:
             self._call("list_pr_files")
@@ -204,6 +220,18 @@ class FakeWire(FakeWrites):
         with self._f._lock:
             self._call("list_issue_comments")
             items, nxt = _paged(self._f.comments(repo, number), page)
+            return t.Page(items=items, next_page=nxt)
+
+    def list_labelled_issues(self, repo: str, label: str, page: int) -> t.Page[t.LabelledIssue]:
+        with self._f._lock:
+            state = self._call("list_labelled_issues")
+            rows = [
+                issue
+                for (r, n), issue in sorted(state.issues.items())
+                if r == repo
+                and label.casefold() in {x.casefold() for x in state.labels.get((r, n), [])}
+            ]
+            items, nxt = _paged(rows, page)
             return t.Page(items=items, next_page=nxt)
 
     def list_review_comments(

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ._errors import ForgeCliError
 from ._fake_state import FakeState, not_found
-from ._types import CheckRun, CheckRunRequest, CreatedCheckRun, PullRequest
+from ._types import CheckRun, CheckRunRequest, CreatedCheckRun, LabelledIssue, PullRequest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,10 +123,33 @@ class FakeWrites:
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         with self._f._lock:
             state = self._call("create_issue_comment")
-            if (repo, number) not in state.prs:
+            if (repo, number) not in state.prs and (repo, number) not in state.issues:
                 raise not_found(f"{repo}#{number}")
             self._f.effects["create_issue_comment"] += 1
             return self._f.add_comment(repo, number, author=self._f.user, body=body)
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        with self._f._lock:
+            state = self._call("update_issue_comment")
+            for (where, _), comments in state.comments.items():
+                for index, comment in enumerate(comments):
+                    if where == repo and comment.id == comment_id:
+                        comments[index] = replace(comment, body=body)
+                        self._f.effects["update_issue_comment"] += 1
+                        return
+            raise not_found(f"comment {comment_id}")
+
+    def create_issue(self, repo: str, title: str, body: str, label: str) -> int:
+        with self._f._lock:
+            state = self._call("create_issue")
+            taken = [n for r, n in (*state.prs, *state.issues) if r == repo]
+            number = max(taken, default=0) + 1
+            state.issues[(repo, number)] = LabelledIssue(
+                number=number, author=self._f.user, title=title
+            )
+            state.labels[(repo, number)] = [label]
+            self._f.effects["create_issue"] += 1
+            return number
 
     def create_check_run(self, repo: str, request: CheckRunRequest) -> CheckRun:
         with self._f._lock:

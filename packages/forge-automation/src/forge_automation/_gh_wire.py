@@ -179,6 +179,18 @@ class GhCliWire:
             return None
         return _mapped("a commit", response, pulls.commit_parents_from_rest)
 
+    def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...] | None:
+        response = self._send(rest.get_content(repo, path, ref))
+        if response.status == 404:
+            return None
+        return _mapped("a directory", response, pulls.directory_files_from_rest)
+
+    def get_text_file(self, repo: str, path: str, ref: str) -> str | None:
+        response = self._send(rest.get_content(repo, path, ref))
+        if response.status == 404:
+            return None
+        return _mapped(f"the file {path}", response, pulls.text_file_from_rest)
+
     def list_pr_files(self, repo: str, number: int, page: int) -> t.Page[t.FileEntry]:
         request = rest.list_pull_files(repo, number, page)
         return self._page("a file list", request, page, pulls.files_from_rest)
@@ -211,6 +223,17 @@ class GhCliWire:
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         request = rest.add_issue_comment(repo, number, body)
         return self._read("a comment", request, lambda d: shape.as_int(shape.as_obj(d)["id"]))
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        self._send(rest.update_issue_comment(repo, comment_id, body))
+
+    def list_labelled_issues(self, repo: str, label: str, page: int) -> t.Page[t.LabelledIssue]:
+        request = rest.list_labelled_issues(repo, label, "open", page)
+        return self._page("an issue list", request, page, pulls.labelled_issues_from_rest)
+
+    def create_issue(self, repo: str, title: str, body: str, label: str) -> int:
+        request = rest.create_issue(repo, title, body, label)
+        return self._read("an issue", request, lambda d: shape.as_int(shape.as_obj(d)["number"]))
 
     def list_review_comments(
         self, repo: str, number: int, after: str | None

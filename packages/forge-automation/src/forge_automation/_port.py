@@ -20,6 +20,7 @@ from ._types import (
     DeleteRefResult,
     EnsureBranchResult,
     IssueComment,
+    LabelledIssue,
     MergeMethod,
     MergeResult,
     OpenPrResult,
@@ -118,12 +119,32 @@ class ForgePort(PortReads):
         validate_number(job_id, "job_id")
         self._wire.rerun_job(repo, job_id)
 
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> UpsertCommentResult:
-        """Post `body` unless our own comment already holds `marker` alone on a line."""
+    def upsert_comment(
+        self, repo: str, number: int, marker: str, body: str, *, update: bool = False
+    ) -> UpsertCommentResult:
+        """Post `body` unless our own comment already holds `marker` alone on a line.
+
+        With `update` that comment's body becomes `body` (one edit; none when it is already).
+        """
         validate_repo(repo)
         validate_number(number)
         validate_marker(marker)
         validate_text(body, "body", allow_empty=False)
+        found = self.find_comment(repo, number, marker)
+        if found is None:
+            return UpsertCommentResult(
+                id=self._wire.create_issue_comment(repo, number, body), done=True
+            )
+        if update and found.body != body:
+            self._wire.update_issue_comment(repo, found.id, body)
+            return UpsertCommentResult(id=found.id, done=True)
+        return UpsertCommentResult(id=found.id, done=False, skipped="exists")
+
+    def find_comment(self, repo: str, number: int, marker: str) -> IssueComment | None:
+        """Return our own comment on issue or PR `number` holding `marker` alone on a line."""
+        validate_repo(repo)
+        validate_number(number)
+        validate_marker(marker)
         user = self.get_authenticated_user().casefold()
         comments: list[IssueComment] = all_pages(
             lambda page: self._wire.list_issue_comments(repo, number, page)
@@ -132,10 +153,24 @@ class ForgePort(PortReads):
             if (comment.author or "").casefold() != user:
                 continue
             if any(line.strip() == marker for line in comment.body.splitlines()):
-                return UpsertCommentResult(id=comment.id, done=False, skipped="exists")
-        return UpsertCommentResult(
-            id=self._wire.create_issue_comment(repo, number, body), done=True
+                return comment
+        return None
+
+    def ensure_issue(self, repo: str, *, label: str, title: str, body: str) -> int:
+        """Return the number of our oldest open issue titled `title` carrying `label`; open one
+        (with `body`) when there is none."""
+        validate_repo(repo)
+        validate_label(label)
+        validate_text(title, "title", allow_empty=False)
+        validate_text(body, "body", allow_empty=False)
+        user = self.get_authenticated_user().casefold()
+        issues: list[LabelledIssue] = all_pages(
+            lambda page: self._wire.list_labelled_issues(repo, label, page)
         )
+        for issue in sorted(issues, key=lambda i: i.number):
+            if (issue.author or "").casefold() == user and issue.title == title:
+                return issue.number
+        return self._wire.create_issue(repo, title, body, label)
 
     def remove_label(self, repo: str, number: int, label: str) -> RemoveLabelResult:
         """Remove `label` from the PR unless it does not carry it (then skipped `missing`)."""

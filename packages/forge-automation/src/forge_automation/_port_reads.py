@@ -249,6 +249,22 @@ class PortReads:
         validate_ref(head, "head")
         return self._wire.compare_files(repo, base, head)
 
+    def workflow_files(self, repo: str, ref: str) -> tuple[str, ...]:
+        """Return the paths of the Actions workflow files (`.github/workflows/*.yml|yaml`) at `ref`.
+
+        A repository without that directory has none; a failed read raises ForgeCliError.
+        """
+        validate_repo(repo)
+        validate_ref(ref, "ref")
+        paths = self._wire.list_directory(repo, ".github/workflows", ref) or ()
+        return tuple(p for p in paths if p.endswith((".yml", ".yaml")))
+
+    def text_file(self, repo: str, path: str, ref: str) -> str | None:
+        """Return the UTF-8 text of file `path` at `ref`, None when there is no such file."""
+        validate_repo(repo)
+        validate_ref(ref, "ref")
+        return self._wire.get_text_file(repo, path, ref)
+
     def commit_parents(self, repo: str, sha: str) -> tuple[str, ...] | None:
         """Return the parents of commit `sha` (two for a merge), None when the forge has none."""
         validate_repo(repo)

@@ -127,7 +127,14 @@ def run_train(
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
     `grace` (seconds) is how long a CI wait treats a required check with no run yet as pending
-    before it drops the PR (`<context>=never reported`); None is `DEFAULT_TRAIN_GRACE`.
+    before it drops the PR (`<context>=never reported`). None: `DEFAULT_TRAIN_GRACE`, and with
+    `batch` each required check's grace comes from its recent runs on the base
+    (`_train_preflight`: a multiple of how late it started after the commit's first check,
+    within [120 s, timeout]; DEFAULT_TRAIN_GRACE without history). With `batch` the train's
+    preflight also stops before the first car when no workflow on the base runs on a push to a
+    car branch (the NOTE lines name checks from external CIs, which it cannot read).
+    A batched run keeps its account (PRs merged and dropped, flakes) in one summary comment on
+    the label's issue (`_train_summary`); a rerun after a kill carries it over.
     With `dry_run` nothing is written (not even the clone) and each line says what would happen.
     A repository the forge answers 404 for raises that ForgeCliError (status 404): there is no
     train to stop.
@@ -157,6 +164,7 @@ def run_train(
         timeout=timeout,
         interval=interval,
         grace=DEFAULT_TRAIN_GRACE if grace is None else grace,
+        grace_given=grace is not None,
         git=git,
         sleep=sleep,
         clock=clock,

@@ -24,6 +24,10 @@ from ._redact import exception_reason
 from ._train import TrainResult, train_marker
 from ._types import LabelledPr, PullRequest, RequiredContext
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._train_summary import TrainSummary
+
 _FETCH_TIMEOUT = 300.0
 # How each CI wait's verdict reads in the train's lines.
 _WORD = {"green": "GREEN", "red": "RED", "timeout": "TIMEOUT", "moved": "MOVED"}
@@ -87,6 +91,12 @@ class _Train:
     retry_flaky: int = 0
     land: str = "merge"
     explain: Callable[[str, str, str], str | None] | None = None
+    # Whether `grace` was given (else each required check's grace comes from its history).
+    grace_given: bool = True
+    # Each required check's "never reported" grace, from the preflight of its base.
+    graces: dict[str, float] = field(default_factory=dict)
+    # The batched train's summary comment (None: the serial train, a dry run, or it failed).
+    summary: TrainSummary | None = field(default=None, init=False)
     result: TrainResult = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,13 +116,33 @@ class _Train:
         listed = ",".join(f"#{r.number}" for r in rows) or "none"
         mode = " (dry run: nothing is written)" if self.dry_run else ""
         self.emit(f"TRAIN {self.repo} label={self.label} prs={listed}{self._shape()}{mode}")
+        if self.batch is not None and not self.dry_run:
+            self._summarize("running", opening=True)
         self._ride(rows)
         if self.result.stopped is None:
             merged, dropped = len(self.result.merged), len(self.result.dropped)
             tail = " (dry run)" if self.dry_run else ""
             flaky = f" flaky={len(self.result.flaky)}" if self.result.flaky else ""
             self.emit(f"DONE {self.repo} merged={merged} dropped={dropped}{flaky}{tail}")
+        self._summarize("done" if self.result.stopped is None else "stopped", force=True)
         return self.result
+
+    def _summarize(self, status: str, *, opening: bool = False, force: bool = False) -> None:
+        """Upsert the batched train's summary comment (`_train_summary`); a failure to read or
+        write it is a NOTE and the train goes on without it: it never decides anything."""
+        if opening:
+            from ._train_summary import TrainSummary
+
+            self.summary = TrainSummary(self.port, self.repo, self.label, self.emit)
+        if self.summary is None:
+            return
+        try:
+            if opening:
+                self.summary.open()
+            self.summary.write(self.result, status, force=force or opening)
+        except ForgeError as exc:
+            self.summary = None
+            self.emit(f"NOTE {self.repo}: no train summary ({exception_reason(exc)})")
 
     def _shape(self) -> str:
         """What the TRAIN line adds about the kind of train (nothing for the serial one)."""
@@ -131,6 +161,8 @@ class _Train:
             self._drop_or_stop(number, "", f"cannot handle this PR: {exception_reason(exc)}")
         except ForgeError as exc:
             self._stopped(number, exception_reason(exc))
+        if self.result.stopped is None:
+            self._summarize("running")  # only when the step merged, dropped or saw a flake
         return self.result.stopped is None
 
     def _wait_ci(
@@ -160,7 +192,29 @@ class _Train:
             head=head,
             on_poll=None if self.on_poll is None else lambda seen: self._polled(seen, number),
             latest=latest,
+            grace_for=self.graces or None,
         )
+
+    def _preflight(self, base: str, rules: Sequence[RequiredContext]) -> None:
+        """Before the first car on `base`: its required checks will run on a car branch (else
+        stop naming the fix), and each one's "never reported" grace (`_train_preflight`)."""
+        from ._train_preflight import PreflightStop, preflight
+
+        try:
+            found = preflight(
+                self.port,
+                self.repo,
+                base,
+                rules,
+                emit=self.emit,
+                timeout=self.timeout,
+                grace=self.grace if self.grace_given else None,
+                default_grace=self.grace,
+            )
+        except PreflightStop as exc:
+            raise _Stop(str(exc)) from None
+        for name, grace in found.graces.items():
+            self.graces[name] = max(grace, self.graces.get(name, 0.0))
 
     def _gate(self) -> _Gate:
         return _Gate(clone=self.clone, git=self.git, sleep=self.sleep, delays=self.delays)
@@ -198,8 +252,7 @@ class _Train:
     def _finish(self, pr: PullRequest, head: str, sha: str, how: str) -> None:
         """Finish merged PR `pr`: delete its branch, remove the label, say MERGED."""
         branch = delete_head_branch(self.port, self.repo, pr)
-        self.port.remove_label(self.repo, pr.number, self.label)
-        self.result.merged.append(pr.number)
+        self._unlabel(pr.number, self.result.merged)
         self.emit(
             f"MERGED {self._ref(pr.number)} head={head} sha={sha} merge={how} branch={branch}"
         )
@@ -241,9 +294,23 @@ class _Train:
         )
         try:
             self.port.upsert_comment(self.repo, number, marker, body)
-            self.port.remove_label(self.repo, number, self.label)
+            self._unlabel(number, self.result.dropped)
         except ForgeError as exc:
             self._stopped(number, f"cannot drop it ({blocker}): {exception_reason(exc)}")
             return
-        self.result.dropped.append(number)
         self.emit(f"DROPPED {ref}: {blocker}")
+
+    def _unlabel(self, number: int, into: list[int]) -> None:
+        """Count PR `number` as merged or dropped (`into`), then remove its label.
+
+        The summary comment is written in between: once the label is gone a rerun no longer
+        lists the PR, so the summary must hold it first (a kill between the two only makes the
+        rerun finish the PR and count it again, which the summary's union absorbs).
+        """
+        into.append(number)
+        self._summarize("running")
+        try:
+            self.port.remove_label(self.repo, number, self.label)
+        except BaseException:
+            into.remove(number)
+            raise

@@ -171,6 +171,7 @@ class BatchTrain(_SerialTrain):
             )
         if not rules.contexts:
             raise _Stop(f"{base} requires no check, so no car can be proven green")
+        self._preflight(base, rules.contexts)
         self._rules[base] = rules.contexts
 
     def _car(self, carts: CarGit, base: str, prs: list[tuple[int, str]], queue: list[int]) -> None:
@@ -402,8 +403,7 @@ class BatchTrain(_SerialTrain):
                 )
                 carts.delete(car)
                 return None
-            self.port.remove_label(self.repo, number, self.label)
-            self.result.merged.append(number)
+            self._unlabel(number, self.result.merged)
             self.emit(outcome.line())
             parents = self.port.commit_parents(self.repo, outcome.sha or "")
             if not parents or parents[0] != expected:

@@ -223,6 +223,5 @@ class _SerialTrain(_Train):
             # With `checked` only the forge refuses here (405: the base moved under the merge,
             # or it sees a blocker premerge did not; 422): never proof the PR is at fault.
             raise _Again("; ".join(outcome.reasons))
-        self.port.remove_label(self.repo, number, self.label)
-        self.result.merged.append(number)
+        self._unlabel(number, self.result.merged)
         self.emit(outcome.line())

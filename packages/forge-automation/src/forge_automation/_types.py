@@ -40,6 +40,7 @@ __all__ = [
     "FileStatus",
     "ForcePush",
     "IssueComment",
+    "LabelledIssue",
     "LabelledPr",
     "MergeMethod",
     "MergeResult",
@@ -154,6 +155,15 @@ class LabelledPr:
     number: int
     state: PrState
     created_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelledIssue:
+    """An open issue (not a PR) carrying a label: its number, author and title."""
+
+    number: int
+    author: str | None
+    title: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

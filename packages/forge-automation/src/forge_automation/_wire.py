@@ -24,6 +24,7 @@ from ._types import (
     FileEntry,
     ForcePush,
     IssueComment,
+    LabelledIssue,
     LabelledPr,
     NotModified,
     Page,
@@ -101,6 +102,14 @@ class ForgeWire(Protocol):
         """Return the parents of commit `sha` (git data API), None when the forge has none."""
         ...
 
+    def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...] | None:
+        """Return the paths of the files in directory `path` at `ref`; None when it is not there."""
+        ...
+
+    def get_text_file(self, repo: str, path: str, ref: str) -> str | None:
+        """Return the UTF-8 text of file `path` at `ref`; None when it is not there."""
+        ...
+
     def list_pr_files(self, repo: str, number: int, page: int) -> Page[FileEntry]:
         """Return one page of a PR's files."""
         ...
@@ -131,6 +140,18 @@ class ForgeWire(Protocol):
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         """Post a conversation comment and return its id."""
+        ...
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        """Replace the body of issue comment `comment_id`."""
+        ...
+
+    def list_labelled_issues(self, repo: str, label: str, page: int) -> Page[LabelledIssue]:
+        """Return one page of the open issues (not PRs) carrying `label`, oldest first."""
+        ...
+
+    def create_issue(self, repo: str, title: str, body: str, label: str) -> int:
+        """Open an issue carrying `label`; return its number."""
         ...
 
     def list_review_comments(

@@ -7,7 +7,8 @@ test removes it; gh receives the faulted HTTP answer, as it would from GitHub. P
 - `rulesets`: REST `GET .../rules/branches/{branch}` (the rulesets' `pull_request` rule is a
   review rule; pr-status reads the rulesets in its GraphQL document instead);
 - `reviews`: the GraphQL reviews selection (PullRequestSnapshot, PullRequestReviewState);
-- `threads`: the GraphQL review threads (PullRequestSnapshot, PullRequestReviewThreads).
+- `threads`: the GraphQL review threads (PullRequestSnapshot, PullRequestReviewThreads);
+- `workflow`: REST `GET .../contents/.github/workflows/<file>` (a workflow file's read).
 
 Faults: `rate-limit` (403, primary limit spent, resetting in an hour), `not-found` (404 `Not
 Found`, GitHub's answer to a caller without admin rights; REST only), `502`, `empty` (200, no
@@ -26,13 +27,14 @@ from typing import Any
 
 __all__ = ["GRAPHQL_FAULTS", "PARTS", "REST_FAULTS", "faulted_answer", "mutated"]
 
-PARTS = ("protection", "rulesets", "reviews", "threads")
+PARTS = ("protection", "rulesets", "reviews", "threads", "workflow")
 REST_FAULTS = ("rate-limit", "not-found", "502", "empty", "truncated", "missing-field")
 GRAPHQL_FAULTS = ("rate-limit", "502", "empty", "truncated", "errors", "missing-field", "no-cursor")
 
 _REST_PART = {
     "protection": re.compile(r"/repos/[^/]+/[^/]+/branches/.+/protection(/.*)?"),
     "rulesets": re.compile(r"/repos/[^/]+/[^/]+/rules/branches/.+"),
+    "workflow": re.compile(r"/repos/[^/]+/[^/]+/contents/\.github/workflows/.+"),
 }
 _GRAPHQL_PART = {
     "reviews": {"PullRequestSnapshot", "PullRequestReviewState"},

@@ -85,6 +85,8 @@ class RestApi(ChecksApi):
             (r"/issues/(\d+)/labels/(.+)", "DELETE", self.remove_label),
             (r"/issues/(\d+)/comments", "GET", self.list_comments),
             (r"/issues/(\d+)/comments", "POST", self.create_comment),
+            (r"/issues", "POST", self.create_issue),
+            (r"/issues/comments/(\d+)", "PATCH", self.update_comment),
             (r"/compare/(.+?)\.\.\.(.+)", "GET", self.compare),
             (r"/commits", "GET", self.list_commits),
             (r"/check-runs", "POST", self.create_check_run),
@@ -99,6 +101,7 @@ class RestApi(ChecksApi):
             (r"/actions/jobs/(\d+)/logs", "GET", self.job_logs),
             (r"/actions/jobs/(\d+)/rerun", "POST", self.rerun_job),
             (r"/actions/runs", "GET", self.list_workflow_runs),
+            (r"/contents/(.+)", "GET", self.get_content),
         ]
 
     def get_repo(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
@@ -403,7 +406,7 @@ class RestApi(ChecksApi):
             repo.after_update(number, old, new_head)
 
     def list_issues(self, request: web.Request, repo: RepoState, *_: Any) -> Any:
-        # Only PRs live here, so every row is a PR's issue and carries `pull_request`.
+        # PRs' issues carry `pull_request`; the issues of `repo.issues` do not.
         state = request.query.get("state", "open")
         wanted = [x for x in request.query.get("labels", "").split(",") if x]
         rows = []
@@ -426,6 +429,19 @@ class RestApi(ChecksApi):
                     },
                 }
             )
+        for number, issue in repo.issues.items():
+            names = {x.casefold() for x in repo.labels.get(number, [])}
+            if state in ("open", "all") and all(w.casefold() in names for w in wanted):
+                rows.append(
+                    {
+                        "number": number,
+                        "state": "open",
+                        "title": issue["title"],
+                        "user": issue["user"],
+                        "labels": [{"name": x} for x in repo.labels.get(number, [])],
+                        "created_at": issue["created_at"],
+                    }
+                )
         oldest_first = request.query.get("direction", "desc") == "asc"
         rows.sort(key=lambda r: (r["created_at"], r["number"]), reverse=not oldest_first)
         chunk, headers = paginate(request, rows)
@@ -453,7 +469,7 @@ class RestApi(ChecksApi):
     def list_comments(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
     ) -> Any:
-        if int(n) not in repo.prs:
+        if int(n) not in repo.prs and int(n) not in repo.issues:
             raise error(404, "Not Found")
         chunk, headers = paginate(request, repo.comments.get(int(n), []))
         return 200, chunk, headers
@@ -461,7 +477,7 @@ class RestApi(ChecksApi):
     def create_comment(
         self, request: web.Request, repo: RepoState, data: Any, login: Any, n: str
     ) -> Any:
-        if int(n) not in repo.prs:
+        if int(n) not in repo.prs and int(n) not in repo.issues:
             raise error(404, "Not Found")
         if not data.get("body"):
             raise error(

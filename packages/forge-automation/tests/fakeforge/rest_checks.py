@@ -1,9 +1,12 @@
 """The test forge's REST handlers for CI and branch rules: check runs and their annotations,
-commit statuses, Actions runs and job logs (a redirect to a blob), rulesets and classic protection.
+commit statuses, Actions runs and job logs (a redirect to a blob), rulesets and classic protection;
+and the contents API (workflow files), issue creation and comment edits the train uses.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Any
 
@@ -197,3 +200,79 @@ class ChecksApi:
         if found is None or repo is None or int(found.group(2)) not in repo.job_logs:
             raise error(404, "Not Found")
         return 200, repo.job_logs[int(found.group(2))], {}
+
+    def create_issue(self, request: web.Request, repo: RepoState, data: Any, login: Any) -> Any:
+        """`POST .../issues` (issues/create): an open issue with its labels."""
+        if not data.get("title"):
+            raise error(
+                422, "Validation Failed", errors=[{"field": "title", "code": "missing_field"}]
+            )
+        number = max([*repo.prs, *repo.issues], default=0) + 1
+        repo.issues[number] = {
+            "title": data["title"],
+            "body": data.get("body"),
+            "user": {"login": login},
+            "created_at": "2024-01-02T00:00:00Z",
+        }
+        repo.labels[number] = [str(x) for x in data.get("labels", [])]
+        self.state.effects["create_issue"] += 1
+        issue = {"number": number, "state": "open", **repo.issues[number]}
+        return 201, issue, {}
+
+    def update_comment(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, ident: str
+    ) -> Any:
+        """`PATCH .../issues/comments/{id}` (issues/update-comment)."""
+        for comments in repo.comments.values():
+            for comment in comments:
+                if comment["id"] == int(ident):
+                    if comment["user"]["login"] != login:
+                        raise error(403, "Must have admin rights to Repository.")
+                    comment["body"] = data["body"]
+                    self.state.effects["update_issue_comment"] += 1
+                    return 200, comment, {}
+        raise error(404, "Not Found")
+
+    def get_content(
+        self, request: web.Request, repo: RepoState, data: Any, login: Any, path: str
+    ) -> Any:
+        """`contents/{path}` (repos/get-content): a file of `repo.files`, or a directory of them."""
+        path = path.strip("/")
+        if path in repo.files:
+            return 200, _content_item(repo, path, repo.files[path].encode()), {}
+        below = sorted(p for p in repo.files if p.startswith(path + "/"))
+        if not below:
+            raise error(404, "Not Found")
+        names: dict[str, str] = {}
+        for p in below:
+            name = p[len(path) + 1 :].split("/", 1)[0]
+            names.setdefault(name, "file" if "/" not in p[len(path) + 1 :] else "dir")
+        rows = []
+        for name, kind in names.items():
+            row = _content_item(repo, f"{path}/{name}", None)
+            row["type"] = kind
+            rows.append(row)
+        return 200, rows, {}
+
+
+def _content_item(repo: RepoState, path: str, text: bytes | None) -> dict[str, Any]:
+    """One contents-API item as GitHub answers it (`content` and `encoding` for a file read)."""
+    sha = hashlib.sha1(b"blob %d\0" % len(text or b"") + (text or b"")).hexdigest()
+    api = f"https://{API_HOST}/repos/{repo.full_name}"
+    html = f"http://github.localhost/{repo.full_name}/blob/main/{path}"
+    item: dict[str, Any] = {
+        "type": "file",
+        "size": len(text or b""),
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "sha": sha,
+        "url": f"{api}/contents/{path}",
+        "git_url": f"{api}/git/blobs/{sha}",
+        "html_url": html,
+        "download_url": None,
+        "_links": {"self": f"{api}/contents/{path}", "git": f"{api}/git/blobs/{sha}", "html": html},
+    }
+    if text is not None:
+        item["encoding"] = "base64"
+        item["content"] = base64.encodebytes(text).decode()
+    return item

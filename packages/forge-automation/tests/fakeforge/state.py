@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_HOST",
+    "DEFAULT_WORKFLOW",
     "RATE_LIMIT",
     "USER_TOKEN",
     "ForgeState",
@@ -51,6 +52,18 @@ def latest_statuses(statuses: Sequence[Mapping[str, Any]]) -> list[Mapping[str, 
 def sha_of(text: str) -> str:
     """Return a stable fake 40-hex object id for `text`."""
     return hashlib.sha1(text.encode()).hexdigest()
+
+
+DEFAULT_WORKFLOW = """name: ci
+on:
+  push:
+    branches: ["train/**"]
+jobs:
+  ci:
+    runs-on: ubuntu-latest
+    steps:
+      - run: make test
+"""
 
 
 @dataclass
@@ -120,6 +133,14 @@ class RepoState:
     # simulated CI that runs on the trees pushed to it; both None for a state-only repository.
     git: GitBacking | None = None
     ci: SimulatedCi | None = None
+    # Issues (not PRs) by number: {"title", "body", "user": {"login"}, "created_at"}, all open;
+    # their labels and comments live in `labels` and `comments` beside the PRs'.
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The repository's files as the contents API serves them (the same at every ref): by
+    # default one Actions workflow that runs on pushes to train/** (what SimulatedCi watches).
+    files: dict[str, str] = field(
+        default_factory=lambda: {".github/workflows/ci.yml": DEFAULT_WORKFLOW}
+    )
 
     def pull_head(self, number: int) -> str | None:
         """Return the sha refs/pull/<number>/head points at, None without such a PR."""

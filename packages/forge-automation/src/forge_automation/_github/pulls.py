@@ -19,6 +19,7 @@ from .._types import (
     CompareFiles,
     FileEntry,
     IssueComment,
+    LabelledIssue,
     LabelledPr,
     PrCommit,
 )
@@ -30,9 +31,11 @@ __all__ = [
     "commit_shas_from_rest",
     "commits_from_rest",
     "compare_files_from_rest",
+    "directory_files_from_rest",
     "file_from_rest",
     "files_from_rest",
     "issue_comments_from_rest",
+    "labelled_issues_from_rest",
     "labelled_prs_from_rest",
     "labels_from_rest",
     "merge_sha_from_rest",
@@ -42,6 +45,7 @@ __all__ = [
     "pulls_from_rest",
     "ref_object_sha",
     "ref_sha_from_rest",
+    "text_file_from_rest",
 ]
 
 
@@ -185,6 +189,19 @@ def labelled_prs_from_rest(value: object) -> tuple[LabelledPr, ...]:
     )
 
 
+def labelled_issues_from_rest(value: object) -> tuple[LabelledIssue, ...]:
+    """Return the issues of an issue listing; the PRs it holds too are left out."""
+    return tuple(
+        LabelledIssue(
+            number=shape.as_int(shape.as_obj(i)["number"]),
+            author=shape.login(shape.as_obj(i).get("user")),
+            title=shape.as_str(shape.as_obj(i)["title"]),
+        )
+        for i in shape.as_list(value)
+        if shape.as_obj(i).get("pull_request") is None
+    )
+
+
 def labels_from_rest(value: object) -> tuple[str, ...]:
     """Return the names of an issue's labels."""
     return tuple(shape.as_str(shape.as_obj(x)["name"]) for x in shape.as_list(value))
@@ -220,3 +237,19 @@ def merge_sha_from_rest(value: object) -> str:
     if not shape.as_bool(data["merged"]):
         raise shape.Unmappable
     return shape.as_str(data["sha"])
+
+
+def directory_files_from_rest(value: object) -> tuple[str, ...]:
+    """Return the paths of the files (type `file`) a `contents/{dir}` answer lists."""
+    entries = [shape.as_obj(e) for e in shape.as_list(value)]
+    return tuple(shape.as_str(e["path"]) for e in entries if shape.as_str(e["type"]) == "file")
+
+
+def text_file_from_rest(value: object) -> str:
+    """Return a `contents/{file}` answer's text: base64 of UTF-8 (a file over 1 MB has none)."""
+    data = shape.as_obj(value)
+    if shape.as_str(data["type"]) != "file" or shape.as_str(data["encoding"]) != "base64":
+        raise shape.Unmappable
+    import base64
+
+    return base64.b64decode(shape.as_str(data["content"]), validate=False).decode("utf-8")

@@ -28,12 +28,14 @@ __all__ = [
     "combined_status",
     "compare",
     "create_check_run",
+    "create_issue",
     "create_pull",
     "create_ref",
     "delete_ref",
     "get_branch_protection",
     "get_branch_rules",
     "get_commit",
+    "get_content",
     "get_pull",
     "get_ref",
     "get_repository",
@@ -50,6 +52,7 @@ __all__ = [
     "merge_pull",
     "remove_issue_label",
     "rerun_job",
+    "update_issue_comment",
     "update_pull_branch",
     "update_ref",
     "workflow_runs",
@@ -145,6 +148,11 @@ def update_ref(repo: str, branch: str, sha: str) -> RestRequest:
 def get_commit(repo: str, sha: str) -> RestRequest:
     """Return `GET .../git/commits/{sha}` (git/get-commit); 404 is "no such commit"."""
     return _get(f"{_repo(repo)}/git/commits/{_seg(sha)}", ok=_404)
+
+
+def get_content(repo: str, path: str, ref: str) -> RestRequest:
+    """Return `GET .../contents/{path}?ref=` (repos/get-content); 404 is "no such path"."""
+    return _get(f"{_repo(repo)}/contents/{_seg(path)}", {"ref": ref}, ok=_404)
 
 
 def list_pulls(
@@ -256,6 +264,18 @@ def add_issue_comment(repo: str, number: int, body: str) -> RestRequest:
     """Return `POST .../issues/{number}/comments` (issues/create-comment)."""
     path = f"{_repo(repo)}/issues/{number}/comments"
     return RestRequest(method="POST", path=path, body={"body": body})
+
+
+def create_issue(repo: str, title: str, body: str, label: str) -> RestRequest:
+    """Return `POST .../issues` opening an issue carrying `label` (issues/create)."""
+    body_ = {"title": title, "body": body, "labels": [label]}
+    return RestRequest(method="POST", path=f"{_repo(repo)}/issues", body=body_)
+
+
+def update_issue_comment(repo: str, comment_id: int, body: str) -> RestRequest:
+    """Return `PATCH .../issues/comments/{comment_id}` (issues/update-comment)."""
+    path = f"{_repo(repo)}/issues/comments/{comment_id}"
+    return RestRequest(method="PATCH", path=path, body={"body": body})
 
 
 def list_commits(repo: str, since: str, page: int) -> RestRequest:

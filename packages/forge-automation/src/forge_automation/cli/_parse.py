@@ -226,7 +226,8 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
     _ci_wait_options(
         p,
         timeout="per CI wait (1800)",
-        grace="a required check not reported S seconds into a CI wait drops the PR (300)",
+        grace="a required check not reported S seconds into a CI wait is never reported (300;"
+        " with --batch each check's own, from its recent runs on the base)",
     )
     _option(
         p,
