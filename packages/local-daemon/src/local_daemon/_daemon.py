@@ -209,14 +209,16 @@ async def _start(config: DaemonConfig) -> DaemonHandle:
         app = build_app(
             options, hub=hub, lifecycle=lifecycle, port=bound_port, host=bound_host, tasks=tasks
         )
+        # Out of fds, asyncio would log a traceback per failed accept, dozens a second, and one
+        # per accept retry still pending when the runner's cleanup closes the listener: the
+        # handler goes in before the runner, so it comes out after that cleanup.
+        made.callback(AcceptErrorLog(asyncio.get_running_loop(), log).uninstall)
         runner = await app_runner(app, lingering_time=LINGERING_TIME)
         made.push_async_callback(runner.cleanup)
         if tasks is not None:
             # Before the runner's cleanup: running commands stop and waiting clients are told.
             made.push_async_callback(tasks.close)
         made.callback(hub.close)  # event streams end before the runner waits for requests
-        # Out of fds, asyncio would log a traceback per failed accept, dozens a second.
-        made.callback(AcceptErrorLog(asyncio.get_running_loop(), log).uninstall)
         site = web.SockSite(runner, sock)
         # An inherited socket is served only once the pid file exists: until then connections
         # wait in the kernel backlog, so none of them sees the 503 `starting` answer.

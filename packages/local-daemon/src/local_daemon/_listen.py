@@ -74,6 +74,11 @@ MAX_UNAUTHENTICATED = 256
 # refused (unauthenticated cap reached).
 _LOG_EVERY = 60.0
 _ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
+# After a failed accept, asyncio's selector loop stops reading the listener and re-adds it a
+# second later (`call_later(ACCEPT_RETRY_DELAY, loop._start_serving, ...)`, CPython 3.11-3.13);
+# closing the server does not cancel that timer, so one that fires after the listener closed
+# fails on its fileno() of -1 ("Exception in callback ..._start_serving(...)", a ValueError).
+_ASYNCIO_ACCEPT_RETRY = "._start_serving("
 
 
 def ip_literal(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -169,7 +174,8 @@ class _Throttled:
 
 
 class AcceptErrorLog:
-    """A loop exception handler: one line a minute for accepts failing for want of fds.
+    """A loop exception handler: one line a minute for accepts failing for want of fds, and
+    silence for asyncio's one-second accept retry when it fires after its listener closed.
 
     Everything else goes to the handler it replaced (or the loop's default). `uninstall()` puts
     that one back, unless someone installed another handler meanwhile.
@@ -190,6 +196,8 @@ class AcceptErrorLog:
                 exc.strerror or type(exc).__name__,
             )
             return
+        if isinstance(exc, ValueError) and _ASYNCIO_ACCEPT_RETRY in str(context.get("message")):
+            return  # the accept retry of a listener closed since: nothing is left to serve
         if self._previous is not None:
             self._previous(loop, context)
         else:

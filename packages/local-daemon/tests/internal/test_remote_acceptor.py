@@ -148,3 +148,25 @@ async def test_accept_error_log_turns_asyncio_tracebacks_into_one_line(
         accept_log.uninstall()
     assert loop.get_exception_handler() is not accept_log
     loop.set_exception_handler(None)
+
+
+async def test_accept_error_log_silences_the_accept_retry_of_a_closed_listener() -> None:
+    # CPython's selector loop re-adds a listener a second after a failed accept; a timer still
+    # pending when the server closed fails on fileno() -1. That is no error of the daemon's.
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    accept_log = AcceptErrorLog(loop, logging.getLogger("local_daemon"))
+    try:
+        loop.call_exception_handler(
+            {
+                "message": "Exception in callback BaseSelectorEventLoop._start_serving(<x>, <s>)",
+                "exception": ValueError("Invalid file descriptor: -1"),
+            }
+        )
+        other = {"message": "Exception in callback f()", "exception": ValueError("other")}
+        loop.call_exception_handler(other)
+        assert seen == [other]  # only the retry is silenced
+    finally:
+        accept_log.uninstall()
+        loop.set_exception_handler(None)
