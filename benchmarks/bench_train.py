@@ -38,7 +38,7 @@ CI_SECONDS = 2.0
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 
 
-def _ride(batch: int, land: str = "merge") -> tuple[float, int, int]:
+def _ride(batch: int, land: str = "merge", *extra: str) -> tuple[float, int, int]:
     """Run one train; return its wall time, the CI runs it caused and the PRs it merged."""
     with ForgeServer() as server, tempfile.TemporaryDirectory() as where:
         repo = server.state.repo(REPO)
@@ -57,7 +57,7 @@ def _ride(batch: int, land: str = "merge") -> tuple[float, int, int]:
         repo.after_ref_update = landed_tree
         command = [FORGE_CLI, "train", REPO, "--label", LABEL, "--clone", clone, "--quiet"]
         flags = ["--batch", str(batch), "--retry-flaky", "1", "--interval", "0.25"]
-        flags += ["--land", land]
+        flags += ["--land", land, *extra]
         start = time.perf_counter()
         done = subprocess.run(
             [*command, *flags],

@@ -2,7 +2,8 @@
 
 `git`/`commit` drive a real clone with a fixed identity and no user or system git config;
 `fake_train()` is the five-PR train world on fake_forge(); `words` and `AGAIN_THEN_MERGED` read
-the train's lines without their shas.
+the train's lines without their shas; `job_log_failure` is the batched train's `explain` over the
+local forge's simulated CI.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from fakeforge import sha_of
+from fakeforge import ForgeServer, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
     CheckRun,
@@ -137,3 +138,14 @@ def ride_batch(gh: GhExec, clone: str, lines: list[str], **extra: object) -> Tra
         clone=clone,
         **options,  # type: ignore[arg-type]
     )
+
+
+def job_log_failure(server: ForgeServer, sha: str, check: str) -> str | None:
+    """The first failure line of `check` at `sha` in `REPO`, read from the local forge's job log
+    (what `ci-failures` reads through the forge)."""
+    repo = server.state.repo(REPO)
+    runs = [r for r in repo.check_runs if r["head_sha"] == sha and r["name"] == check]
+    if not runs or runs[-1].get("conclusion") != "failure":
+        return None
+    log = repo.job_logs.get(int(runs[-1]["id"]), b"").decode()
+    return next((line for line in log.splitlines() if line.startswith("FAILED ")), None)

@@ -41,6 +41,7 @@ USAGE = {
     "train": (
         "usage: forge-cli train [-h] --label LABEL [--clone DIR] [--dry-run] [--timeout S] "
         "[--interval S] [--grace S] [--batch N] [--max-wait S] [--retry-flaky N] "
+        "[--speculate K] [--max-cars M] "
         "[--land {merge,push}] [--quiet] [--json] REPO"
     ),
 }

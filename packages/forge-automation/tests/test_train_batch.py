@@ -189,6 +189,10 @@ def test_checks_that_never_report_on_the_car_branch_stop_the_train_naming_the_tr
         (["--batch", "3"], "--batch needs --clone DIR"),
         (["--clone", ".", "--land", "push"], "--land push needs --batch N"),
         (["--batch", "3", "--clone", ".", "--land", "rebase"], "invalid choice: 'rebase'"),
+        (["--clone", ".", "--speculate", "1"], "--speculate needs --batch N"),
+        (["--clone", ".", "--max-cars", "2"], "--max-cars needs --batch N"),
+        (["--batch", "3", "--clone", ".", "--speculate", "9"], "--speculate must be a whole"),
+        (["--batch", "3", "--clone", ".", "--max-cars", "0"], "--max-cars must be a whole"),
     ],
 )
 def test_cli_batch_flags_out_of_place_are_usage_errors(flags: list[str], said: str) -> None:

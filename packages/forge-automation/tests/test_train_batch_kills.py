@@ -2,19 +2,22 @@
 
 The local forge's repository is a real bare git repository with a simulated CI
 (`fakeforge.gitrepo`): 6 labelled PRs, #2 and #5 broken (red beside today's base), `ci` flaking
-once. Every gh and git call the train makes counts; the train dies (`_Crash`, which nothing may
-catch) right after a call chosen at random (seeded; an unkilled run makes about 450), is run again, and dies again at another
-until three kills are spent; the last run goes to DONE. Whatever the moments, the end is the
-same: the four innocent PRs merged once each, the base moved only by fast-forwards to car commits
-(`land="push"`) whose tree CI had seen green as each one landed, so after every landing the base's
-tree is one CI saw green, the two broken PRs dropped with one comment
-naming the failing check's first failure line, no other PR commented on, every label and car
-branch gone.
+once. The train runs with `speculate=1` and `max_cars=2`: while a car is in CI the next one rides
+on it, and a red car's halves are in CI at once, so kills land among cars stacked on cars. Every
+gh and git call the train makes counts; the train dies (`_Crash`, which nothing may catch) right
+after a call chosen at random (seeded; an unkilled run makes about 500), is run again, and dies
+again at another until three kills are spent; the last run goes to DONE. Whatever the moments,
+the end is the same: the four innocent PRs merged once each, the base moved only by
+fast-forwards to car commits (`land="push"`) whose tree CI had seen green as each one landed, so
+after every landing the base's tree is one CI saw green, no tree CI saw green tested twice, the
+two broken PRs dropped with one comment naming the failing check's first failure line, no other
+PR commented on, every label and car branch gone.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +33,7 @@ from forge_automation import (
     gh_cli_wire,
     run_train,
 )
+from forge_train_support import job_log_failure
 
 REPO = "acme/widgets"
 LABEL = "merge-train"
@@ -52,16 +56,6 @@ class _Calls:
         self.calls += 1
         if self.calls == self.crash_after:
             raise _Crash
-
-
-def _explain(server: ForgeServer, sha: str, check: str) -> str | None:
-    """The first failure line of `check` at `sha`, read from the forge's job log."""
-    repo = server.state.repo(REPO)
-    runs = [r for r in repo.check_runs if r["head_sha"] == sha and r["name"] == check]
-    if not runs or runs[-1].get("conclusion") != "failure":
-        return None
-    log = repo.job_logs.get(int(runs[-1]["id"]), b"").decode()
-    return next((line for line in log.splitlines() if line.startswith("FAILED ")), None)
 
 
 @pytest.mark.slow  # whole trains through the real gh, killed and rerun
@@ -107,27 +101,36 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
 
         kills, runs = 0, 0
         lines: list[str] = []
+        every: list[str] = []  # the lines of all runs
+
+        def emit(line: str) -> None:
+            lines.append(line)
+            every.append(line)
+
         while runs < 12:
             runs += 1
             calls.calls = 0
             calls.crash_after = rng.randint(1, 300) if kills < 3 else None
             lines = []
+            every.append(f"RUN {runs} crash_after={calls.crash_after}")
             try:
                 result = run_train(
                     forge_port(gh_cli_wire(counted_gh)),
                     REPO,
                     LABEL,
-                    emit=lines.append,
+                    emit=emit,
                     clone=clone,
                     git=counted_git,
                     batch=4,
                     retry_flaky=1,
                     land="push",
+                    speculate=1,
+                    max_cars=2,
                     interval=0.05,
                     timeout=60,
                     grace=30,
                     delays=(),
-                    explain=lambda _repo, sha, check: _explain(server, sha, check),
+                    explain=lambda _repo, sha, check: job_log_failure(server, sha, check),
                 )
             except _Crash:
                 kills += 1
@@ -148,6 +151,16 @@ def test_batch_train_killed_at_random_moments_and_rerun_converges(
         # No car landed twice: each ref update moved the base to a new commit.
         assert len(pushed) == len(repo.ref_updates) == server.state.effects["update_ref"]
         assert bare.tree(bare.heads()["main"]) in ci.green_trees
+        # Cars rode on cars (`speculate`, and a bisection's halves at once), and no tree CI saw
+        # green was tested twice, killed or not.
+        assert any(line.startswith("SPECULATE ") for line in every), every
+        # Every car holds its PRs in queue order (PRs put back by a bisection keep theirs).
+        for line in every:
+            if line.startswith(("CAR ", "SPECULATE ")):
+                numbers = [int(n) for n in line.split("prs=#")[1].split()[0].split(",#")]
+                assert numbers == sorted(numbers), line
+        tested = Counter(bare.tree(sha) for sha in ci.started)
+        assert all(tested[tree] == 1 for tree in ci.green_trees), every
         for number in BROKEN:
             (comment,) = repo.comments[number]
             assert f"ImportError: uses-api-v1-{number} needs api v1" in comment["body"]

@@ -62,6 +62,10 @@ DEFAULT_TRAIN_GRACE = 300.0
 MAX_BATCH = 100
 # The most reruns of a red car's failed checks before it is bisected.
 MAX_RETRIES = 5
+# The most cars that ride speculatively on the car in CI (`speculate`), and the most cars in CI
+# at once (`max_cars`): each bounds how deep cars stack on cars.
+MAX_SPECULATE = 8
+MAX_CARS = 16
 # How a green car lands: `merge` (each PR through the forge's merge, in order) or `push` (the
 # base fast-forwarded to the tested car commit itself; the forge marks the PRs merged).
 LAND_MODES = ("merge", "push")
@@ -107,6 +111,8 @@ def run_train(
     retry_flaky: int = 0,
     explain: Callable[[str, str, str], str | None] | None = None,
     land: str = "merge",
+    speculate: int = 0,
+    max_cars: int | None = None,
 ) -> TrainResult:
     """Merge the PRs carrying `label`, oldest first; print one line per step.
 
@@ -123,6 +129,13 @@ def run_train(
     update the forge refuses unless it is a fast-forward), so every tree the base ever holds is
     one CI saw green, and the forge marks the car's PRs merged. `push` needs the right to push
     to the base past its protection (a bypass actor); it is checked only with `batch`.
+    `speculate` K (0 to 8, default 0) lets up to K further cars ride on the car in CI, each built
+    on the commit of the one before and in CI at the same time: when the car lands, the next
+    was tested on exactly the base's tree plus its PRs and lands without another run; when it
+    is red, the cars on it are discarded (never landed; their PRs go back to the queue). A red
+    car's halves are tested at once when more than one car may be in CI: the second half's
+    next step rides on the first half. `max_cars` (1 to 16; default 1 + `speculate`) caps the
+    cars in CI at once, speculative and bisection cars together.
 
     `on_poll` sees each poll of each CI wait (`CiPoll`, with the PR's number in `pr`).
     `timeout` and `interval` bound each CI wait (and the wait for update-branch's new head).
@@ -150,6 +163,10 @@ def run_train(
         raise ForgeInputError("retry_flaky", f"must be a whole number from 0 to {MAX_RETRIES}")
     if land not in LAND_MODES:
         raise ForgeInputError("land", f"must be one of {', '.join(LAND_MODES)}")
+    if isinstance(speculate, bool) or not 0 <= speculate <= MAX_SPECULATE:
+        raise ForgeInputError("speculate", f"must be a whole number from 0 to {MAX_SPECULATE}")
+    if max_cars is not None and (isinstance(max_cars, bool) or not 1 <= max_cars <= MAX_CARS):
+        raise ForgeInputError("max_cars", f"must be a whole number from 1 to {MAX_CARS}")
     from ._train_batch import BatchTrain
     from ._train_turn import _SerialTrain
 
@@ -175,5 +192,7 @@ def run_train(
         retry_flaky=retry_flaky,
         explain=explain,
         land=land,
+        speculate=speculate,
+        max_cars=max_cars,
     )
     return train.run()

@@ -90,6 +90,8 @@ class _Train:
     max_wait: float = 0.0
     retry_flaky: int = 0
     land: str = "merge"
+    speculate: int = 0
+    max_cars: int | None = None
     explain: Callable[[str, str, str], str | None] | None = None
     # Whether `grace` was given (else each required check's grace comes from its history).
     grace_given: bool = True

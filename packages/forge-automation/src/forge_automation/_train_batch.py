@@ -23,36 +23,47 @@ required checks are waited for on the car's commit. Then:
   green it merges, and the second half on top of it is the red car's tree itself, already seen
   red: that half is split again without a new run (a single PR there is the culprit). When the
   first half is red, it is bisected the same way and the second half goes back to the queue.
-  Each split halves the PRs, so the depth is at most log2(N).
+  Each split halves the PRs, so the depth is at most log2(N). When more than one car may be in
+  CI (`_cap()`), the bisection's next step rides on the first half while it is in CI (the first
+  half of the second half, and so on: `_bisection_plans`), so that a green first half finds it
+  tested; a red one discards it.
 - while a car from the queue is in CI, the next car's PRs are judged (`_look_ahead`); a red car
-  puts them back behind its bisection's PRs; a stop while judging them deletes the car untested.
+  puts them back behind its bisection's PRs, keeping their judgment (`_judged`: the head they
+  ride at, which their landing checks again); a stop while judging them deletes the car untested.
+- `speculate` K: the next K cars' PRs are judged and each car is built on the commit of the one
+  before and pushed at once (`_stack`), so their CI runs beside the car's. When the car lands,
+  the next one built on the base is that very commit (`land="push"`) or a car with that tree
+  (`land="merge"`, found by `CarGit.same_tree`): it lands on its result without another run.
+  When the car is red, the cars on it are deleted unlanded (`_discard`); the same failure on the
+  first of them shows the red is no flake (`_seen_above`). `max_cars` caps the cars in CI.
 - checks that never reported on the car: the repository's CI does not run on `train/**`; the
   train stops naming the fix (no PR is at fault).
 
 Everything the train knows lives on the forge: labels, and car branches whose names and commits
-are a function of the base tip and the heads. A rerun after a crash builds the same car, finds its
-branch (and the CI that ran on it) and does not test that tree again; PRs merged before the crash
-are finished by the listing (merged and still labelled); nothing merges without a green car.
-Car branches are deleted once their PRs are dealt with.
+are a function of the parent commit (the base tip, or the car below) and the heads. A rerun
+after a crash builds the same car, finds its branch (and the CI that ran on it) and does not
+test that tree again; PRs merged before the crash are finished by the listing (merged and still
+labelled); nothing merges without a green car.
+Car branches are deleted once their PRs are dealt with. With cars on cars: a car lands only
+after its own green wait, on the base tip it was built on (`land="push"`: a fast-forward the
+forge checks; a car found by its tree must descend from the tip); a killed run's speculative
+cars are found by the rerun (same parent, same heads, same commit) with their CI, never pushed
+over; one whose parent never lands is never landed and is swept with the rest.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from ._ci_wait import CiWaitResult
 from ._constants import ACTIONS_APP_ID
-from ._errors import ForgeCliError
-from ._merge import guarded_merge
-from ._redact import exception_reason
 from ._rules import load_required_contexts
 from ._train_base import _WORD, _Stop
 from ._train_car import Car, CarGit, CarGitError
-from ._train_turn import _ROUNDS, _SerialTrain
-from ._types import LabelledPr, PullRequest, RequiredContext
+from ._train_land import LandingTrain
+from ._types import LabelledPr, RequiredContext
 
 __all__ = ["BatchTrain"]
 
@@ -67,25 +78,31 @@ _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
 
 
 @dataclass(kw_only=True)
-class BatchTrain(_SerialTrain):
+class BatchTrain(LandingTrain):
     """A train that tests cars of `batch` PRs (see the module docstring)."""
 
     cars: int = 0
-    # How often the forge refused each PR's merge after a green car (bounded by _ROUNDS).
-    _refused: Counter[int] = field(default_factory=Counter)
     # Each base's required checks, read once per run before its first car.
     _rules: dict[str, tuple[RequiredContext, ...]] = field(default_factory=dict)
     # Each red seen (check, first failure line) and the trees it stayed red on; and the ones
     # seen to pass on a rerun (flakes: never evidence against a tree).
     _reds: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     _flakes: set[tuple[str, str]] = field(default_factory=set)
-    # The next car's PRs, judged while the car before it was in CI (None: not judged yet).
-    _ahead: list[tuple[int, str, str]] | None = None
+    # The next cars' PRs, judged while the car before them was in CI, in queue order.
+    _ahead: list[list[tuple[int, str, str]]] = field(default_factory=list)
+    # Speculative cars in CI: the first on the car being tested, each next one on the one before.
+    _stacked: list[Car] = field(default_factory=list)
+    _carts: CarGit | None = None
+    # PRs a red car sent back to the queue, judged in this run: number -> (head, base).
+    _judged: dict[int, tuple[str, str]] = field(default_factory=dict)
     # The bases of PRs finished after an earlier run (their car branches are swept too).
     _finished: set[str] = field(default_factory=set)
 
     def _shape(self) -> str:
-        return f" batch={self.batch}"
+        shape = f" batch={self.batch}"
+        if self.speculate:
+            shape += f" speculate={self.speculate}"
+        return shape + ("" if self.max_cars is None else f" max-cars={self.max_cars}")
 
     def _ride(self, rows: Sequence[LabelledPr]) -> None:
         queue: list[int] = []
@@ -97,12 +114,13 @@ class BatchTrain(_SerialTrain):
         if self.clone is None:
             self._stopped(0, "--batch needs --clone: cars are built with git in a clone")
             return
-        carts = CarGit(self.clone, self.git)
+        carts = self._carts = CarGit(self.clone, self.git)
         if not self._guard(0, partial(self._fill, queue)):
             return
         while (queue or self._ahead) and self.result.stopped is None:
-            ready, self._ahead = self._ahead, None
-            if ready is None:
+            if self._ahead:
+                ready = self._ahead.pop(0)
+            else:
                 if not self._guard(queue[0], partial(self._check_first, queue[0])):
                     return
                 ready = self._gather(queue)
@@ -114,8 +132,6 @@ class BatchTrain(_SerialTrain):
                 continue
             prs = [(n, h) for n, h, _b in ready]
             self._guard(ready[0][0], partial(self._car, carts, ready[0][2], prs, queue))
-        if self._ahead:
-            queue[:0] = [n for n, _h, _b in self._ahead]  # judged, never in a car: still queued
         if self._running() and not self.dry_run:
             for base in sorted({*self._rules, *self._finished}):
                 self._guard(0, partial(carts.sweep, base))
@@ -139,7 +155,9 @@ class BatchTrain(_SerialTrain):
         return self.result.stopped is None
 
     def _gather(self, queue: list[int]) -> list[tuple[int, str, str]]:
-        """Judge PRs off the queue until `batch` of one base can merge; return them."""
+        """Judge PRs off the queue until `batch` of one base can merge; return them. A PR a red
+        car sent back keeps its judgment (`_judged`): it rides at the head it was judged at,
+        which its landing checks again."""
         ready: list[tuple[int, str, str]] = []
 
         def take(number: int, head: str, base: str) -> None:
@@ -148,10 +166,15 @@ class BatchTrain(_SerialTrain):
         size = self.batch or 1
         while queue and len(ready) < size and self._running():
             number = queue[0]
-            if ready and self.port.get_pr(self.repo, number).base_ref != ready[0][2]:
+            judged = self._judged.get(number)
+            base = judged[1] if judged else None
+            if ready and (base or self.port.get_pr(self.repo, number).base_ref) != ready[0][2]:
                 break  # another base: its own car, after this one
             queue.pop(0)
-            if not self._guard(number, partial(self._turn, number, take)):
+            if judged is not None:
+                del self._judged[number]
+                take(number, *judged)
+            elif not self._guard(number, partial(self._turn, number, take)):
                 queue.insert(0, number)
         return ready
 
@@ -198,13 +221,15 @@ class BatchTrain(_SerialTrain):
         *,
         red: tuple[Car, tuple[str, ...], bool] | None = None,
         ahead: bool = False,
+        plans: Sequence[Sequence[tuple[int, str]]] = (),
     ) -> str | None:
         """Test `prs` as a car on `tip` and land or bisect it; return the base tip after, None
         when the train must build its next car from the queue (PRs went back to it).
 
         `red` is a car CI saw red (why, and whether the red survived a rerun): a car with its
         tree is not tested again. With `ahead` (a car from the queue, not a bisection's) the
-        next car's PRs are judged while this car is in CI.
+        next car's PRs are judged while this car is in CI (and with `speculate`, the next cars
+        ride on it); else `plans` are the PRs of the speculative cars a bisection stacks on it.
         """
         car = carts.build(base, tip, prs)
         queue[:0] = list(car.left_out)
@@ -216,10 +241,14 @@ class BatchTrain(_SerialTrain):
             (tested, reasons, confirmed), green = red, False
             self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
         else:
-            tested, green, reasons, confirmed = self._test(carts, car, queue if ahead else None)
+            tested, green, reasons, confirmed = self._test(
+                carts, car, queue if ahead else None, plans
+            )
         if green:
             return self._land(carts, tested, queue)
         carts.delete(tested)
+        if self._stacked and self._stacked[0].base_tip == tested.sha:
+            self._discard(f"it rides on {tested.branch}, which is red")
         if len(car.prs) == 1:
             number, head = car.prs[0]
             self._drop_or_stop(number, head, self._blame(tested, reasons))
@@ -228,11 +257,15 @@ class BatchTrain(_SerialTrain):
         half = len(car.prs) // 2
         left, right = list(car.prs[:half]), list(car.prs[half:])
         self.emit(f"SPLIT {car.numbers()}: test {_numbers(left)} first, on {car.base_tip}")
-        new_tip = self._settle(carts, base, tip, left, queue, red=None)
+        before = len(queue)
+        new_tip = self._settle(carts, base, tip, left, queue, plans=_bisection_plans(right))
         if new_tip is None or not all(n in self.result.merged for n, _ in left):
             # A culprit was in the first half: the second goes back to the queue and fills
-            # the next car (tested there, on the base as it is then).
-            queue[:0] = [n for n, _ in right]
+            # the next car (tested there, on the base as it is then), behind the first half's
+            # PRs its own bisection put back (queue order).
+            back = len(queue) - before
+            queue[back:back] = [n for n, _ in right]
+            self._judged.update((n, (h, base)) for n, h in right)
             return new_tip
         # The first half merged whole: the second on top of it is the red car's tree again.
         if not confirmed and len(right) == 1:
@@ -242,48 +275,125 @@ class BatchTrain(_SerialTrain):
         return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons, confirmed))
 
     def _requeue_ahead(self, queue: list[int]) -> None:
-        """Put the PRs judged for the next car back at the queue's front (judged again later)."""
+        """Put the PRs judged for the next cars back at the queue's front (judged again later);
+        the speculative cars holding them are discarded."""
         if self._ahead:
-            queue[:0] = [n for n, _h, _b in self._ahead]
-        self._ahead = None
+            queue[:0] = [n for ready in self._ahead for n, _h, _b in ready]
+            self._judged.update((n, (h, b)) for ready in self._ahead for n, h, b in ready)
+            self._ahead = []
+            self._discard("its PRs go back to the queue")
 
-    def _look_ahead(self, queue: list[int]) -> None:
-        """Judge the next car's PRs off the queue (while a car is in CI)."""
-        if not queue or self._ahead is not None:
+    def _ride_ahead(self, carts: CarGit, car: Car) -> None:
+        """Stack the judged cars on `car` (`speculate` of them, of its base)."""
+        plans = []
+        for ready in self._ahead[: self.speculate]:
+            if ready[0][2] != car.base:
+                break  # another base: its cars start on that base's tip
+            plans.append([(n, h) for n, h, _b in ready])
+        self._stack(carts, car, plans)
+
+    def _look_ahead(self, queue: list[int], judged: Callable[[], None] | None = None) -> None:
+        """Judge the next cars' PRs off the queue (while a car is in CI): the next car's, and
+        with `speculate` K the next K + 1 cars' (K ride on this one; the one after is ready to
+        ride on them as soon as this car lands)."""
+        want = self.speculate + 1 if self.speculate else 1
+        while queue and len(self._ahead) < want and self._running():
+            self._check_first(queue[0])
+            ready = self._gather(queue)
+            if ready:
+                self._ahead.append(ready)
+                if judged is not None:
+                    judged()
+
+    def _cap(self) -> int:
+        """The most cars in CI at once (`max_cars`; else the car and its `speculate` cars)."""
+        return 1 + self.speculate if self.max_cars is None else self.max_cars
+
+    def _stack(self, carts: CarGit, car: Car, plans: Sequence[Sequence[tuple[int, str]]]) -> None:
+        """Keep or push the speculative cars on `car`: the first holds `plans[0]` on the car's
+        commit, each next one the next plan on the one before, within `_cap()` cars in CI.
+        A car already stacked with the same parent and PRs stays; the rest are discarded."""
+        parent, kept = car, 0
+        for prs in plans:
+            if kept == len(self._stacked):
+                break
+            here = self._stacked[kept]
+            if here.base_tip != parent.sha or list(here.prs) != list(prs):
+                break
+            parent, kept = here, kept + 1
+        self._discard("the cars before it changed", keep=kept)
+        for prs in plans[kept:]:
+            if 1 + len(self._stacked) >= self._cap():
+                break
+            spec = carts.build(car.base, parent.sha, prs)
+            if spec.left_out or not spec.prs:
+                break  # a conflict: the car is built on the base when its turn comes
+            word = "SPECULATE" if carts.push(spec) else "SPECULATE-FOUND"
+            self.cars += word == "SPECULATE"
+            self.emit(f"{word} {spec.branch} {spec.sha} prs={spec.numbers()} on={parent.branch}")
+            self._stacked.append(spec)
+            parent = spec
+
+    def _discard(self, why: str, *, keep: int = 0) -> None:
+        """Delete the speculative cars past the first `keep` (never landed: their PRs are
+        judged again, or ride the cars their bisection builds)."""
+        if self._carts is None:
             return
-        self._check_first(queue[0])
-        self._ahead = self._gather(queue)
+        gone, self._stacked = self._stacked[keep:], self._stacked[:keep]
+        for spec in reversed(gone):
+            self._carts.delete(spec)
+            self.emit(f"DISCARD {spec.branch} prs={spec.numbers()}: {why}")
 
     def _test(
-        self, carts: CarGit, car: Car, queue: list[int] | None = None
+        self,
+        carts: CarGit,
+        car: Car,
+        queue: list[int] | None = None,
+        plans: Sequence[Sequence[tuple[int, str]]] = (),
     ) -> tuple[Car, bool, tuple[str, ...], bool]:
         """Push the car (or find one pushed before with its tree) and wait for its checks; rerun
         failed ones up to `retry_flaky` times. Return the car CI ran on, green or not, the
         failing reasons, and whether a red survived a rerun (then it is no flake).
 
         Given the `queue`, the next car's PRs are judged while this one is in CI; when that
-        stops the train, the car is deleted untested (`_Halted`)."""
-        found = carts.same_tree(car)
-        if found is None and not carts.push(car):
-            found = car  # this very commit, pushed by an earlier run: its checks ran there
+        stops the train, the car is deleted untested (`_Halted`). Before the wait, the next
+        cars' PRs (`plans`, or the ones judged ahead with `speculate`) ride on this car as
+        speculative cars (`_stack`); a red that a car on it shows again is no flake."""
+        found: Car | None = car
+        if carts.remote_sha(car.branch) != car.sha:  # else: this very commit, pushed before
+            found = carts.same_tree(car, descends=self.land == "push")
+            if found is None and not carts.push(car):
+                found = car  # pushed by an earlier run meanwhile: its checks ran there
         if found is not None:
             car = found
             self.emit(f"CAR-FOUND {car.branch} {car.sha} prs={car.numbers()} tree={car.tree}")
         else:
             self.cars += 1
             self.emit(f"CAR {car.branch} {car.sha} prs={car.numbers()} base={car.base_tip}")
+        if self._stacked and self._stacked[0].sha == car.sha:
+            self._stacked.pop(0)  # this car was speculative: its CI started on the car before
+        else:
+            self._discard(f"it does not ride on {car.branch}")
         if queue is not None:
+            # The cars judged before ride on this one at once, each next one once judged.
+            ride = partial(self._ride_ahead, carts, car)
+            ride()
             try:
-                self._look_ahead(queue)
+                self._look_ahead(queue, ride)
             except BaseException:
                 carts.delete(car)
                 raise
             if not self._running():
                 carts.delete(car)
+                self._discard("the train stopped")
                 raise _Halted
+        else:
+            self._stack(carts, car, plans)
         waited = self._wait(car)
         failures = self._failures(car, waited)
         confirmed = self._reproduced(car, failures)
+        if failures and not confirmed and self._stacked:
+            confirmed = self._seen_above(car, failures)
         for attempt in range(1, self.retry_flaky + 1):
             if waited.verdict != "red" or confirmed or not self._rerun(car, attempt):
                 break
@@ -308,6 +418,15 @@ class BatchTrain(_SerialTrain):
             carts.delete(car)
             raise _Stop(f"CI did not finish on {car.branch} within {self.timeout:g} s ({reasons})")
         return car, waited.verdict == "green", tuple(waited.reasons), confirmed
+
+    def _seen_above(self, car: Car, failures: list[tuple[str, str]]) -> bool:
+        """Whether the speculative car riding on red `car` (its tree and more) failed the same
+        way: then the red is no flake and needs no rerun (the car above is discarded after)."""
+        above = self._stacked[0]
+        waited = self._wait(above)
+        for key in self._failures(above, waited):
+            self._reds.setdefault(key, set()).add(above.tree)
+        return self._reproduced(car, failures)
 
     def _failures(self, car: Car, waited: CiWaitResult) -> list[tuple[str, str]]:
         """Each failed check of a red car with its first failure line (the ones that have one)."""
@@ -375,134 +494,19 @@ class BatchTrain(_SerialTrain):
             lines.append(f"{reason}: {first}" if first else reason)
         return ": ".join(lines[:1]) + ": " + "; ".join(lines[1:])
 
-    def _land(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
-        """Merge the car's PRs in order on the tip it was tested on; check the tree after."""
-        if self.land == "push":
-            return self._push(carts, car, queue)
-        expected = car.base_tip
-        for index, (number, head) in enumerate(car.prs):
-            now = self.port.get_head_sha(self.repo, car.base)
-            if now != expected:
-                raise _Stop(
-                    f"{car.base} moved to {now} while {car.branch} was merging (expected "
-                    f"{expected}): what merged so far is what the car tested"
-                )
-            outcome = guarded_merge(
-                self.port, self.repo, number, head, approved_head=head, checked=True, **self._gate()
-            )
-            if outcome.status != "merged":
-                self._refused[number] += 1
-                if self._refused[number] > _ROUNDS:
-                    raise _Stop(f"the forge refused #{number}'s merge {_ROUNDS} times")
-                self._requeue_ahead(queue)
-                rest = [n for n, _ in car.prs[index:]]
-                queue[:0] = rest
-                self.emit(
-                    f"AGAIN {self._ref(number)} {head}: {outcome.status}: "
-                    f"{'; '.join(outcome.reasons) or outcome.head}; back to the queue"
-                )
-                carts.delete(car)
-                return None
-            self._unlabel(number, self.result.merged)
-            self.emit(outcome.line())
-            parents = self.port.commit_parents(self.repo, outcome.sha or "")
-            if not parents or parents[0] != expected:
-                raise _Stop(
-                    f"the merge of #{number} landed on {parents[0] if parents else '-'}, not on "
-                    f"{expected}: {car.base} moved under the train"
-                )
-            expected = outcome.sha or ""
-        tip = carts.fetch_base(car.base)
-        tree = carts.tree(tip)
-        if tip != expected or tree != car.tree:
-            raise _Stop(
-                f"{car.base} is at {tip} with tree {tree}, not the tested car's tree {car.tree}"
-            )
-        self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
-        carts.delete(car)
-        return tip
-
-    def _push(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
-        """Fast-forward the base to the tested car commit (`--land push`); the forge marks the
-        car's PRs merged. Each PR must still be at the head the car holds (else the car is
-        rebuilt, never landed); a base that is no longer the car's parent gets a 422: stop, the
-        car deleted. A 422 with the base unmoved (branch protection refusing the push) stops
-        with the green car kept: the rerun's car is the same commit, found with its checks."""
-        for number, head in car.prs:
-            pr = self.port.get_pr(self.repo, number)
-            if pr.head_sha == head and pr.state == "open":
-                continue
-            self._refused[number] += 1
-            if self._refused[number] > _ROUNDS:
-                raise _Stop(f"#{number} changed under {_ROUNDS} green cars in a row")
-            self._requeue_ahead(queue)
-            queue[:0] = [n for n, _ in car.prs]
-            carts.delete(car)
-            self.emit(
-                f"AGAIN {self._ref(number)} {head}: now {pr.state} at {pr.head_sha}, not the head "
-                f"{car.branch} holds; the car is not landed, its PRs go back to the queue"
-            )
-            return None
-        try:
-            self.port.wire.update_ref(self.repo, car.base, car.sha)
-        except ForgeCliError as exc:
-            if exc.status != 422:
-                raise
-            now = self.port.get_head_sha(self.repo, car.base)
-            if now != car.base_tip:
-                carts.delete(car)  # its parent is gone: a rerun builds on the new tip
-                raise _Stop(
-                    f"{car.base} moved to {now}, so it is no longer the parent {car.base_tip} of "
-                    f"{car.branch} ({car.sha}): the fast-forward was refused (422) and nothing "
-                    "of the car landed"
-                ) from None
-            # The base is unmoved, so the green car is still the next landing: it stays, and a
-            # rerun (once the refusal is fixed) finds it with its checks and lands it untested.
-            raise _Stop(
-                f"the forge refused ({exception_reason(exc)}) to move {car.base} to {car.branch} "
-                f"({car.sha}): the fast-forward was refused (422) and nothing of the car landed; "
-                "the green car is kept, a rerun lands it without testing it again"
-            ) from None
-        self.emit(f"PUSHED {car.base}={car.sha} from {car.branch} prs={car.numbers()}")
-        # The car branch goes while its PRs are still labelled: a run killed before this finds
-        # them merged and labelled, finishes them and sweeps their base's car branches.
-        carts.delete(car)
-        for number, head in car.prs:
-            pr = self._marked_merged(number, head)
-            self._finish(pr, head, pr.merge_sha or car.sha, "push")
-        tip = carts.fetch_base(car.base)
-        tree = carts.tree(tip)
-        if tip != car.sha or tree != car.tree:
-            raise _Stop(
-                f"{car.base} is at {tip} with tree {tree}, not the tested car {car.sha} "
-                f"({car.tree})"
-            )
-        self.emit(f"LANDED {car.branch} {car.base}={tip} tree={tree}")
-        return tip
-
-    def _marked_merged(self, number: int, head: str) -> PullRequest:
-        """Read PR `number` until the forge marks it merged (within the grace), after the push
-        landed its `head`."""
-        deadline = self.clock() + self.grace
-        while True:
-            pr = self.port.get_pr(self.repo, number)
-            if pr.merged or pr.head_sha != head or self.clock() >= deadline:
-                break
-            self.sleep(self.interval)
-        if pr.merged:
-            return pr
-        if pr.head_sha != head:
-            # A push to the PR between the head check and the ref update: its tested head
-            # landed with the car, its new commits did not (the forge keeps it open).
-            raise _Stop(
-                f"#{number} was pushed to ({pr.head_sha}) while its car landed: the car's {head} "
-                "is on the base, the new commits are not, and the PR stays open with its label"
-            )
-        raise _Stop(
-            f"#{number}'s head is on the base, but the forge has not marked it merged within "
-            f"{self.grace:g} s"
-        )
-
 
 def _numbers(prs: list[tuple[int, str]]) -> str:
     return ",".join(f"#{n}" for n, _ in prs)
+
+
+def _bisection_plans(right: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """The speculative cars a bisection stacks on its first half while that is in CI: on a
+    green first half the second is the red car's tree (seen red), so its own first half is
+    tested next, and so on down: each plan is the first half of what is left after the one
+    before (`_cap()` bounds how many ride at once)."""
+    plans = []
+    while len(right) > 1:
+        half = len(right) // 2
+        plans.append(right[:half])
+        right = right[half:]
+    return plans

@@ -121,9 +121,11 @@ class CarGit:
         out = self._run("ls-remote", "origin", f"refs/heads/{branch}")[1]
         return out.split()[0] if out else None
 
-    def same_tree(self, car: Car) -> Car | None:
+    def same_tree(self, car: Car, *, descends: bool = False) -> Car | None:
         """Return a car of the same base already on the remote with the car's tree (pushed by an
-        earlier run that stopped), None when there is none."""
+        earlier run that stopped, or a speculative car), None when there is none. With
+        `descends` only a car whose commit descends from the car's base tip counts (one the
+        base can be fast-forwarded to)."""
         prefix = f"refs/heads/{CAR_PREFIX}{car.base}/"
         listing = self._run("ls-remote", "origin", f"{prefix}*")[1]
         found = [line.split() for line in listing.splitlines() if line.strip()]
@@ -132,9 +134,13 @@ class CarGit:
             return None
         self._run("fetch", "--quiet", "--no-tags", "origin", *(ref for _, ref in others))
         for sha, ref in others:
-            if self.tree(sha) == car.tree:
+            if self.tree(sha) == car.tree and (not descends or self._descends(sha, car.base_tip)):
                 return replace(car, branch=ref.removeprefix("refs/heads/"), sha=sha)
         return None
+
+    def _descends(self, sha: str, ancestor: str) -> bool:
+        code = self._run("merge-base", "--is-ancestor", ancestor, sha, ok=(0, 1))[0]
+        return code == 0
 
     def push(self, car: Car) -> bool:
         """Create the car's branch at its commit; False when it was there already."""

@@ -253,6 +253,24 @@ def _build(only: str | None = None) -> tuple[_Parser, dict[str, _Parser]]:
         metavar="N",
         help="with --batch: rerun a red car's failed Actions jobs up to N times before bisecting",
     )
+    _option(
+        p,
+        "--speculate",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --batch: up to K further cars ride on the car in CI, each tested at the same "
+        "time on the commit of the car before; discarded when a car below is red (0)",
+    )
+    _option(
+        p,
+        "--max-cars",
+        type=int,
+        default=None,
+        metavar="M",
+        help="with --batch: at most M cars in CI at once, speculative and bisection cars "
+        "together (1 + K); with M >= 2 a red car's halves are tested at once",
+    )
     p.add_argument(
         "--land",
         action=_Once,

@@ -53,6 +53,12 @@ def train_command(
         raise UsageError("--batch needs --clone DIR: cars are built with git in a clone")
     if options.get("land", "merge") != "merge" and options.get("batch") is None:
         raise UsageError("--land push needs --batch N: only a car is a tested commit to push")
+    for flag, given in (
+        ("--speculate", options.get("speculate")),
+        ("--max-cars", options.get("max_cars")),
+    ):
+        if given and options.get("batch") is None:
+            raise UsageError(f"{flag} needs --batch N: only cars ride on cars")
 
     import sys
 
@@ -128,5 +134,16 @@ def _flag_reason(exc: ForgeInputError) -> str:
 
 # run_train's keywords that are flags of `train` (repo and label are positional or named alike).
 _FLAGS = frozenset(
-    {"timeout", "interval", "grace", "batch", "max_wait", "retry_flaky", "land", "clone"}
+    {
+        "timeout",
+        "interval",
+        "grace",
+        "batch",
+        "max_wait",
+        "retry_flaky",
+        "land",
+        "clone",
+        "speculate",
+        "max_cars",
+    }
 )
