@@ -11,12 +11,15 @@ and the car branches in CI at once are counted whenever the train says it pushed
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from fakeforge import ForgeServer, RepoState
 from fakeforge.gitrepo import GitBacking, SimulatedCi, train_world
+from forge_automation import ExecOptions, ExecResult, exec_git
 from forge_train_support import job_log_failure, ride_batch
 
 REPO = "acme/widgets"
@@ -108,32 +111,42 @@ def test_speculative_cars_ride_on_the_car_in_ci_and_land_without_another_run(
 def test_a_red_car_discards_the_car_riding_on_it_whose_prs_ride_again(tmp_path: Path) -> None:
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
-        clone = _world(repo, tmp_path, prs=4, broken=(2,))
+        clone = _world(repo, tmp_path, prs=4, broken=(1,))
         git, ci = _parts(repo)
         lines, ungreen = _watch(repo)
+        judged: Counter[int] = Counter()  # each judging fetches the PR's head into the clone
+
+        def counted_git(args: Sequence[str], options: ExecOptions) -> ExecResult:
+            judged.update(int(a.split("/")[2]) for a in args if a.startswith("refs/pull/"))
+            return exec_git(args, options)
+
         result = ride_batch(
             server.exec(),
             clone,
             lines,
+            git=counted_git,
             speculate=1,
             retry_flaky=1,
             grace=30,
             explain=lambda _repo, sha, check: job_log_failure(server, sha, check),
         )
         text = "\n".join(lines)
-        assert (result.merged, result.dropped, result.stopped) == ([1, 3, 4], [2], None), text
+        assert (result.merged, result.dropped, result.stopped) == ([2, 3, 4], [1], None), text
         red = _car(lines, "CAR", "#1,#2")
         above = _car(lines, "SPECULATE", "#3,#4")
         assert above[-1] == f"on={red[1]}"
         # The car above failed the same way, so the red is no flake: no rerun, and the car
-        # above is discarded (deleted, never landed), its PRs rebuilt on the base after #1.
+        # above is discarded (deleted, never landed).
         assert f"KNOWN {red[1]} ci: " in text, text
         assert (ci.reruns, server.state.effects["rerun_job"]) == (0, 0), text
         assert f"DISCARD {above[1]} prs=#3,#4: it rides on {red[1]}, which is red" in text
         assert git.git("merge-base", "--is-ancestor", above[2], "main", ok=(0, 1))[0] == 1
-        rebuilt = _car(lines, "CAR", "#3,#4")
-        assert rebuilt[2] != above[2]
-        assert "ImportError: uses-api-v1-2 needs api v1" in repo.comments[2][0]["body"]
+        # #1 is the culprit: #2 goes back to the queue, ahead of #3,#4, and the cars are
+        # rebuilt in queue order on the base; each PR went back keeping its judgment, so each
+        # was judged once.
+        assert _car(lines, "SPECULATE", "#4")[-1] == f"on={_car(lines, 'CAR', '#2,#3')[1]}"
+        assert judged == Counter({1: 1, 2: 1, 3: 1, 4: 1}), text
+        assert "ImportError: uses-api-v1-1 needs api v1" in repo.comments[1][0]["body"]
         # land=merge: each PR merged through the forge; the base's tree is the last car's.
         assert server.state.effects["merge_pr"] == 3
         assert git.tree(git.heads()["main"]) in ci.green_trees

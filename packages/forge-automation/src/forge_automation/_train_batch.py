@@ -68,6 +68,8 @@ from ._types import LabelledPr, RequiredContext
 __all__ = ["BatchTrain"]
 
 _NEVER = "never reported"
+# How many cars' PRs past the usual a bisection's cars judge ahead while they are in CI.
+_BISECTION_AHEAD = 2
 
 
 class _Halted(Exception):
@@ -95,6 +97,8 @@ class BatchTrain(LandingTrain):
     _carts: CarGit | None = None
     # PRs a red car sent back to the queue, judged in this run: number -> (head, base).
     _judged: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # Each PR's place in the queue (the listing's order): PRs go back to it by their place.
+    _rank: dict[int, int] = field(default_factory=dict)
     # The bases of PRs finished after an earlier run (their car branches are swept too).
     _finished: set[str] = field(default_factory=set)
 
@@ -115,9 +119,13 @@ class BatchTrain(LandingTrain):
             self._stopped(0, "--batch needs --clone: cars are built with git in a clone")
             return
         carts = self._carts = CarGit(self.clone, self.git)
+        self._rank.update((n, place) for place, n in enumerate(queue))
         if not self._guard(0, partial(self._fill, queue)):
             return
         while (queue or self._ahead) and self.result.stopped is None:
+            first = self._ahead[0][0][0] if self._ahead else None
+            if first is not None and queue and self._rank[queue[0]] < self._rank[first]:
+                self._requeue_ahead(queue)  # PRs a bisection put back come first
             if self._ahead:
                 ready = self._ahead.pop(0)
             else:
@@ -149,7 +157,10 @@ class BatchTrain(LandingTrain):
         while len(queue) < (self.batch or 1) and self.clock() < deadline and not self.dry_run:
             self.sleep(min(self.interval, max(deadline - self.clock(), 0.0)))
             rows = self.port.list_labelled_prs(self.repo, self.label, state="open")
-            queue.extend(r.number for r in rows if r.number not in queue)
+            for row in rows:
+                if row.number not in queue:
+                    self._rank.setdefault(row.number, len(self._rank))
+                    queue.append(row.number)
 
     def _running(self) -> bool:
         return self.result.stopped is None
@@ -232,7 +243,7 @@ class BatchTrain(LandingTrain):
         ride on it); else `plans` are the PRs of the speculative cars a bisection stacks on it.
         """
         car = carts.build(base, tip, prs)
-        queue[:0] = list(car.left_out)
+        self._requeue(queue, car.left_out)
         for number in car.left_out:
             self.emit(f"LATER {self._ref(number)}: conflicts with the car; it rides a later car")
         if not car.prs:
@@ -241,9 +252,7 @@ class BatchTrain(LandingTrain):
             (tested, reasons, confirmed), green = red, False
             self.emit(f"RED {car.numbers()}: the tree of {tested.branch}, seen red ({car.tree})")
         else:
-            tested, green, reasons, confirmed = self._test(
-                carts, car, queue if ahead else None, plans
-            )
+            tested, green, reasons, confirmed = self._test(carts, car, queue, plans, ahead=ahead)
         if green:
             return self._land(carts, tested, queue)
         carts.delete(tested)
@@ -253,18 +262,14 @@ class BatchTrain(LandingTrain):
             number, head = car.prs[0]
             self._drop_or_stop(number, head, self._blame(tested, reasons))
             return tip
-        self._requeue_ahead(queue)  # the bisection's PRs come first, in queue order
         half = len(car.prs) // 2
         left, right = list(car.prs[:half]), list(car.prs[half:])
         self.emit(f"SPLIT {car.numbers()}: test {_numbers(left)} first, on {car.base_tip}")
-        before = len(queue)
         new_tip = self._settle(carts, base, tip, left, queue, plans=_bisection_plans(right))
         if new_tip is None or not all(n in self.result.merged for n, _ in left):
             # A culprit was in the first half: the second goes back to the queue and fills
-            # the next car (tested there, on the base as it is then), behind the first half's
-            # PRs its own bisection put back (queue order).
-            back = len(queue) - before
-            queue[back:back] = [n for n, _ in right]
+            # the next car (tested there, on the base as it is then).
+            self._requeue(queue, [n for n, _ in right])
             self._judged.update((n, (h, base)) for n, h in right)
             return new_tip
         # The first half merged whole: the second on top of it is the red car's tree again.
@@ -274,14 +279,16 @@ class BatchTrain(LandingTrain):
             return self._settle(carts, base, new_tip, right, queue)
         return self._settle(carts, base, new_tip, right, queue, red=(tested, reasons, confirmed))
 
+    def _requeue(self, queue: list[int], numbers: Sequence[int]) -> None:
+        """Put PRs back in the queue, each at its place (the queue stays in listing order)."""
+        queue[:] = sorted({*queue, *numbers}, key=lambda n: self._rank.get(n, -1))
+
     def _requeue_ahead(self, queue: list[int]) -> None:
-        """Put the PRs judged for the next cars back at the queue's front (judged again later);
-        the speculative cars holding them are discarded."""
-        if self._ahead:
-            queue[:0] = [n for ready in self._ahead for n, _h, _b in ready]
-            self._judged.update((n, (h, b)) for ready in self._ahead for n, h, b in ready)
-            self._ahead = []
-            self._discard("its PRs go back to the queue")
+        """Put the PRs judged for the next cars back in the queue, keeping their judgment (the
+        cars riding with them are discarded when the next car is not the one below them)."""
+        self._requeue(queue, [n for ready in self._ahead for n, _h, _b in ready])
+        self._judged.update((n, (h, b)) for ready in self._ahead for n, h, b in ready)
+        self._ahead = []
 
     def _ride_ahead(self, carts: CarGit, car: Car) -> None:
         """Stack the judged cars on `car` (`speculate` of them, of its base)."""
@@ -292,11 +299,16 @@ class BatchTrain(LandingTrain):
             plans.append([(n, h) for n, h, _b in ready])
         self._stack(carts, car, plans)
 
-    def _look_ahead(self, queue: list[int], judged: Callable[[], None] | None = None) -> None:
+    def _look_ahead(
+        self, queue: list[int], judged: Callable[[], None] | None = None, *, more: bool = False
+    ) -> None:
         """Judge the next cars' PRs off the queue (while a car is in CI): the next car's, and
         with `speculate` K the next K + 1 cars' (K ride on this one; the one after is ready to
-        ride on them as soon as this car lands)."""
+        ride on them as soon as this car lands). With `more` (a bisection's car in CI) one
+        car's more, at most two past that."""
         want = self.speculate + 1 if self.speculate else 1
+        if more:
+            want = min(len(self._ahead) + 1, want + _BISECTION_AHEAD)
         while queue and len(self._ahead) < want and self._running():
             self._check_first(queue[0])
             ready = self._gather(queue)
@@ -348,8 +360,10 @@ class BatchTrain(LandingTrain):
         self,
         carts: CarGit,
         car: Car,
-        queue: list[int] | None = None,
+        queue: list[int],
         plans: Sequence[Sequence[tuple[int, str]]] = (),
+        *,
+        ahead: bool = False,
     ) -> tuple[Car, bool, tuple[str, ...], bool]:
         """Push the car (or find one pushed before with its tree) and wait for its checks; rerun
         failed ones up to `retry_flaky` times. Return the car CI ran on, green or not, the
@@ -374,21 +388,22 @@ class BatchTrain(LandingTrain):
             self._stacked.pop(0)  # this car was speculative: its CI started on the car before
         else:
             self._discard(f"it does not ride on {car.branch}")
-        if queue is not None:
-            # The cars judged before ride on this one at once, each next one once judged.
-            ride = partial(self._ride_ahead, carts, car)
-            ride()
-            try:
-                self._look_ahead(queue, ride)
-            except BaseException:
-                carts.delete(car)
-                raise
-            if not self._running():
-                carts.delete(car)
-                self._discard("the train stopped")
-                raise _Halted
-        else:
+        # The cars judged before ride on this one at once (or the bisection's next steps), each
+        # next one once judged; the next cars' PRs are judged while this one is in CI.
+        ride = partial(self._ride_ahead, carts, car) if ahead else None
+        if ride is None:
             self._stack(carts, car, plans)
+        else:
+            ride()
+        try:
+            self._look_ahead(queue, ride, more=not ahead)
+        except BaseException:
+            carts.delete(car)
+            raise
+        if not self._running():
+            carts.delete(car)
+            self._discard("the train stopped")
+            raise _Halted
         waited = self._wait(car)
         failures = self._failures(car, waited)
         confirmed = self._reproduced(car, failures)

@@ -6,6 +6,7 @@ PR through the forge (`land="merge"`), or the base fast-forwarded to the car com
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ._errors import ForgeCliError
@@ -26,8 +27,8 @@ class LandingTrain(_SerialTrain):
     # How often the forge refused each PR's merge after a green car (bounded by _ROUNDS).
     _refused: Counter[int] = field(default_factory=Counter)
 
-    def _requeue_ahead(self, queue: list[int]) -> None:
-        """Put the PRs judged for the next cars back at the queue's front (`BatchTrain`)."""
+    def _requeue(self, queue: list[int], numbers: Sequence[int]) -> None:
+        """Put PRs back in the queue at their places, to be judged again (`BatchTrain`)."""
         raise NotImplementedError
 
     def _land(self, carts: CarGit, car: Car, queue: list[int]) -> str | None:
@@ -49,9 +50,7 @@ class LandingTrain(_SerialTrain):
                 self._refused[number] += 1
                 if self._refused[number] > _ROUNDS:
                     raise _Stop(f"the forge refused #{number}'s merge {_ROUNDS} times")
-                self._requeue_ahead(queue)
-                rest = [n for n, _ in car.prs[index:]]
-                queue[:0] = rest
+                self._requeue(queue, [n for n, _ in car.prs[index:]])
                 self.emit(
                     f"AGAIN {self._ref(number)} {head}: {outcome.status}: "
                     f"{'; '.join(outcome.reasons) or outcome.head}; back to the queue"
@@ -90,8 +89,7 @@ class LandingTrain(_SerialTrain):
             self._refused[number] += 1
             if self._refused[number] > _ROUNDS:
                 raise _Stop(f"#{number} changed under {_ROUNDS} green cars in a row")
-            self._requeue_ahead(queue)
-            queue[:0] = [n for n, _ in car.prs]
+            self._requeue(queue, [n for n, _ in car.prs])
             carts.delete(car)
             self.emit(
                 f"AGAIN {self._ref(number)} {head}: now {pr.state} at {pr.head_sha}, not the head "
