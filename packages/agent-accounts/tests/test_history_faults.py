@@ -1,7 +1,9 @@
 """The usage history under a real `account-cli poll --write`: kill -9 at each of its system calls
 on the history file, and a full disk at its append (strace's fault injection, `-P` limiting it to
 the history file). Every line stays whole, the poll still succeeds when only the history line
-fails, and the next poll appends again.
+fails, and the next poll appends again. A real full disk (a small tmpfs) at the parsed history
+the poll stores for `best` and `run` (`usage-history.summary`) still polls and stores the
+reading, and leaves no part of a summary behind.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from aiohttp import web
 
 from accounts_cli_support import Home
 from accounts_crash_support import strace_prefix
+from accounts_disk_support import fill_leaving, small_tmpfs
 from accounts_support import UsageServer, account_cli, usage_body
 
 HISTORY = Path("status-cache") / "usage-history.jsonl"
 READING = Path("status-cache") / "sessions" / "usage-poll.json"
-_CALL = re.compile(r"^\d+\s+([a-z0-9_]+)\(")
+_CALL = re.compile(r"^(\d+)\s+([a-z0-9_]+)\(")
 
 
 @pytest.fixture
@@ -67,15 +70,20 @@ def injected(history: Path, fault: str, log: Path | None = None) -> list[str]:
 
 
 async def history_calls(home: Home, config: Path, tmp_path: Path) -> list[tuple[str, int]]:
-    """The system calls one poll makes on the history file, each as (name, nth of its name)."""
+    """The system calls one poll's append makes on the history file, each as (name, nth of its
+    name), in the thread that appends (strace counts `when=` per thread; the summary the poll
+    stores after it only reads the file, in another)."""
     log = tmp_path / "reference.log"
     code, _ = await poll(home, *injected(config / HISTORY, "", log))
     assert code == 0
     calls: list[tuple[str, int]] = []
+    appender = None
     for line in log.read_text().splitlines():
         found = _CALL.match(line)
-        if found:
-            name = found.group(1)
+        if found and appender is None and found.group(2) == "openat":
+            appender = found.group(1)
+        if found and found.group(1) == appender:
+            name = found.group(2)
             calls.append((name, 1 + sum(n == name for n, _ in calls)))
     assert ("write", 1) in calls
     return calls
@@ -115,3 +123,23 @@ async def test_a_full_disk_at_the_history_append_still_polls_and_stores_the_read
     assert history_lines(config) == before  # only the history line was lost
     assert (await poll(home))[0] == 0  # room again: appends resume
     assert len(history_lines(config)) == len(before) + 1
+
+
+async def test_the_poll_stores_the_summary_best_reads_and_a_full_disk_there_still_polls(
+    tmp_path: Path, changing: UsageServer
+) -> None:
+    with small_tmpfs(tmp_path / "disk", size="256k") as disk:
+        (disk / "home").mkdir(mode=0o700)
+        home = Home(path=disk / "home", url=changing.url)
+        config = home.add("work")
+        cache = config / "status-cache"
+        fill_leaving(disk, 2)  # a page for the reading, one for the history, none for the summary
+        code, text = await poll(home)
+        assert (code, text) == (0, "work: five_hour 1%, seven_day 41.5%\n")
+        assert len(history_lines(config)) == 1  # the reading and its history line are stored
+        assert sorted(p.name for p in cache.iterdir()) == ["sessions", HISTORY.name]  # no temp
+        (disk / "filler").unlink()
+        assert (await poll(home))[0] == 0  # room again: the summary is stored
+        stored = json.loads((cache / "usage-history.summary").read_bytes())
+        times = [line["written_at"] for line in history_lines(config)]
+        assert [row[0] for row in stored["readings"]] == times

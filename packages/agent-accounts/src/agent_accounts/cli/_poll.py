@@ -2,7 +2,8 @@
 
 `--refresh` first runs the token refresh for every profile (10-minute margin, no deposit), then
 every profile without a reading younger than `--max-age` is polled; `--write` stores each reading
-(`poll_all`), then the alerts (`_alerts`) run over what was written. `--json` prints one object,
+(`poll_all`) and the parsed history `best` and `run` weigh (`store_choice_summary`), then the
+alerts (`_alerts`) run over what was written. `--json` prints one object,
 `{"profiles": [...]}`, one row per profile (`_row`; the README lists the keys) instead of the
 lines; stderr and exit codes are the same. `--period S` polls one profile at a time, each at its
 own stable phase of S (`_schedule`), at least a second after the previous answer, deciding at
@@ -218,6 +219,11 @@ async def _poll(options: Namespace) -> int:
         for profile, row in zip(profiles, rows, strict=True):
             row["refresh"] = refreshed.get(str(profile.config_dir))
         sys.stdout.write(json.dumps({"profiles": rows}, indent=2) + "\n")
+    if options.write:
+        from agent_accounts.io._choice import store_choice_summary
+
+        for profile in profiles:  # what `best` and `run` weigh, parsed once here
+            store_choice_summary(str(profile.config_dir))  # never fails the poll
     if options.thresholds:
         from ._alerts import run_alerts
 

@@ -11,7 +11,7 @@ from agent_accounts._best import FRESH_READING_S, rank_rows
 
 from ._credentials import read_login_facts
 from ._discovery import profile_dirs
-from ._history import read_usage_history
+from ._history_summary import read_weighed_history, store_history_summary
 from ._readings import newest_reading
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from agent_accounts._best import Row
     from agent_accounts._types import UsageReading
 
-__all__ = ["HISTORY_OLDER_LINES", "HISTORY_TAIL_BYTES", "profile_rows", "rank_profiles"]
+__all__ = [
+    "HISTORY_OLDER_LINES",
+    "HISTORY_TAIL_BYTES",
+    "profile_rows",
+    "rank_profiles",
+    "store_choice_summary",
+]
 
 HISTORY_TAIL_BYTES = 32 * 1024
 """`best` and `run` read every line of this much of each profile's history at start-up (its
@@ -31,7 +37,16 @@ HISTORY_OLDER_LINES = 96
 """...and at most this many of the lines before them in the newest 1 MiB (about a week),
 evenly spaced (about one an hour): the days of rhythm `use_now` goes by, so a reading
 minutes old before a lunch break or the end of a day is not pushed up along a straight line. Parsing
-all of a week cost about a tenth of a second a profile."""
+all of a week cost about a tenth of a second a profile; parsing these about 10 ms, so `poll --write`
+stores them parsed (`store_choice_summary`) and `best` and `run` read that while it holds."""
+
+
+def store_choice_summary(config_dir: str) -> bool:
+    """Store the parsed history `best` and `run` weigh for `config_dir` (`io._history_summary`);
+    False when none could be. Never raises."""
+    return store_history_summary(
+        config_dir, tail_bytes=HISTORY_TAIL_BYTES, older_lines=HISTORY_OLDER_LINES
+    )
 
 
 def rank_profiles(
@@ -77,12 +92,13 @@ def _as_of_now(
 
     A reading is up to ten minutes old: an account filling fast has less room now than it said
     then (`use_now`, the window's slope over its history; never lower than the reading). No
-    history, or an unreadable one, leaves the reading as it is.
+    history, or an unreadable one, leaves the reading as it is. The history comes from the
+    summary the poll timer stores while it holds for the files, else from the files themselves.
     """
     from agent_accounts._forecast import use_now
 
     try:
-        history = read_usage_history(
+        history = read_weighed_history(
             config_dir,
             now=now,
             since=now - 7 * 86400,

@@ -134,28 +134,10 @@ def read_usage_history(
         raise ValueError("older_lines must not be negative")
     owner = os.getuid() if uid is None else uid
     directory = status_cache_dir(os.fspath(config_dir))
-    readings: list[UsageReading] = []
     try:
-        lines: list[bytes] = []
-        left = tail_bytes if older_lines is None else HISTORY_MAX_BYTES
-        for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
-            if left is not None and left <= 0:
-                break
-            path = os.path.join(directory, name)
-            got = read_line_data(path, uid=owner, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
-            lines[:0] = got
-            if left is not None:
-                # A tail that cut the current file (its first line blanked) is all there is.
-                left = 0 if got[:1] == [b""] else left - sum(map(len, got)) - len(got)
-        if tail_bytes is not None and older_lines is not None:
-            lines = _thinned(lines, tail_bytes, older_lines)
-        for line in lines:
-            reading = _parse_line(line)
-            if reading is None or reading["written_at"] > current + CLOCK_AHEAD_S:
-                continue
-            if since is not None and reading["written_at"] < since:
-                continue
-            readings.append(reading)
+        selected = selected_history(
+            directory, uid=owner, tail_bytes=tail_bytes, older_lines=older_lines
+        )
     except OSError as exc:
         from agent_accounts._redact import redact_secrets
 
@@ -164,8 +146,43 @@ def read_usage_history(
         failure = None
     if failure is not None:
         raise failure
-    readings.sort(key=lambda r: r["written_at"])
-    return readings
+    return dated_history(selected, now=current, since=since)
+
+
+def selected_history(
+    directory: str, *, uid: int, tail_bytes: int | None, older_lines: int | None
+) -> list[UsageReading]:
+    """The readings `read_usage_history` picks from the history in `directory` (a status-cache
+    dir), in the files' order, before any time is checked: what a stored summary holds.
+    Raises OSError (unredacted) for an unexpected filesystem error."""
+    lines: list[bytes] = []
+    left = tail_bytes if older_lines is None else HISTORY_MAX_BYTES
+    for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
+        if left is not None and left <= 0:
+            break
+        path = os.path.join(directory, name)
+        got = read_line_data(path, uid=uid, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
+        lines[:0] = got
+        if left is not None:
+            # A tail that cut the current file (its first line blanked) is all there is.
+            left = 0 if got[:1] == [b""] else left - sum(map(len, got)) - len(got)
+    if tail_bytes is not None and older_lines is not None:
+        lines = _thinned(lines, tail_bytes, older_lines)
+    return [reading for line in lines if (reading := _parse_line(line)) is not None]
+
+
+def dated_history(
+    readings: list[UsageReading], *, now: float, since: float | None
+) -> list[UsageReading]:
+    """`readings` without those dated more than `CLOCK_AHEAD_S` ahead of `now` or before
+    `since`, sorted oldest first (a stable sort: equal times keep the files' order)."""
+    kept = [
+        r
+        for r in readings
+        if r["written_at"] <= now + CLOCK_AHEAD_S and (since is None or r["written_at"] >= since)
+    ]
+    kept.sort(key=lambda r: r["written_at"])
+    return kept
 
 
 def _thinned(lines: list[bytes], tail_bytes: int, older_lines: int) -> list[bytes]:

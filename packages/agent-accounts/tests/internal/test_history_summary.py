@@ -1,0 +1,217 @@
+"""The parsed history `poll --write` stores for `best` and `run` (`io._history_summary`).
+
+With the summary, the same readings reach the forecast as from the history files, so the same
+account is chosen with the same headroom (the property test, over random histories with their
+thinning, lines dated ahead, junk lines and a rotated file); a summary that no longer holds
+(a line appended since), is cut short at any byte, or is altered or planted is not used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accounts_disk_support import fill_leaving, small_tmpfs
+from accounts_history_support import HISTORY, T0, poll_reading
+from accounts_support import make_profile
+from agent_accounts import UsageReading
+from agent_accounts._best import FRESH_READING_S, rank_rows
+from agent_accounts._forecast import forecast_window
+from agent_accounts.io import read_usage_history, write_reading
+from agent_accounts.io._choice import profile_rows, store_choice_summary
+from agent_accounts.io._history import history_line
+from agent_accounts.io._history_summary import (
+    SUMMARY_FILE,
+    SUMMARY_SESSION,
+    read_weighed_history,
+    store_history_summary,
+)
+
+SUMMARY = Path("status-cache") / SUMMARY_FILE
+WINDOWS = ("five_hour", "seven_day")
+
+
+def seen(readings: list[UsageReading]) -> list[tuple[float, object]]:
+    """What the forecast reads of each reading, in order."""
+    return [(r["written_at"], r["rate_limits"]) for r in readings]
+
+
+def weighed(config: Path, now: float, tail: int = 32 * 1024, older: int = 96) -> list[UsageReading]:
+    return read_weighed_history(
+        str(config), now=now, since=now - 7 * 86400, tail_bytes=tail, older_lines=older
+    )
+
+
+def from_files(
+    config: Path, now: float, tail: int = 32 * 1024, older: int = 96
+) -> list[UsageReading]:
+    return read_usage_history(
+        config, now=now, since=now - 7 * 86400, tail_bytes=tail, older_lines=older
+    )
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    profile, _ = make_profile(tmp_path / ".agent-profiles", "work", now=T0)
+    config = Path(profile.config_dir)
+    for i in range(40):
+        write_reading(config, poll_reading(T0 + i * 150, i / 2, 10 + i / 8))
+    return config
+
+
+LINE = st.tuples(
+    st.floats(0, 8 * 86400),  # seconds after T0
+    st.one_of(st.integers(0, 100), st.floats(0, 100)),
+    st.one_of(st.integers(0, 100), st.floats(0, 100)),
+    st.sampled_from([None, 3600.0, 5 * 3600.0]),  # five_hour's reset after T0 (None: no reset)
+    st.booleans(),  # junk instead of the line
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=os.environ.get("CI") == "true",
+)
+@given(
+    lines=st.lists(LINE, max_size=60),
+    rotated=st.integers(0, 60),
+    tail=st.sampled_from([2048, 4096, 32 * 1024]),
+    older=st.integers(0, 12),
+    now=st.floats(0, 9 * 86400),
+)
+def test_the_summary_gives_the_forecast_what_the_history_gives(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[tuple[float, float, float, float | None, bool]],
+    rotated: int,
+    tail: int,
+    older: int,
+    now: float,
+) -> None:
+    config = tmp_path_factory.mktemp("config")
+    data = []
+    for t, five, week, reset, junk in lines:
+        five_hour = {"used_percentage": five} | ({} if reset is None else {"resets_at": T0 + reset})
+        limits = {"five_hour": five_hour, "seven_day": {"used_percentage": week, "resets_at": T0}}
+        line = history_line(
+            {"session_id": "usage-poll", "written_at": T0 + t, "rate_limits": limits}  # type: ignore[typeddict-item]
+        )
+        assert line is not None
+        data.append(b'{"written_at": 1}\n' if junk else line)
+    (config / "status-cache").mkdir(mode=0o700)
+    (config / HISTORY.with_suffix(".jsonl.1")).write_bytes(b"".join(data[:rotated]))
+    (config / HISTORY).write_bytes(b"".join(data[rotated:]))
+    for path in (config / "status-cache").iterdir():
+        path.chmod(0o600)
+    expected = from_files(config, T0 + now, tail, older)
+    assert store_history_summary(str(config), tail_bytes=tail, older_lines=older)
+    got = weighed(config, T0 + now, tail, older)
+    assert {r["session_id"] for r in got} <= {SUMMARY_SESSION}  # from the summary
+    assert seen(got) == seen(expected)
+    for name in WINDOWS:
+        assert forecast_window(name, got, T0 + now) == forecast_window(name, expected, T0 + now)
+
+
+def test_best_and_run_rank_the_same_with_and_without_the_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three accounts over two days of readings (a day's rhythm, a straight climb, a flat one):
+    the rows `best` and `run` rank and their verdict are the same, summaries stored or not."""
+    configs = []
+    for name, pace in (("a", 9.0), ("b", 12.0), ("c", 0.0)):
+        profile, _ = make_profile(tmp_path / ".agent-profiles", name, now=T0)
+        config = Path(profile.config_dir)
+        lines = []
+        for k in range(2 * 24 * 6):  # every ten minutes for two days, idle at night
+            t = T0 - 2 * 86400 + k * 600
+            hour = t % 86400 / 3600
+            used = min(100.0, (t % (5 * 3600)) / 3600 * pace) if 8 <= hour < 18 else 1.0
+            lines.append(history_line(poll_reading(t, round(used), 20 + k / 100)))  # type: ignore[arg-type]
+        (config / "status-cache").mkdir(mode=0o700)
+        (config / HISTORY).write_bytes(b"".join(line or b"" for line in lines))
+        (config / HISTORY).chmod(0o600)
+        write_reading(config, poll_reading(T0, 50, 22))
+        configs.append(str(config))
+    monkeypatch.setenv("AGENT_CONFIG_DIRS", os.pathsep.join(configs))
+    now = T0 + 240
+    before = profile_rows(WINDOWS, now=now)
+    assert all(store_choice_summary(config) for config in configs)
+    assert all(weighed(Path(c), now)[0]["session_id"] == SUMMARY_SESSION for c in configs)
+    after = profile_rows(WINDOWS, now=now)
+    assert after == before
+    for full_at in (100.0, 90.0, 50.0):
+        verdict = rank_rows(after[1], now, WINDOWS, FRESH_READING_S, full_at)
+        assert verdict == rank_rows(before[1], now, WINDOWS, FRESH_READING_S, full_at)
+
+
+def test_a_line_appended_since_is_read_from_the_history(config: Path) -> None:
+    assert store_choice_summary(str(config))
+    write_reading(config, poll_reading(T0 + 40 * 150, 30))
+    got = weighed(config, T0 + 7000)
+    assert seen(got) == seen(from_files(config, T0 + 7000))
+    assert got[-1]["session_id"] == "usage-poll"  # not the summary's
+    assert store_choice_summary(str(config))  # the next poll stores it again
+    assert seen(weighed(config, T0 + 7000)) == seen(got)
+
+
+def test_no_cut_short_or_altered_summary_is_used(config: Path) -> None:
+    assert store_choice_summary(str(config))
+    path = config / SUMMARY
+    whole = path.read_bytes()
+    expected = seen(from_files(config, T0 + 7000))
+    doc = json.loads(whole)
+    rows, current = doc["readings"], doc["key"][-2]  # the current file: its size is third
+    altered = [
+        {**doc, "key": [*doc["key"][:-2], [*current[:2], current[2] - 1, *current[3:]], None]},
+        {**doc, "readings": [*rows[:-1], [rows[-1][0], [["five_hour", 101, None]]]]},
+        {**doc, "readings": [*rows[:-1], [rows[-1][0], [["five_hour", "9", None]]]]},
+        {**doc, "readings": [*rows[:-1], [str(rows[-1][0]), rows[-1][1]]]},
+        {**doc, "readings": [*rows[:-1], [rows[-1][0], []]]},
+        {**doc, "readings": [*rows[:-1], [rows[-1][0], [["Five", 1, None]]]]},
+        {**doc, "readings": [*rows[:-1], [rows[-1][0], [["five_hour", 1, None]] * 2]]},
+        {**doc, "readings": {}},
+        [doc],
+    ]
+    cuts = [*range(0, len(whole) - 64, 61), *range(len(whole) - 64, len(whole))]
+    variants = [whole[:cut] for cut in cuts]
+    variants += [json.dumps(v).encode() for v in altered]
+    variants.append(whole.replace(b"]]]]}", b"]]],[NaN,[]]]}"))
+    for data in variants:
+        path.write_bytes(data)
+        got = weighed(config, T0 + 7000)
+        assert seen(got) == expected
+        assert got[0]["session_id"] == "usage-poll", data[-60:]
+    path.write_bytes(whole)
+    assert weighed(config, T0 + 7000)[0]["session_id"] == SUMMARY_SESSION
+    path.chmod(0o644)  # not owner-only: refused by the gate
+    assert weighed(config, T0 + 7000)[0]["session_id"] == "usage-poll"
+    path.unlink()
+    path.symlink_to(config / HISTORY)
+    assert weighed(config, T0 + 7000)[0]["session_id"] == "usage-poll"
+    history = (config / HISTORY).read_bytes()
+    assert store_choice_summary(str(config))  # replaces the planted symlink, never follows it
+    assert (config / HISTORY).read_bytes() == history
+    assert not path.is_symlink()
+    assert weighed(config, T0 + 7000)[0]["session_id"] == SUMMARY_SESSION
+
+
+def test_a_full_disk_stores_no_summary_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "disk", size="256k") as disk:
+        profile, _ = make_profile(disk, "work", now=T0)
+        config = Path(profile.config_dir)
+        for i in range(40):
+            write_reading(config, poll_reading(T0 + i * 150, i / 2))
+        fill_leaving(disk, 0)
+        assert not store_choice_summary(str(config))
+        assert sorted(p.name for p in (config / "status-cache").iterdir()) == [
+            "sessions",
+            "usage-history.jsonl",
+        ]
+        assert seen(weighed(config, T0 + 7000)) == seen(from_files(config, T0 + 7000))
