@@ -208,6 +208,32 @@ def test_a_new_window_starts_the_slope_again() -> None:
     assert found.rate_per_hour == pytest.approx(6, rel=0.01)
 
 
+def test_a_window_opening_the_history_shows_is_its_first_point() -> None:
+    """A five-hour window opens at 0% five hours before its reset, and its first reading comes
+    up to a poll later. When the history reaches back past the opening (the window before), the
+    slope runs from there: the use of that first half hour counts."""
+
+    def reading(t: float, used: float, resets: float) -> UsageReading:
+        limits: dict[str, RateWindow] = {
+            "five_hour": {"used_percentage": used, "resets_at": resets}
+        }
+        return {"session_id": "usage-poll", "written_at": t, "rate_limits": limits}
+
+    opened = T0 + 6 * H
+    before = [reading(T0 + k * 600, 10.0 + k, T0 + 5 * H) for k in range(6)]
+    since = [reading(opened + k * 1800, u, opened + 5 * H) for k, u in ((1, 30), (2, 40), (3, 50))]
+    found = window_forecast("five_hour", [*before, *since], opened + 1.5 * H)
+    assert found is not None
+    assert found.points == 3  # the readings it rests on
+    # Least squares over (0 h, 0%) (0.5 h, 30%) (1 h, 40%) (1.5 h, 50%): 32 %/h.
+    assert found.rate_per_hour == pytest.approx(32)
+    assert found.full_at == pytest.approx(opened + 1.5 * H + 50 / 32 * H)
+    # A history that begins inside the window does not show when it opened: its readings alone.
+    alone = window_forecast("five_hour", since, opened + 1.5 * H)
+    assert alone is not None
+    assert alone.rate_per_hour == pytest.approx(20)
+
+
 def test_the_pace_carries_the_forecast() -> None:
     readings, _ = trace("five_hour", 5 * H, lambda t: 100 / (4 * H), step=150)
     now = T0 + 2.5 * H

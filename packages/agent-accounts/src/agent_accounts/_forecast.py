@@ -2,18 +2,20 @@
 
 The points are a window's `(written_at, used_percentage)` from a profile's usage history, kept
 only for the current window: those with the newest point's `resets_at` (within two minutes), or
-with no reset time, those after the last drop in use, and only those at or before `now`. The
-central forecast extends the slope over the whole current window so far from the newest point
-to 100%. When the history spans a day and shows the account pausing before that line's fill (a
-night, a lunch break, the end of a working day: a half hour at under a quarter of the line's
-pace), it instead goes forward half hour by half hour, each half hour of the day at the pace the
-history shows for it, scaled to the current window's use: work hours fill a week and nights do
-not, and a five-hour window filling through lunch fills after it (a straight line lands the
-first in the night and the second in the lunch break). The interval takes the
-steeper and the gentler of the overall slope and the recent one (the last tenth of the window's
-length), so a burst shows as an early bound, a lull as a late one, widened to hold the central
-time. A time past the window's reset is no forecast (it resets first). Pure and light: plain tuples,
-no `typing` or `dataclasses` (`best` and `run` use it at start-up); `_pace` wraps it.
+with no reset time, those after the last drop in use, and only those at or before `now`; led by
+the window's opening (0% at its length before its reset) when the history reaches back past it,
+a known point its first reading comes up to a poll after. The central forecast extends the slope
+over the whole current window so far from the newest point to 100%. When the history spans a day
+and shows the account pausing before that line's fill (a night, a lunch break, the end of a
+working day: a half hour at under a quarter of the line's pace), it instead goes forward half
+hour by half hour, each half hour of the day at the pace the history shows for it, scaled to the
+current window's use: work hours fill a week and nights do not, and a five-hour window filling
+through lunch fills after it (a straight line lands the first in the night and the second in the
+lunch break). The interval takes the steeper and the gentler of the overall slope and the recent
+one (the last tenth of the window's length), so a burst shows as an early bound, a lull as a
+late one, widened to hold the central time. A time past the window's reset is no forecast (it
+resets first). Pure and light: plain tuples, no `typing` or `dataclasses` (`best` and `run` use
+it at start-up); `_pace` wraps it.
 """
 
 from __future__ import annotations
@@ -230,22 +232,41 @@ def _pauses(rates: Sequence[float], start: float, end: float, pace: float) -> bo
     return False
 
 
+def _opened(
+    points: list[tuple[float, float, float | None]],
+    every: Sequence[tuple[float, float, float | None]],
+    length: float,
+) -> list[tuple[float, float, float | None]]:
+    """The current window's points led by its opening, at 0% `length` before its reset, when
+    the history reaches back past it (a known point of the window that its first reading, up to
+    a poll period later, does not show); else the points as they are."""
+    resets = points[-1][2]
+    if resets is None or not every[0][0] <= resets - length < points[0][0]:
+        return points
+    return [(resets - length, 0.0, resets), *points]
+
+
 def _model(
     name: str, history: Iterable[UsageReading], now: float
 ) -> tuple[list[tuple[float, float, float | None]], float, list[float] | None] | None:
-    """The current window's points, their overall slope (% per second) and, when the days
-    before show the account pausing before that slope's fill, the pace of each half hour of the
-    day scaled to this window (else None: the straight line). None without a slope, or when the
-    window has reset by `now`."""
+    """The current window's points (led by its opening when the history shows it: `_opened`),
+    their overall slope (% per second) and, when the days before show the account pausing
+    before that slope's fill, the pace of each half hour of the day scaled to this window (else
+    None: the straight line). None without a slope of its readings, or when the window has
+    reset by `now`."""
     every = _all_points(name, history, now)
     points = _current(every)
+    if _slope(points) is None:
+        return None
+    length = _WINDOW_SECONDS.get(name, 5 * 3600)
+    points = _opened(points, every, length)
     overall = _slope(points)
     if overall is None:
         return None
     t, used, resets = points[-1]
     if resets is not None and resets <= now:
         return None
-    profile = _day_profile(every, _WINDOW_SECONDS.get(name, 5 * 3600))
+    profile = _day_profile(every, length)
     expected = 0.0 if profile is None else _expected(profile, points[0][0], t)
     if profile is None or expected <= 0 or used <= points[0][1]:
         return points, overall, None
