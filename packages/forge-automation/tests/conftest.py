@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from fakeforge import ForgeServer, RepoState
+from fakeforge import GH_MARK, ForgeServer, RepoState
 from forge_automation import (
     FakeForge,
     RequiredChecks,
@@ -37,6 +37,19 @@ from forge_builders import (
 # builds a telemetry payload per call and checks for updates; nothing may leave loopback.
 GH_QUIET = {"GH_TELEMETRY": "false", "DO_NOT_TRACK": "1", "GH_NO_UPDATE_NOTIFIER": "1"}
 os.environ.update(GH_QUIET)
+
+
+@pytest.fixture(autouse=True)
+def gh_mark(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that runs the real gh against a local forge without `@pytest.mark.gh`."""
+    before = GH_MARK.requests
+    yield
+    if GH_MARK.requests > before and request.node.get_closest_marker("gh") is None:
+        pytest.fail(
+            "this test runs the real gh against the local forge: mark it @pytest.mark.gh "
+            "(make test-gh-newest runs those again under the newest gh)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

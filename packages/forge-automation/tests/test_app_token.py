@@ -537,6 +537,7 @@ def test_the_exchange_over_a_socket_is_verified_by_the_server(forge: TokenForge,
     assert dict(os.environ) == environ_before
 
 
+@pytest.mark.gh
 def test_gh_itself_cannot_make_this_exchange(forge: TokenForge, pem: str, tmp_path: Path) -> None:
     """Why the exchange is not a `gh api` call: gh sends GH_TOKEN as `token <JWT>`, not Bearer."""
     jwt = sent_jwt(pem)
@@ -701,6 +702,7 @@ def test_an_untrusted_certificate_is_refused_before_the_jwt_is_sent(
 # -- end to end: mint the token, then hand it to gh for one check-run post ---------------------
 
 
+@pytest.mark.gh
 def test_the_minted_token_reaches_gh_only_through_one_childs_environment(
     forge: TokenForge, pem: str, tmp_path: Path
 ) -> None:

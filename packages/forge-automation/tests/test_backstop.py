@@ -140,6 +140,7 @@ def test_cost_formula_gives_203_requests_and_2_points() -> None:
         graphql_points(-1)
 
 
+@pytest.mark.gh
 def test_every_range_pages_through_real_gh(server: ForgeServer) -> None:
     repo = server.state.repo(REPO)
     shas = _history(repo, 120)
@@ -284,6 +285,7 @@ def test_a_range_exactly_at_its_cap_is_read_whole(server: ForgeServer, range_nam
     assert sizes[range_name] == {"main": 100, "done": 40, "open": 200}.get(range_name, 200)
 
 
+@pytest.mark.gh
 def test_an_errors_entry_beside_data_fails_the_read_through_gh(server: ForgeServer) -> None:
     repo = server.state.repo(REPO)
     _history(repo, 3)

@@ -175,6 +175,7 @@ def test_bad_arguments_fail_before_any_poll(kwargs: dict[str, object], field: st
     assert sum(fake.calls.values()) == 0
 
 
+@pytest.mark.gh
 def test_green_through_real_gh(forge_server: ForgeServer) -> None:
     repo = forge_server.state.repo(REPO)
     sha = repo.add_commit("head")

@@ -15,6 +15,8 @@ import pytest
 from fakeforge import ForgeServer, RepoState
 from forge_automation import cli as cli_module
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 # The spec's commands, in the order forge-cli names them.
 COMMANDS = ("ci-wait", "pr-status", "pr-context", "ci-failures", "premerge", "merge", "train")

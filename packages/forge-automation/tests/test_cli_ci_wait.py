@@ -20,6 +20,8 @@ import pytest
 
 from fakeforge import ForgeServer, RepoState
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 

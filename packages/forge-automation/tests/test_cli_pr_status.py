@@ -16,8 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fakeforge import ForgeServer, RepoState
 from forge_builders import GreenPr
+
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
 
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

@@ -267,6 +267,7 @@ FOUND_BAD = [
 
 
 @pytest.mark.parametrize(("args", "problem", "code"), FOUND_BAD)
+@pytest.mark.gh
 def test_a_name_the_forge_does_not_know_is_named(args: list[str], problem: str, code: int) -> None:
     with ForgeServer() as server:
         repo = server.state.repo(REPO)

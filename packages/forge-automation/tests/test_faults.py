@@ -25,6 +25,8 @@ from forge_automation import (
     premerge,
 )
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 # Faults that end a read without an answer the wire can use (hang is run in-process below).

@@ -19,6 +19,8 @@ import pytest
 from fakeforge import ForgeServer, RepoState
 from forge_builders import ForgeCli
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 REVIEW_REASONS = {
     "reviews-stale",

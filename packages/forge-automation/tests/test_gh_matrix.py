@@ -63,6 +63,7 @@ def _ci_failures(server: ForgeServer, gh: Path, *args: str) -> subprocess.Comple
     )
 
 
+@pytest.mark.gh
 @pytest.mark.parametrize("args", [[f"{REPO}#1"], [REPO, "--job", "500"], [f"{REPO}#1", "--json"]])
 def test_an_ansi_coloured_log_reads_the_same_under_both(
     server: ForgeServer, args: list[str]

@@ -23,6 +23,8 @@ from forge_automation import (
     run_gh,
 )
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 
 
@@ -91,7 +93,7 @@ def test_graphql_spends_its_own_budget_and_names_it(server: ForgeServer) -> None
     budget = RateBudget()
     wire = gh_cli_wire(server.exec(), budget=budget)
 
-    assert wire.get_authenticated_user() == "forge-bot"
+    assert wire.get_default_branch(REPO) == "main"
     wire.list_force_pushes(REPO, 9)
     wire.list_review_comments(REPO, 9, None)
 

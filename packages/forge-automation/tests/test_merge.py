@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from fakeforge import ForgeServer, RepoState, sha_of
 from forge_automation import (
     ACTIONS_APP_ID,
@@ -194,6 +196,7 @@ def _served(server: ForgeServer) -> tuple[RepoState, str]:
     return repo, two
 
 
+@pytest.mark.gh
 def test_cli_merge_then_rerun_through_gh() -> None:
     with ForgeServer() as server:
         repo, head = _served(server)
@@ -213,6 +216,7 @@ def test_cli_merge_then_rerun_through_gh() -> None:
         assert server.state.effects["merge_pr"] == 1
 
 
+@pytest.mark.gh
 def test_cli_merge_refuses_a_moved_head_with_exit_3_and_a_failing_one_with_1() -> None:
     with ForgeServer() as server:
         repo, head = _served(server)
@@ -229,6 +233,7 @@ def test_cli_merge_refuses_a_moved_head_with_exit_3_and_a_failing_one_with_1() -
         assert server.state.effects["merge_pr"] == 0
 
 
+@pytest.mark.gh
 def test_cli_merge_json_has_the_documented_keys_for_each_outcome() -> None:
     keys = ["status", "repo", "number", "head", "sha", "merge", "branch", "reasons"]
     with ForgeServer() as server:

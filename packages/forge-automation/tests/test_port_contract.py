@@ -512,7 +512,7 @@ class GhBackend:
         return self.server.state.effects[name]
 
     def user_lookups(self) -> int:
-        return sum(1 for r in self.server.requests("GET") if r.path == "/user")
+        return self.server.state.graphql_ops["Viewer"]
 
     def commit_message(self, sha: str) -> str:
         return self.repo.commits[sha][1]
@@ -534,7 +534,7 @@ class GhBackend:
         self.repo.files = dict(files)
 
 
-@pytest.fixture(params=["fake", "gh"])
+@pytest.fixture(params=["fake", pytest.param("gh", marks=pytest.mark.gh)])
 def forge(request: pytest.FixtureRequest) -> Iterator[Backend]:
     if request.param == "fake":
         yield FakeBackend()

@@ -17,6 +17,8 @@ from forge_automation import ForgeInputError, ForgePort, forge_port, gh_cli_wire
 from forge_builders import GreenFake
 from forge_train_support import commit, git
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))
 

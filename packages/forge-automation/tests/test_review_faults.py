@@ -25,6 +25,8 @@ from fakeforge.faults import GRAPHQL_FAULTS, REST_FAULTS
 from fakeforge.schema import ABSENT, bent
 from forge_builders import ForgeCli
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 LABEL = "merge-train"
 CASES = [(part, f) for part in ("protection", "rulesets") for f in REST_FAULTS] + [

@@ -36,6 +36,8 @@ from forge_train_support import ci_run as _run
 from forge_train_support import fake_train as _fake_train
 from forge_train_support import words as _words
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 LABEL = "merge-train"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

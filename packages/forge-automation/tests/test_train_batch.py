@@ -18,6 +18,8 @@ from fakeforge import ForgeServer, RepoState
 from fakeforge.gitrepo import train_world
 from forge_automation import TrainResult, forge_port, gh_cli_wire, run_train
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 LABEL = "merge-train"
 FORGE_CLI = str(Path(sys.executable).with_name("forge-cli"))

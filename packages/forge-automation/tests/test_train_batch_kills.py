@@ -35,6 +35,8 @@ from forge_automation import (
 )
 from forge_train_support import job_log_failure
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 LABEL = "merge-train"
 BROKEN = (2, 5)

@@ -15,6 +15,8 @@ from fakeforge.gitrepo import train_world
 from forge_automation import TrainResult
 from forge_train_support import LABEL, REPO, ride_batch
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 CI = ".github/workflows/ci.yml"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -13,6 +14,8 @@ from fakeforge import ForgeServer, RepoState
 from fakeforge.gitrepo import train_world
 from forge_automation import ExecOptions, ExecResult
 from forge_train_support import LABEL, REPO, ride_batch
+
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
 
 MARKER = f"<!-- forge-cli train summary: {LABEL} -->"
 
@@ -26,7 +29,8 @@ def _summary(repo: RepoState) -> dict[str, object]:
     (comment,) = repo.comments[issue]
     assert comment["body"].startswith(MARKER + "\n")
     state = comment["body"].splitlines()[-1]
-    loaded: dict[str, object] = json.loads(state.removeprefix("<!-- forge-cli train state: ")[:-4])
+    text = unquote(state.removeprefix("<!-- forge-cli train state: ")[:-4])
+    loaded: dict[str, object] = json.loads(text)
     return loaded
 
 
@@ -104,3 +108,36 @@ def test_a_summary_edited_out_of_shape_starts_afresh_with_a_note(tmp_path: Path)
         assert f"NOTE {REPO}#50: the train's summary does not read; it starts afresh" in lines
         assert _summary(repo) == {"status": "done", "merged": [1], "dropped": [], "flaky": []}
         assert server.state.effects["create_issue"] == 0
+
+
+def test_a_check_name_holding_the_comment_end_stays_inside_the_state_comment(
+    tmp_path: Path,
+) -> None:
+    # `-->` in a flake's check name would end the hidden state comment early on GitHub's page;
+    # a JSON escape such as `\u003e` is rewritten by Debian's gh (2.23) when the comment is read.
+    with ForgeServer() as server:
+        repo = server.state.repo(REPO)
+        clone = train_world(repo, str(tmp_path), prs=1, duration=0.1)
+        repo.issues[50] = {
+            "title": f"forge-cli train: {LABEL}",
+            "body": "x",
+            "user": {"login": "forge-bot"},
+            "created_at": "2024-01-02T00:00:00Z",
+        }
+        repo.labels[50] = [LABEL]
+        names = ["a-->b", "c\\u003ed"]
+        earlier = json.dumps({"status": "running", "merged": [], "dropped": [], "flaky": names})
+        escaped = quote(earlier, safe=' {}[]":,')
+        state = f"<!-- forge-cli train state: {escaped} -->"
+        repo.comments[50] = [
+            {"id": 9001, "user": {"login": "forge-bot"}, "body": f"{MARKER}\n{state}"}
+        ]
+        ride_batch(server.exec(), clone, [], grace=30)
+        body = repo.comments[50][0]["body"]
+        assert body.splitlines()[-1].count(">") == 1  # the comment's own end
+        assert _summary(repo) == {
+            "status": "done",
+            "merged": [1],
+            "dropped": [],
+            "flaky": names,
+        }

@@ -193,6 +193,7 @@ def test_hostile_input_is_refused_before_any_request(
     assert server.requests() == []
 
 
+@pytest.mark.gh
 def test_the_server_does_see_a_valid_call(server: ForgeServer) -> None:
     # The empty logs above mean something only if a valid call does reach this server.
     server.clear_log()

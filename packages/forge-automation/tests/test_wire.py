@@ -24,6 +24,8 @@ from forge_automation import (
     run_gh,
 )
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"
 SHA = "c" * 40
@@ -216,13 +218,14 @@ def test_gh_environment_is_honoured(
         monkeypatch.setenv(name, value)
     wire = gh_cli_wire()  # the default exec: the real gh with this process's environment
     assert wire.get_authenticated_user() == "forge-bot"
-    assert forge_server.requests()[0].url == "http://api.github.localhost/user"
+    assert forge_server.requests()[0].url == "http://api.github.localhost/graphql"
 
 
 def test_rate_headers_feed_the_budget(forge_server: ForgeServer) -> None:
     budget = RateBudget()
+    forge_server.state.repo(REPO)
     wire = gh_cli_wire(forge_server.exec(), budget=budget)
-    wire.get_authenticated_user()
+    wire.get_default_branch(REPO)
     assert budget.remaining == forge_server.state.remaining
     assert budget.reset_at == forge_server.state.reset_at
 
@@ -240,3 +243,26 @@ def test_path_pieces_are_quoted(forge_server: ForgeServer) -> None:
     wire = gh_cli_wire(forge_server.exec())
     assert wire.get_ref_sha(REPO, "heads/feat/ü{owner}") == repo.branches["feat/ü{owner}"]
     assert "%7Bowner%7D" in forge_server.requests()[0].url
+
+
+def test_an_installation_token_finds_its_own_comment_and_issue(forge_server: ForgeServer) -> None:
+    # Actions' GITHUB_TOKEN and every App installation token are refused `GET /user`; the
+    # comments they post carry the app's bot, which GraphQL's `viewer` names.
+    repo = forge_server.state.repo(REPO)
+    repo.branches["main"] = repo.add_commit("root")
+    repo.add_pr(
+        3, head_ref="topic", head_sha=repo.add_commit("topic", parents=[repo.branches["main"]])
+    )
+    forge_server.state.app_tokens[APP_TOKEN] = 42
+    port = forge_port(gh_cli_wire(forge_server.exec(APP_TOKEN)))
+    marker = "<!-- bot:status -->"
+
+    first = port.upsert_comment(REPO, 3, marker, f"{marker}\nAll good")
+    again = port.upsert_comment(REPO, 3, marker, f"{marker}\nAll good")
+    issue = port.ensure_issue(REPO, label="queue", title="Train", body="the train")
+
+    assert (first.done, again.done, again.skipped, again.id) == (True, False, "exists", first.id)
+    assert [c["user"]["login"] for c in repo.comments[3]] == ["app-42[bot]"]
+    assert port.ensure_issue(REPO, label="queue", title="Train", body="the train") == issue
+    assert forge_server.state.effects["create_issue"] == 1
+    assert not [r for r in forge_server.requests("GET") if r.path == "/user"]

@@ -24,6 +24,7 @@ from ._github.graphql import (
     REVIEW_STATE_QUERY,
     REVIEW_THREADS_QUERY,
     THREAD_COMMENTS_QUERY,
+    VIEWER_QUERY,
 )
 from ._github.protection import classic_protection_of
 from ._github.reviews import review_state_from_graphql
@@ -37,6 +38,10 @@ T = TypeVar("T")
 def _mapped(what: str, response: GhResponse, parse: Callable[[Any], T]) -> T:
     """Return `parse(body)`, or raise ForgeCliError(kind="malformed") naming `what`."""
     return parsed(what, response.json(), parse, status=response.status)
+
+
+def _viewer_login(data: Any) -> str:
+    return shape.as_str(shape.as_obj(data["viewer"])["login"])
 
 
 def _owner_name(repo: str) -> dict[str, object]:
@@ -117,9 +122,9 @@ class GhCliWire:
     # -- methods --------------------------------------------------------------------------------
 
     def get_authenticated_user(self) -> str:
-        return self._read(
-            "a user", rest.get_user(), lambda d: shape.as_str(shape.as_obj(d)["login"])
-        )
+        data = self._graphql("the viewer", VIEWER_QUERY, {})
+        # `viewer: User!` and `login: String!`: a null or missing one is malformed.
+        return parsed("the viewer", data, _viewer_login)
 
     def get_ref_sha(self, repo: str, ref: str) -> str | None:
         response = self._send(rest.get_ref(repo, ref))

@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeGuard, TypeVar
+from urllib.parse import quote, unquote
 
 from ._port import ForgePort
 from ._train import TrainResult
@@ -115,12 +116,19 @@ class TrainSummary:
             f"- dropped: {_numbers(dropped)}",
             f"- flaky (never held against a PR): {', '.join(flaky) or 'none'}",
             "",
-            f"{_STATE}{json.dumps(state, separators=(',', ':'))}{_END}",
+            f"{_STATE}{_comment_safe(json.dumps(state, separators=(',', ':')))}{_END}",
         ]
         self.port.upsert_comment(
             self.repo, self.issue, summary_marker(self.label), "\n".join(lines), update=True
         )
         self._written = counts
+
+
+def _comment_safe(text: str) -> str:
+    # Percent-encoded past the JSON punctuation: a check name holding `-->` (or `--!>`) would end
+    # the HTML comment early and show the rest, and a JSON escape does not survive gh 2.23, which
+    # rewrites every `\u003e` of a body it prints to `>`, even one whose backslash is escaped.
+    return quote(text, safe=' {}[]":,')
 
 
 def _ref(number: int | None) -> str:
@@ -151,7 +159,7 @@ def _read_state(body: str) -> _State | None:
     if line is None:
         return None
     try:
-        state = json.loads(line[len(_STATE) : -len(_END)])
+        state = json.loads(unquote(line[len(_STATE) : -len(_END)]))
     except ValueError:
         return None
     if not isinstance(state, dict) or state.get("status") not in ("running", "done", "stopped"):

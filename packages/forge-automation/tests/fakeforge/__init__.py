@@ -26,7 +26,7 @@ that sends such a request on purpose takes them with `take_violations()`.
 from __future__ import annotations
 
 from fakeforge.gh_faults import FAULTS, GhFaults
-from fakeforge.server import ForgeServer, gh_env, gh_exec
+from fakeforge.server import GH_MARK, ForgeServer, gh_env, gh_exec
 from fakeforge.state import (
     USER_TOKEN,
     ForgeState,
@@ -39,6 +39,7 @@ from fakeforge.state import (
 
 __all__ = [
     "FAULTS",
+    "GH_MARK",
     "USER_TOKEN",
     "ForgeServer",
     "ForgeState",

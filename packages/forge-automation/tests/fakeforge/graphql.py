@@ -171,8 +171,9 @@ def _checked(query: str) -> tuple[DocumentNode, tuple[GraphQLError, ...]]:
     return document, tuple(validate(graphql_schema(), document))
 
 
-def answer_graphql(state: ForgeState, payload: object) -> GraphqlAnswer:
-    """Answer one POST /graphql body as GitHub would, charging the graphql budget of `state`."""
+def answer_graphql(state: ForgeState, payload: object, viewer: str) -> GraphqlAnswer:
+    """Answer one POST /graphql body as GitHub would for the token of `viewer` (a login),
+    charging the graphql budget of `state`."""
     if not isinstance(payload, Mapping) or not isinstance(payload.get("query"), str):
         message = "A query attribute must be specified and must be a string."
         return GraphqlAnswer({"errors": [{"message": message}]}, 0, None, [message])
@@ -204,7 +205,7 @@ def answer_graphql(state: ForgeState, payload: object) -> GraphqlAnswer:
     except GraphQLError as error:
         return _refused([error], name)
     state.graphql_remaining = max(state.graphql_remaining - cost, 0)
-    graph = Graph(state, cost)
+    graph = Graph(state, cost, viewer)
     result = execute_sync(
         graphql_schema(),
         document,

@@ -89,12 +89,15 @@ def _upper(value: object) -> str | None:
 class Graph:
     """Builds the GraphQL objects of one request over one ForgeState."""
 
-    def __init__(self, state: ForgeState, cost: int) -> None:
+    def __init__(self, state: ForgeState, cost: int, viewer: str) -> None:
         self.state = state
         self.cost = cost
+        self.viewer = viewer
 
     def root(self) -> dict[str, Any]:
         return {
+            # `viewer: User!`: an App installation token's is its bot, `<slug>[bot]`.
+            "viewer": _user(self.viewer),
             "rateLimit": self.rate_limit,
             "repository": self.repository,
             "node": self.node,

@@ -20,9 +20,11 @@ from fakeforge.graphql import answer_graphql
 from fakeforge.rest_checks import ChecksApi
 from fakeforge.state import (
     API_HOST,
+    USER_TOKEN,
     ForgeState,
     RepoState,
     ancestors,
+    is_bot,
     is_strict,
     resolve_ref,
 )
@@ -49,9 +51,9 @@ class RestApi(ChecksApi):
         method, path = request.method, request.path
         data: Any = json.loads(body) if body.strip() else {}
         if path == "/graphql" and method == "POST":
-            return 200, self.graphql(data), {}
+            return 200, self.graphql(data, login), {}
         if path == "/user" and method == "GET":
-            if login is None:
+            if login is None or is_bot(login):
                 raise error(403, "Resource not accessible by integration")
             return 200, {"login": login, "id": 1}, {}
         match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
@@ -534,9 +536,10 @@ class RestApi(ChecksApi):
         chunk, headers = paginate(request, rows)
         return 200, chunk, headers
 
-    def graphql(self, data: object) -> dict[str, Any]:
-        """Answer one GraphQL body (see fakeforge.graphql), recording its operation and violations."""
-        answer = answer_graphql(self.state, data)
+    def graphql(self, data: object, login: str | None = None) -> dict[str, Any]:
+        """Answer one GraphQL body (see fakeforge.graphql) for `login` (the user token's user
+        when None), recording its operation and violations."""
+        answer = answer_graphql(self.state, data, login or self.state.users[USER_TOKEN])
         self.state.graphql_ops[answer.operation or "(anonymous)"] += 1
         self.state.violations.extend(f"GraphQL: {v}" for v in answer.violations)
         body = answer.body

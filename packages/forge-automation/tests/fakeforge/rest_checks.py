@@ -17,6 +17,7 @@ from fakeforge.state import (
     API_HOST,
     ForgeState,
     RepoState,
+    is_bot,
     latest_statuses,
     resolve_ref,
 )
@@ -103,7 +104,7 @@ class ChecksApi:
     @staticmethod
     def _admin_only(repo: RepoState, login: str | None) -> None:
         # GitHub hides protection from callers without admin rights behind a plain 404.
-        if login is not None and login not in repo.admins:
+        if login is not None and not is_bot(login) and login not in repo.admins:
             raise error(404, "Not Found")
 
     def classic(self, request: web.Request, repo: RepoState, data: Any, login: Any, b: str) -> Any:

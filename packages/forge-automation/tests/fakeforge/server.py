@@ -17,10 +17,17 @@ from fakeforge.answers import Answer, error
 from fakeforge.faults import faulted_answer, mutated
 from fakeforge.rest import RestApi
 from fakeforge.schema import RestOperation, match_operation, request_errors, response_errors
-from fakeforge.state import API_HOST, RATE_LIMIT, USER_TOKEN, ForgeState, LoggedRequest
+from fakeforge.state import (
+    API_HOST,
+    RATE_LIMIT,
+    USER_TOKEN,
+    ForgeState,
+    LoggedRequest,
+    bot_login,
+)
 from forge_automation import ExecOptions, ExecResult, GhExec, run_gh
 
-__all__ = ["ForgeEndpoint", "ForgeServer", "gh_env", "gh_exec"]
+__all__ = ["GH_MARK", "ForgeEndpoint", "ForgeServer", "gh_env", "gh_exec"]
 
 
 class ForgeEndpoint(RestApi):
@@ -38,6 +45,7 @@ class ForgeEndpoint(RestApi):
                     body=body,
                 )
             )
+            GH_MARK.saw(request.headers.get("User-Agent", ""))
             self.land_updates()
             self.tick_git()
             if self.state.on_request is not None:
@@ -125,7 +133,7 @@ class ForgeEndpoint(RestApi):
         if token in self.state.users:
             return self.state.users[token]
         if token in self.state.app_tokens:
-            return None
+            return bot_login(self.state.app_tokens[token])
         raise error(401, "Bad credentials")
 
 
@@ -238,6 +246,26 @@ class ForgeServer:
         """Forget the requests seen so far."""
         with self.lock:
             self.state.log.clear()
+
+
+class GhMark:
+    """Counts the requests gh makes to any local forge, so that the forge suite's conftest can
+    fail a test that runs the real gh without `@pytest.mark.gh`.
+
+    `make test-gh-newest` runs only the tests marked `gh` again under the newest gh; an unmarked
+    one would silently miss that run. gh names itself in its User-Agent (`GitHub CLI 2.23.0`),
+    also when forge-cli runs it in a child process.
+    """
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+    def saw(self, user_agent: str) -> None:
+        if user_agent.startswith("GitHub CLI"):
+            self.requests += 1
+
+
+GH_MARK = GhMark()
 
 
 def gh_env(port: int, token: str, config_dir: str) -> dict[str, str]:

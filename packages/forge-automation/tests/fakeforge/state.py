@@ -25,6 +25,8 @@ __all__ = [
     "LoggedRequest",
     "RepoState",
     "ancestors",
+    "bot_login",
+    "is_bot",
     "is_strict",
     "latest_statuses",
     "resolve_ref",
@@ -38,6 +40,16 @@ USER_TOKEN = "gho_usertoken0000000000000000000000000"
 
 
 RATE_LIMIT = 5000
+
+
+def bot_login(app_id: int) -> str:
+    """Return the login of app `app_id`'s bot: what its installation tokens act as."""
+    return f"app-{app_id}[bot]"
+
+
+def is_bot(login: str) -> bool:
+    """Tell a bot's login (`<slug>[bot]`, GitHub's form) from a user's."""
+    return login.endswith("[bot]")
 
 
 def latest_statuses(statuses: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

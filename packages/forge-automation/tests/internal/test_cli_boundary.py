@@ -16,6 +16,8 @@ from forge_automation import cli as cli_module
 from forge_automation._github.rest import get_branch_protection
 from forge_automation.cli import _pr_status
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 CANARY = "ghp_canarytoken1234567890abcdefABCDEF"
 

@@ -22,7 +22,7 @@ from forge_automation._gh import (
     request_args,
 )
 from forge_automation._github.headers import API_VERSION
-from forge_automation._github.rest import get_repository, get_user, job_logs
+from forge_automation._github.rest import get_repository, job_logs
 
 APP_TOKEN = "ghs_canaryAppToken1234567890abcdefABCDEF"
 OK = b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}"
@@ -149,10 +149,11 @@ def test_a_passed_deadline_starts_no_child() -> None:
 
 
 def test_every_call_pins_the_api_version() -> None:
-    assert f"X-GitHub-Api-Version: {API_VERSION}" in request_args(get_user())
+    assert f"X-GitHub-Api-Version: {API_VERSION}" in request_args(get_repository("acme/widgets"))
     assert f"X-GitHub-Api-Version: {API_VERSION}" in graphql_args()
 
 
+@pytest.mark.gh
 def test_the_server_sees_the_pinned_version_on_every_call(forge_server: ForgeServer) -> None:
     from forge_automation import gh_cli_wire
 

@@ -76,6 +76,7 @@ def test_an_answer_of_another_shape_is_malformed_never_a_decision(
         assert caught.value.kind == "malformed"
 
 
+@pytest.mark.gh
 def test_the_documents_rules_read_as_the_rest_rules_do(
     server: ForgeServer, repo: RepoState
 ) -> None:

@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fakeforge import ForgeServer
 from forge_builders import GreenPr
 
@@ -67,6 +69,7 @@ def test_importing_the_cli_leaves_the_library_for_later() -> None:
     )
 
 
+@pytest.mark.gh
 def test_pr_status_starts_its_protection_read_before_the_library_loads(
     green_pr: GreenPr, server: ForgeServer
 ) -> None:

@@ -24,7 +24,13 @@ __all__ = [
     "REVIEW_STATE_QUERY",
     "REVIEW_THREADS_QUERY",
     "THREAD_COMMENTS_QUERY",
+    "VIEWER_QUERY",
 ]
+
+# Who the token is. GraphQL, not REST `GET /user`: an App installation token (Actions'
+# GITHUB_TOKEN among them) is refused `/user` ("Resource not accessible by integration") and
+# answers `viewer` with its bot, `<app-slug>[bot]`, the login its comments carry.
+VIEWER_QUERY = "query Viewer { viewer { login } }"
 
 # -- fragments ---------------------------------------------------------------------------------
 

@@ -39,7 +39,6 @@ __all__ = [
     "get_pull",
     "get_ref",
     "get_repository",
-    "get_user",
     "job_logs",
     "list_check_runs",
     "list_commits",
@@ -109,11 +108,6 @@ def _get(
 
 def _page(page: int) -> dict[str, object]:
     return {"per_page": PER_PAGE, "page": page}
-
-
-def get_user() -> RestRequest:
-    """Return `GET /user` (users/get-authenticated)."""
-    return _get("user")
 
 
 def get_repository(repo: str) -> RestRequest:
