@@ -22,6 +22,8 @@ from fakeforge.gitrepo import GitBacking, SimulatedCi, train_world
 from forge_automation import ExecOptions, ExecResult, exec_git
 from forge_train_support import job_log_failure, ride_batch
 
+pytestmark = pytest.mark.gh  # they run the real gh: see make test-gh-newest
+
 REPO = "acme/widgets"
 
 
