@@ -7,26 +7,29 @@ heavy). `Accounts` plays the provider's meter: a session's use goes to the accou
 on; an account's five-hour window opens at its first use after the last one ended and resets
 five hours later; its seven-day window resets at a fixed time each week (a different day per
 account); use stops at 100% of either window (the client is stopped there). Time only moves
-forward (`advance_to`), integrated in one-minute steps; each window's true fill time is kept.
+forward (`advance_to`), integrated exactly from edge to edge; each window's true fill time is kept.
 Pure: no file, socket or clock.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from dataclasses import dataclass, field
 
 __all__ = [
-    "BURST_REACH_S",
     "DAY",
     "FIVE_H",
     "HOUR",
+    "JITTER_S",
     "RHYTHMS",
     "WEEK",
     "Accounts",
     "Filled",
     "Session",
     "account_trace",
+    "fill_range",
     "week_of_sessions",
 ]
 
@@ -34,13 +37,11 @@ HOUR = 3600.0
 DAY = 24 * HOUR
 FIVE_H = 5 * HOUR
 WEEK = 7 * DAY
-STEP_S = 60.0
 BURST_S = 900.0
 BURST, LULL = 1.6, 0.4
 """An account's use alternates a burst and a lull of `BURST_S` each at these times its mean."""
-BURST_REACH_S = (BURST - 1) * BURST_S
-"""How far the bursts can move a fill from the time the mean pace gives, either way: use runs
-ahead of (or behind) the mean by at most (BURST - 1) x BURST_S x the mean, nine minutes of it."""
+JITTER_S = 600.0
+"""How far a block's start moves from its nominal time, either way, from day to day."""
 WEEK_SHARE = 0.16
 """A percent of a five-hour window is this many percent of the week: six full windows a week."""
 
@@ -85,25 +86,48 @@ RHYTHMS: dict[str, tuple[tuple[int, ...], tuple[tuple[float, float], ...], float
 """Who uses each account, as recorded: a day job, a long day with evenings, every day lightly."""
 
 
-def account_trace(name: str, start: float, *, seed: int) -> list[Session]:
+def account_trace(
+    name: str,
+    start: float,
+    *,
+    seed: int,
+    after: float | None = None,
+    shift: float | None = None,
+    flip: bool = False,
+) -> list[Session]:
     """The recorded use of account `name` over the week from `start`: in each of its blocks,
     bursts of 15 minutes at 1.6 times its mean rate and 15 at 0.4 times (`BURST_S`, `BURST`,
-    `LULL`), the block's start moved by up to ten minutes and its rate by up to 10% from day to
-    day."""
+    `LULL`), the block's start moved by up to ten minutes (`JITTER_S`) and its rate by up to 10%
+    from day to day.
+
+    With `after`, the same trace up to `after` and one way it could have gone on from there
+    (`fill_range`): each block not started by then starts `shift` seconds from its nominal time
+    (no earlier than `after`) instead of its drawn one, and with `flip` the bursts and lulls
+    change places from `after` on. What happened up to `after` is the same either way.
+    """
     rng = random.Random(f"{seed}:{name}")
     days, blocks, rate = RHYTHMS[name]
     sessions: list[Session] = []
     for day in days:
         scale = rng.uniform(0.9, 1.1)
         for first, last in blocks:
-            t = start + day * DAY + first * HOUR + rng.uniform(-600, 600)
+            nominal = start + day * DAY + first * HOUR
+            t = nominal + rng.uniform(-JITTER_S, JITTER_S)
+            if after is not None and shift is not None and t > after:
+                t = max(after, nominal + shift)
             end = start + day * DAY + last * HOUR
             burst = True
             while t < end:
+                stop = min(t + BURST_S, end)
                 factor = BURST if burst else LULL
-                sessions.append(
-                    Session(start=t, end=min(t + BURST_S, end), rate=rate * scale * factor)
-                )
+                flipped = LULL if burst else BURST
+                if after is None or not flip or stop <= after:
+                    sessions.append(Session(start=t, end=stop, rate=rate * scale * factor))
+                elif t >= after:
+                    sessions.append(Session(start=t, end=stop, rate=rate * scale * flipped))
+                else:  # the burst or lull that `after` cuts: flipped from `after` on
+                    sessions.append(Session(start=t, end=after, rate=rate * scale * factor))
+                    sessions.append(Session(start=after, end=stop, rate=rate * scale * flipped))
                 t += BURST_S
                 burst = not burst
     return sessions
@@ -138,6 +162,7 @@ class Accounts:
     meters: dict[str, _Meter] = field(init=False)
     sessions: list[tuple[str, Session]] = field(default_factory=list)
     filled: list[Filled] = field(default_factory=list)
+    _edges: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.meters = {n: _Meter(week_resets=self.week_resets[n]) for n in self.names}
@@ -145,15 +170,24 @@ class Accounts:
     def assign(self, name: str, session: Session) -> None:
         """Run `session` on account `name` from its start."""
         self.sessions.append((name, session))
+        bisect.insort(self._edges, session.start)
+        bisect.insort(self._edges, session.end)
 
     def active(self, name: str, at: float) -> list[Session]:
         """The sessions running on `name` at `at`."""
         return [s for n, s in self.sessions if n == name and s.start <= at < s.end]
 
     def advance_to(self, when: float) -> None:
-        """Integrate every account's use up to `when` (never back)."""
+        """Integrate every account's use up to `when` (never back): exactly, since the rates
+        are constant between session edges and resets, which are the steps."""
         while self.now < when:
-            step = min(STEP_S, when - self.now)
+            following = bisect.bisect_right(self._edges, self.now)
+            edges = [when, *self._edges[following : following + 1]]
+            for meter in self.meters.values():
+                if meter.five_opened is not None:
+                    edges.append(meter.five_opened + FIVE_H)
+                edges.append(meter.week_resets)
+            step = min(e for e in edges if e > self.now) - self.now
             for name in self.names:
                 self._step(name, self.now, step)
             self.now += step
@@ -171,10 +205,10 @@ class Accounts:
         if meter.five_opened is None:
             meter.five_opened = t
         use = rate * step / HOUR
-        five = meter.five_used + use
-        week = meter.week_used + use * WEEK_SHARE
-        if five >= 100:
-            at = t + step * (100 - meter.five_used) / use
+        # Use stops when either window fills, the other's too: take only what comes before.
+        take = min(use, 100 - meter.five_used, (100 - meter.week_used) / WEEK_SHARE)
+        at = t + step * take / use
+        if meter.five_used + take >= 100 - 1e-9:
             self.filled.append(
                 Filled(
                     account=name,
@@ -184,8 +218,7 @@ class Accounts:
                     full_at=at,
                 )
             )
-        if week >= 100:
-            at = t + step * (100 - meter.week_used) / (use * WEEK_SHARE)
+        if meter.week_used + take * WEEK_SHARE >= 100 - 1e-9:
             self.filled.append(
                 Filled(
                     account=name,
@@ -195,7 +228,8 @@ class Accounts:
                     full_at=at,
                 )
             )
-        meter.five_used, meter.week_used = min(100.0, five), min(100.0, week)
+        meter.five_used = min(100.0, meter.five_used + take)
+        meter.week_used = min(100.0, meter.week_used + take * WEEK_SHARE)
 
     def usage(self, name: str) -> dict[str, tuple[float, float | None]]:
         """Each window's use now and its reset time (None: no five-hour window open)."""
@@ -206,3 +240,34 @@ class Accounts:
         week = meter.week_used if self.now < meter.week_resets else 0.0
         resets = meter.week_resets if self.now < meter.week_resets else meter.week_resets + WEEK
         return {"five_hour": (five, five_resets), "seven_day": (week, resets)}
+
+
+def fill_range(
+    filled: Filled, at: float, *, start: float, seed: int, week_resets: float
+) -> tuple[float, float]:
+    """The earliest and latest times window `filled` of account trace `seed` from `start` (its
+    weekly window resetting at `week_resets`) could have filled, as seen at `at`: with the use
+    up to `at` as it was and from `at` on each way the trace could have gone that the history
+    up to `at` cannot tell apart (`account_trace`'s `after`): the bursts and lulls in their
+    phase or flipped, and each block not yet started at its drawn time or at its earliest or
+    latest. A way in which the window does not fill counts as filling at its reset.
+
+    A burst and a lull together last half an hour, so readings half an hour apart show the same
+    use in either phase; and no reading before a block starts tells when it will. Either can
+    move a fill past a pause: a five-hour window whose last percent would fall just before the
+    end of a working day fills the next morning (or not at all) when the bursts fall the other
+    way, and so does a week whose five-hour window fills first."""
+    name = filled.account
+    times: list[float] = []
+    for shift, flip in itertools.product((None, -JITTER_S, JITTER_S), (False, True)):
+        meter = Accounts(names=(name,), now=start - HOUR, week_resets={name: week_resets})
+        for session in account_trace(name, start, seed=seed, after=at, shift=shift, flip=flip):
+            meter.assign(name, session)
+        meter.advance_to(filled.resets_at)
+        same = (
+            f.full_at
+            for f in meter.filled
+            if f.window == filled.window and f.resets_at == filled.resets_at
+        )
+        times.append(next(same, filled.resets_at))
+    return min(times), max(times)
