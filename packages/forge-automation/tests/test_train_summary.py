@@ -34,6 +34,20 @@ def _summary(repo: RepoState) -> dict[str, object]:
     return loaded
 
 
+def _seed_summary(repo: RepoState, state_line: str) -> None:
+    """An earlier train's summary on the label's issue #50, its state line `state_line`."""
+    repo.issues[50] = {
+        "title": f"forge-cli train: {LABEL}",
+        "body": "x",
+        "user": {"login": "forge-bot"},
+        "created_at": "2024-01-02T00:00:00Z",
+    }
+    repo.labels[50] = [LABEL]
+    repo.comments[50] = [
+        {"id": 9001, "user": {"login": "forge-bot"}, "body": f"{MARKER}\n{state_line}"}
+    ]
+
+
 def _is_write(args: Sequence[str]) -> bool:
     # The summary's comment writes: POST .../issues/<n>/comments and PATCH .../issues/comments/<id>.
     text = " ".join(args)
@@ -92,17 +106,7 @@ def test_a_summary_edited_out_of_shape_starts_afresh_with_a_note(tmp_path: Path)
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
         clone = train_world(repo, str(tmp_path), prs=1, duration=0.1)
-        repo.issues[50] = {
-            "title": f"forge-cli train: {LABEL}",
-            "body": "x",
-            "user": {"login": "forge-bot"},
-            "created_at": "2024-01-02T00:00:00Z",
-        }
-        repo.labels[50] = [LABEL]
-        forged = '<!-- forge-cli train state: {"status":"running","merged":["#9"]} -->'
-        repo.comments[50] = [
-            {"id": 9001, "user": {"login": "forge-bot"}, "body": f"{MARKER}\n{forged}"}
-        ]
+        _seed_summary(repo, '<!-- forge-cli train state: {"status":"running","merged":["#9"]} -->')
         lines: list[str] = []
         ride_batch(server.exec(), clone, lines, grace=30)
         assert f"NOTE {REPO}#50: the train's summary does not read; it starts afresh" in lines
@@ -118,20 +122,10 @@ def test_a_check_name_holding_the_comment_end_stays_inside_the_state_comment(
     with ForgeServer() as server:
         repo = server.state.repo(REPO)
         clone = train_world(repo, str(tmp_path), prs=1, duration=0.1)
-        repo.issues[50] = {
-            "title": f"forge-cli train: {LABEL}",
-            "body": "x",
-            "user": {"login": "forge-bot"},
-            "created_at": "2024-01-02T00:00:00Z",
-        }
-        repo.labels[50] = [LABEL]
         names = ["a-->b", "c\\u003ed"]
         earlier = json.dumps({"status": "running", "merged": [], "dropped": [], "flaky": names})
         escaped = quote(earlier, safe=' {}[]":,')
-        state = f"<!-- forge-cli train state: {escaped} -->"
-        repo.comments[50] = [
-            {"id": 9001, "user": {"login": "forge-bot"}, "body": f"{MARKER}\n{state}"}
-        ]
+        _seed_summary(repo, f"<!-- forge-cli train state: {escaped} -->")
         ride_batch(server.exec(), clone, [], grace=30)
         body = repo.comments[50][0]["body"]
         assert body.splitlines()[-1].count(">") == 1  # the comment's own end
