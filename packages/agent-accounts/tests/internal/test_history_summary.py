@@ -2,8 +2,9 @@
 
 With the summary, the same readings reach the forecast as from the history files, so the same
 account is chosen with the same headroom (the property test, over random histories with their
-thinning, lines dated ahead, junk lines and a rotated file); a summary that no longer holds
-(a line appended since), is cut short at any byte, or is altered or planted is not used.
+thinning, lines dated ahead, junk lines, a rotated file and lines appended after the summary
+was stored); the summary holds while lines are appended within its frame (they are read on
+top of it) and not past it; one cut short at any byte, altered or planted is not used.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from accounts_support import make_profile
 from agent_accounts import UsageReading
 from agent_accounts._best import FRESH_READING_S, rank_rows
 from agent_accounts._forecast import forecast_window
-from agent_accounts.io import read_usage_history, write_reading
+from agent_accounts.io import _gate, read_usage_history, write_reading
+from agent_accounts.io import _history_summary as summary_module
 from agent_accounts.io._choice import profile_rows, store_choice_summary
-from agent_accounts.io._history import history_line
+from agent_accounts.io._history import HISTORY_FILE, history_line
 from agent_accounts.io._history_summary import (
+    FRAME_BYTES,
     SUMMARY_FILE,
     SUMMARY_SESSION,
     read_weighed_history,
@@ -81,9 +84,11 @@ LINE = st.tuples(
     derandomize=os.environ.get("CI") == "true",
 )
 @given(
-    lines=st.lists(LINE, max_size=60),
-    rotated=st.integers(0, 60),
+    lines=st.lists(LINE, max_size=120),
+    rotated=st.integers(0, 120),
+    appended=st.integers(0, 120),
     tail=st.sampled_from([2048, 4096, 32 * 1024]),
+    frame=st.sampled_from([1024, 4096]),
     older=st.integers(0, 12),
     now=st.floats(0, 9 * 86400),
 )
@@ -91,6 +96,25 @@ def test_the_summary_gives_the_forecast_what_the_history_gives(
     tmp_path_factory: pytest.TempPathFactory,
     lines: list[tuple[float, float, float, float | None, bool]],
     rotated: int,
+    appended: int,
+    tail: int,
+    frame: int,
+    older: int,
+    now: float,
+) -> None:
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(summary_module, "FRAME_BYTES", frame)  # a frame of fewer lines
+    try:
+        check_summary(tmp_path_factory, lines, rotated, max(rotated, appended), tail, older, now)
+    finally:
+        monkeypatch.undo()
+
+
+def check_summary(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[tuple[float, float, float, float | None, bool]],
+    rotated: int,
+    appended: int,
     tail: int,
     older: int,
     now: float,
@@ -107,16 +131,21 @@ def test_the_summary_gives_the_forecast_what_the_history_gives(
         data.append(b'{"written_at": 1}\n' if junk else line)
     (config / "status-cache").mkdir(mode=0o700)
     (config / HISTORY.with_suffix(".jsonl.1")).write_bytes(b"".join(data[:rotated]))
-    (config / HISTORY).write_bytes(b"".join(data[rotated:]))
+    (config / HISTORY).write_bytes(b"".join(data[rotated:appended]))
     for path in (config / "status-cache").iterdir():
         path.chmod(0o600)
-    expected = from_files(config, T0 + now, tail, older)
     assert store_history_summary(str(config), tail_bytes=tail, older_lines=older)
+    with (config / HISTORY).open("ab") as log:  # lines appended since the poll stored it
+        log.write(b"".join(data[appended:]))
     got = weighed(config, T0 + now, tail, older)
-    assert {r["session_id"] for r in got} <= {SUMMARY_SESSION}  # from the summary
+    (config / SUMMARY).unlink()
+    expected = weighed(config, T0 + now, tail, older)  # the history itself
     assert seen(got) == seen(expected)
     for name in WINDOWS:
         assert forecast_window(name, got, T0 + now) == forecast_window(name, expected, T0 + now)
+    # Every line of the newest `tail` bytes is weighed (the lines before are a thinned few).
+    newest = read_usage_history(config, now=T0 + now, tail_bytes=tail)
+    assert all(item in seen(got) for item in seen(newest))
 
 
 def test_best_and_run_rank_the_same_with_and_without_the_summaries(
@@ -151,25 +180,85 @@ def test_best_and_run_rank_the_same_with_and_without_the_summaries(
         assert verdict == rank_rows(before[1], now, WINDOWS, FRESH_READING_S, full_at)
 
 
-def test_a_line_appended_since_is_read_from_the_history(config: Path) -> None:
+def test_lines_appended_within_the_frame_are_read_on_top_of_the_summary(config: Path) -> None:
+    for i in range(40, 120):  # 120 lines: the current file past its first frame
+        write_reading(config, poll_reading(T0 + i * 150, i / 4, 10 + i / 8))
     assert store_choice_summary(str(config))
-    write_reading(config, poll_reading(T0 + 40 * 150, 30))
-    got = weighed(config, T0 + 7000)
-    assert seen(got) == seen(from_files(config, T0 + 7000))
-    assert got[-1]["session_id"] == "usage-poll"  # not the summary's
+    size = (config / HISTORY).stat().st_size
+    assert size >= FRAME_BYTES
+    write_reading(config, poll_reading(T0 + 120 * 150, 31))
+    got = weighed(config, T0 + 20000)
+    assert got[0]["session_id"] == SUMMARY_SESSION  # the summary still holds
+    assert got[-1]["session_id"] == "usage-poll"  # the line appended since, read on top
+    assert got[-1]["rate_limits"]["five_hour"]["used_percentage"] == 31
+    summary = (config / SUMMARY).read_bytes()
+    (config / SUMMARY).unlink()
+    assert seen(weighed(config, T0 + 20000)) == seen(got)  # as the history itself gives
+    (config / SUMMARY).write_bytes(summary)
+    (config / SUMMARY).chmod(0o600)
+    i = 121
+    while (config / HISTORY).stat().st_size // FRAME_BYTES == size // FRAME_BYTES:
+        write_reading(config, poll_reading(T0 + i * 150, i / 4))  # into the next frame
+        i += 1
+    got = weighed(config, T0 + 30000)
+    assert {r["session_id"] for r in got} == {"usage-poll"}  # no longer holds: the history
     assert store_choice_summary(str(config))  # the next poll stores it again
-    assert seen(weighed(config, T0 + 7000)) == seen(got)
+    assert weighed(config, T0 + 30000)[0]["session_id"] == SUMMARY_SESSION
+    assert seen(weighed(config, T0 + 30000)) == seen(got)
+
+
+def test_a_line_torn_across_the_frame_edge_is_not_read_on_top(config: Path) -> None:
+    for i in range(40, 120):
+        write_reading(config, poll_reading(T0 + i * 150, i / 4, 10 + i / 8))
+    size = (config / HISTORY).stat().st_size
+    edge = (size // FRAME_BYTES + 1) * FRAME_BYTES
+    with (config / HISTORY).open("ab") as log:  # a full disk cut a line that crosses the edge
+        log.write(b'{"session_id": "usage-poll", "written_at": ' + b" " * (edge - size))
+    assert store_choice_summary(str(config))  # its frame ends where the file does
+    with (config / HISTORY).open("ab") as log:  # the next line lands on the torn one
+        log.write(history_line(poll_reading(T0 + 121 * 150, 40)) or b"")  # type: ignore[arg-type]
+    got = weighed(config, T0 + 20000)
+    assert {r["session_id"] for r in got} == {"usage-poll"}  # no line ends at the frame's end
+    assert all(r["rate_limits"]["five_hour"]["used_percentage"] != 40 for r in got)
+
+
+def test_a_line_appended_while_the_lines_on_top_are_read_is_not_missed(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40, 120):
+        write_reading(config, poll_reading(T0 + i * 150, i / 4, 10 + i / 8))
+    assert store_choice_summary(str(config))
+    write_reading(config, poll_reading(T0 + 120 * 150, 41))
+    appended: list[str] = []
+
+    def append(path: str) -> None:  # between the history's lstat and its read
+        if path.endswith(HISTORY_FILE) and not appended:
+            appended.append(path)
+            write_reading(config, poll_reading(T0 + 121 * 150, 42))
+
+    monkeypatch.setattr(_gate, "after_lstat", append)
+    got = weighed(config, T0 + 20000)
+    assert appended
+    used = [r["rate_limits"]["five_hour"]["used_percentage"] for r in got[-2:]]
+    assert used == [41, 42]  # the line read on top was not shifted out by the new one
 
 
 def test_no_cut_short_or_altered_summary_is_used(config: Path) -> None:
+    for i in range(40, 120):  # the current file past its first frame
+        write_reading(config, poll_reading(T0 + i * 150, i / 4, 10 + i / 8))
+    expected = seen(weighed(config, T0 + 20000))
     assert store_choice_summary(str(config))
     path = config / SUMMARY
     whole = path.read_bytes()
-    expected = seen(from_files(config, T0 + 7000))
     doc = json.loads(whole)
-    rows, current = doc["readings"], doc["key"][-2]  # the current file: its size is third
+    rows, current, end = doc["readings"], doc["key"][-2], doc["end"]  # its frame is third
     altered = [
         {**doc, "key": [*doc["key"][:-2], [*current[:2], current[2] - 1, *current[3:]], None]},
+        {**doc, "end": end - 1},
+        {**doc, "end": end + 1},
+        {**doc, "end": str(end)},
+        {**doc, "end": -1},
+        {"key": doc["key"], "readings": rows},
         {**doc, "readings": [*rows[:-1], [rows[-1][0], [["five_hour", 101, None]]]]},
         {**doc, "readings": [*rows[:-1], [rows[-1][0], [["five_hour", "9", None]]]]},
         {**doc, "readings": [*rows[:-1], [str(rows[-1][0]), rows[-1][1]]]},
@@ -185,21 +274,21 @@ def test_no_cut_short_or_altered_summary_is_used(config: Path) -> None:
     variants.append(whole.replace(b"]]]]}", b"]]],[NaN,[]]]}"))
     for data in variants:
         path.write_bytes(data)
-        got = weighed(config, T0 + 7000)
+        got = weighed(config, T0 + 20000)
         assert seen(got) == expected
         assert got[0]["session_id"] == "usage-poll", data[-60:]
     path.write_bytes(whole)
-    assert weighed(config, T0 + 7000)[0]["session_id"] == SUMMARY_SESSION
+    assert weighed(config, T0 + 20000)[0]["session_id"] == SUMMARY_SESSION
     path.chmod(0o644)  # not owner-only: refused by the gate
-    assert weighed(config, T0 + 7000)[0]["session_id"] == "usage-poll"
+    assert weighed(config, T0 + 20000)[0]["session_id"] == "usage-poll"
     path.unlink()
     path.symlink_to(config / HISTORY)
-    assert weighed(config, T0 + 7000)[0]["session_id"] == "usage-poll"
+    assert weighed(config, T0 + 20000)[0]["session_id"] == "usage-poll"
     history = (config / HISTORY).read_bytes()
     assert store_choice_summary(str(config))  # replaces the planted symlink, never follows it
     assert (config / HISTORY).read_bytes() == history
     assert not path.is_symlink()
-    assert weighed(config, T0 + 7000)[0]["session_id"] == SUMMARY_SESSION
+    assert weighed(config, T0 + 20000)[0]["session_id"] == SUMMARY_SESSION
 
 
 def test_a_full_disk_stores_no_summary_and_leaves_nothing_behind(tmp_path: Path) -> None:

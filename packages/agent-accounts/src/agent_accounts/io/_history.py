@@ -114,14 +114,14 @@ def read_usage_history(
     before it. Both files are read through the strict gate (this user's own, owner-only, singly
     linked regular file; anything else reads as empty). With `tail_bytes`, only the newest
     lines within the current file's last `tail_bytes` bytes are read, and the rotated file only
-    when the current one is shorter: what `best` and `run` read at start-up, whatever the
-    history's size. With `older_lines` too, the lines before that tail within the newest
-    `HISTORY_MAX_BYTES` of both files (about a week of a poller and sessions) are read as well,
-    thinned to at most `older_lines` evenly spaced ones, the newest of each stride kept: the
-    days of rhythm a forecast goes by, dense where the current window is, at a bounded cost.
-    Raises ValueError for a non-finite `now` or `since`, a `tail_bytes` under
-    `HISTORY_LINE_MAX` or a negative `older_lines`, and an unexpected filesystem error
-    redacted, without a cause.
+    when the current one is shorter, whatever the history's size. With `older_lines` too, the
+    lines before that tail within the newest `HISTORY_MAX_BYTES` of both files (about a week of
+    a poller and sessions) are read as well, thinned to at most `older_lines` evenly spaced
+    ones, the newest of each stride kept: the days of rhythm a forecast goes by, dense where the
+    current window is, at a bounded cost (`best` and `run` read this selection framed, so that
+    an appended line only adds to it: `framed_history`). Raises ValueError for a non-finite
+    `now` or `since`, a `tail_bytes` under `HISTORY_LINE_MAX` or a negative `older_lines`, and
+    an unexpected filesystem error redacted, without a cause.
     """
     import time
 
@@ -153,21 +153,68 @@ def selected_history(
     directory: str, *, uid: int, tail_bytes: int | None, older_lines: int | None
 ) -> list[UsageReading]:
     """The readings `read_usage_history` picks from the history in `directory` (a status-cache
-    dir), in the files' order, before any time is checked: what a stored summary holds.
+    dir), in the files' order, before any time is checked.
     Raises OSError (unredacted) for an unexpected filesystem error."""
-    lines: list[bytes] = []
+    current = _current_lines(directory, uid, tail_bytes, older_lines)
+    return parse_history_lines(_selected_lines(directory, uid, current, tail_bytes, older_lines))
+
+
+def framed_history(
+    directory: str, *, uid: int, tail_bytes: int, older_lines: int, frame_bytes: int
+) -> tuple[list[UsageReading], list[UsageReading], int, int]:
+    """The history `best` and `run` weigh (`io._history_summary`): `selected_history`'s
+    selection, kept the same while lines are appended. The frame is the current file up to its
+    frame end: the end of the line its last multiple of `frame_bytes` falls in (none below
+    `frame_bytes`). The frame is selected as `selected_history` selects a history whose current
+    file ends there; every line after the frame end is kept.
+
+    Return (the frame's readings, the readings after it, the frame end, the bytes of the current
+    file read); a frame end past the bytes read is never given. Raises OSError (unredacted) for
+    an unexpected filesystem error."""
+    lines = _current_lines(directory, uid, tail_bytes, older_lines)
+    edge = (sum(map(len, lines)) + len(lines) - 1) // frame_bytes * frame_bytes if lines else 0
+    start = kept = 0
+    while kept < len(lines) and start < edge:  # the lines that start before the edge
+        start += len(lines[kept]) + 1
+        kept += 1
+    frame = [*lines[:kept], b""] if kept else []
+    selected = _selected_lines(directory, uid, frame, tail_bytes, older_lines)
+    size = sum(map(len, lines)) + len(lines) - 1 if lines else 0
+    return parse_history_lines(selected), parse_history_lines(lines[kept:]), min(start, size), size
+
+
+def _current_lines(
+    directory: str, uid: int, tail_bytes: int | None, older_lines: int | None
+) -> list[bytes]:
     left = tail_bytes if older_lines is None else HISTORY_MAX_BYTES
-    for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
-        if left is not None and left <= 0:
-            break
-        path = os.path.join(directory, name)
-        got = read_line_data(path, uid=uid, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
-        lines[:0] = got
-        if left is not None:
-            # A tail that cut the current file (its first line blanked) is all there is.
-            left = 0 if got[:1] == [b""] else left - sum(map(len, got)) - len(got)
+    path = os.path.join(directory, HISTORY_FILE)
+    return read_line_data(path, uid=uid, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
+
+
+def _selected_lines(
+    directory: str,
+    uid: int,
+    current: list[bytes],
+    tail_bytes: int | None,
+    older_lines: int | None,
+) -> list[bytes]:
+    """The lines read of the rotated file (what `current`, the current file's, leave of the
+    bound), then `current`, thinned as `read_usage_history` thins them."""
+    lines = list(current)
+    left = tail_bytes if older_lines is None else HISTORY_MAX_BYTES
+    if left is not None:
+        # A tail that cut the current file (its first line blanked) is all there is.
+        left = 0 if current[:1] == [b""] else left - sum(map(len, current)) - len(current)
+    if left is None or left > 0:
+        path = os.path.join(directory, rotated_name(HISTORY_FILE))
+        lines[:0] = read_line_data(path, uid=uid, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=left)
     if tail_bytes is not None and older_lines is not None:
         lines = _thinned(lines, tail_bytes, older_lines)
+    return lines
+
+
+def parse_history_lines(lines: list[bytes]) -> list[UsageReading]:
+    """The readings of history `lines` that parse, in order."""
     return [reading for line in lines if (reading := _parse_line(line)) is not None]
 
 

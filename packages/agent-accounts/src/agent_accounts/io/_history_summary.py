@@ -1,22 +1,30 @@
 """The history `best` and `run` weigh, stored by the poll timer: `usage-history.summary`.
 
 It sits in `status-cache`. `best` and `run` read a bounded part of each history at start-up (the
-newest lines and some evenly spaced older ones: `selected_history`) and parse every line of it
-through the reading validator. `poll --write` stores that part already parsed, as compact JSON:
-each reading's time and windows (`[written_at, [[name, used, resets_at or null], ...]]`), in the
-files' order, under a key of the history files as they were read (device, inode, size, mtime,
-ctime, mode, owner and links of the current and the rotated file), the reader's uid, the format
-and the selection's bounds. `best` and `run` take the stored readings only while that key still
-matches the files (an `lstat` of each); a summary that is missing, unreadable, refused by the
-strict gate, malformed in any field or keyed to other files (a line appended since, a rotation)
-is not used: they read the history itself, as before. Either way the same readings reach the
-forecast, so the same account is chosen. The stored readings carry only what the forecast reads
-(their `session_id` is `SUMMARY_SESSION`, and no `source`).
+newest lines and some evenly spaced older ones) and parse every line of it through the reading
+validator. That part is framed (`framed_history`) so that appending a line only adds it: the
+frame is the history up to the end of the line the current file's last multiple of
+`FRAME_BYTES` falls in, selected as `selected_history` selects it (the newest lines and the
+thinned older ones), and every line after the frame's end is read as it is.
+
+`poll --write` stores the frame's readings already parsed, as compact JSON: each reading's time
+and windows (`[written_at, [[name, used, resets_at or null], ...]]`), in the files' order, under
+a key of the history files as they were read (the rotated file's device, inode, size, mtime,
+ctime, mode, owner and links; the current file's the same but for its size, mtime and ctime,
+which appends move: its size's frame and the frame's end instead), the reader's uid, the format
+and the selection's bounds. `best` and `run` take the stored readings while that key still
+matches the files (an `lstat` of each), and read and parse only the lines after the frame's end,
+checking that a line ends there and that the file did not move while they read. A summary that
+is missing, unreadable, refused by the strict gate, malformed in any field or keyed to other
+files (a rotation, the file grown into its next frame) is not used: they read the framed history
+itself. Either way the same readings reach the forecast, so the same account is chosen. The
+stored readings carry only what the forecast reads (their `session_id` is `SUMMARY_SESSION`,
+and no `source`).
 
 The summary is written atomically (`atomic_write`: a reader sees the old one or the new one,
 never a part); the key is taken before and after reading the history, and nothing is written
-when they differ (a line appended meanwhile). Storing never fails a poll: a full disk or a
-read-only mount leaves the summary as it was, and a stale one is never used.
+when they differ. Storing never fails a poll: a full disk or a read-only mount leaves the
+summary as it was, and a stale one is never used.
 """
 
 from __future__ import annotations
@@ -28,14 +36,14 @@ import os
 from agent_accounts._usage import is_window_name
 
 from ._atomic import atomic_write
-from ._gate import GateRefused, read_gated
+from ._gate import GateRefused, read_gated, zero
 from ._history import (
     HISTORY_FILE,
     HISTORY_LINE_MAX,
     HISTORY_MAX_BYTES,
     dated_history,
-    read_usage_history,
-    selected_history,
+    framed_history,
+    parse_history_lines,
 )
 from ._linelog import rotated_name
 from ._readings import status_cache_dir
@@ -47,6 +55,7 @@ if TYPE_CHECKING:
     from agent_accounts._types import RateWindow, UsageReading
 
 __all__ = [
+    "FRAME_BYTES",
     "SUMMARY_FILE",
     "SUMMARY_MAX_BYTES",
     "SUMMARY_SESSION",
@@ -57,17 +66,37 @@ __all__ = [
 SUMMARY_FILE: Final = "usage-history.summary"
 SUMMARY_MAX_BYTES: Final = 1024 * 1024
 SUMMARY_SESSION: Final = "usage-history"
-_FORMAT: Final = 1
+_FORMAT: Final = 2
+FRAME_BYTES: Final = 4 * 1024
+"""The frame's grain: a summary holds while the current file grows within the same multiple of
+this, about 14 lines, which `best` and `run` then parse on top of it (7 on average). The poll
+timer stores the next summary 150 s later; status lines add a line when a percent moves (about
+one a minute with sessions running), so a summary seldom stops holding between two polls."""
 
 
-def _key(directory: str, uid: int, tail_bytes: int, older_lines: int) -> list[object]:
-    """What the stored readings hold for: the files' identity and state, and the selection."""
-    key: list[object] = [_FORMAT, uid, HISTORY_MAX_BYTES, HISTORY_LINE_MAX, tail_bytes, older_lines]
+def _key(directory: str, uid: int, tail_bytes: int, older_lines: int) -> tuple[list[object], int]:
+    """What the stored readings hold for (the files' identity and state, the selection), and
+    the current file's size (-1 when there is none)."""
+    key: list[object] = [
+        _FORMAT,
+        uid,
+        HISTORY_MAX_BYTES,
+        HISTORY_LINE_MAX,
+        tail_bytes,
+        older_lines,
+        FRAME_BYTES,
+    ]
+    size = -1
     for name in (HISTORY_FILE, rotated_name(HISTORY_FILE)):
         try:
             st = os.lstat(os.path.join(directory, name))
         except FileNotFoundError:
             key.append(None)
+            continue
+        if name == HISTORY_FILE:  # appends move its size and times: its frame instead
+            size = st.st_size
+            frame = size // FRAME_BYTES * FRAME_BYTES
+            key.append([st.st_dev, st.st_ino, frame, st.st_mode, st.st_uid, st.st_nlink])
             continue
         key.append(
             [
@@ -81,7 +110,7 @@ def _key(directory: str, uid: int, tail_bytes: int, older_lines: int) -> list[ob
                 st.st_nlink,
             ]
         )
-    return key
+    return key, size
 
 
 def _number(value: object) -> bool:
@@ -95,13 +124,17 @@ def _no_constant(name: str) -> object:
     raise ValueError(name)
 
 
-def _stored(raw: bytes | bytearray, key: list[object]) -> list[UsageReading] | None:
-    """The readings a summary holds when it is whole and keyed `key`; else None."""
+def _stored(raw: bytes | bytearray, key: list[object]) -> tuple[list[UsageReading], int] | None:
+    """The readings a summary holds and its frame's end, when it is whole and keyed `key`;
+    else None."""
     try:
         doc = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return None
     if type(doc) is not dict or doc.get("key") != key or type(doc.get("readings")) is not list:
+        return None
+    end = doc.get("end")
+    if type(end) is not int or not 0 <= end <= HISTORY_MAX_BYTES:
         return None
     readings: list[UsageReading] = []
     names: set[str] = set()
@@ -132,10 +165,10 @@ def _stored(raw: bytes | bytearray, key: list[object]) -> list[UsageReading] | N
         readings.append(
             {"session_id": SUMMARY_SESSION, "written_at": written_at, "rate_limits": limits}
         )
-    return readings
+    return readings, end
 
 
-def _read(directory: str, key: list[object]) -> list[UsageReading] | None:
+def _read(directory: str, key: list[object]) -> tuple[list[UsageReading], int] | None:
     try:
         raw = read_gated(
             os.path.join(directory, SUMMARY_FILE), uid=None, max_bytes=SUMMARY_MAX_BYTES
@@ -145,46 +178,96 @@ def _read(directory: str, key: list[object]) -> list[UsageReading] | None:
     return None if raw is None else _stored(raw, key)
 
 
+def _after(directory: str, uid: int, end: int, size: int) -> list[UsageReading] | None:
+    """The readings of the current file's lines after `end` (a frame's end) while it is `size`
+    bytes long; None when no line ends at `end` or the file is not that long as it is read."""
+    if size < end:
+        return None
+    if size == end:
+        return []
+    path = os.path.join(directory, HISTORY_FILE)
+    want = size - end + (end > 0)  # from the frame's last byte, its line's end, when it has one
+    try:
+        raw = read_gated(path, uid=uid, max_bytes=2 * HISTORY_MAX_BYTES, tail_bytes=want)
+    except GateRefused:
+        return None
+    if raw is None:
+        return None
+    try:
+        if len(raw) != want or (end > 0 and raw[0] != 0x0A):
+            return None  # another length than the lstat's, or no line ends where the frame does
+        return parse_history_lines(bytes(raw[end > 0 :]).split(b"\n"))
+    finally:
+        zero(raw)
+
+
 def read_weighed_history(
     config_dir: str, *, now: float, since: float, tail_bytes: int, older_lines: int
 ) -> list[UsageReading]:
-    """Return `read_usage_history(config_dir, now=, since=, tail_bytes=, older_lines=)`'s
-    readings (for the forecast only: see the module docstring), from the stored summary when it
-    holds for the files as they are, else from the history itself (same errors)."""
+    """Return the framed history (`framed_history`, with `FRAME_BYTES`) of `config_dir` dated
+    as `read_usage_history(now=, since=)` dates it (for the forecast only: see the module
+    docstring): the stored summary's readings and the lines after its frame when it holds for
+    the files as they are, else the framed history read from the files. Raises ValueError for
+    a non-finite `now` or `since`, a `tail_bytes` under `HISTORY_LINE_MAX` or a negative
+    `older_lines`, and an unexpected filesystem error redacted, as `read_usage_history`."""
+    if not (math.isfinite(now) and math.isfinite(since)):
+        raise ValueError("now and since must be finite numbers of epoch seconds")
+    if tail_bytes < HISTORY_LINE_MAX or older_lines < 0:
+        raise ValueError("tail_bytes must hold a whole line; older_lines must not be negative")
     directory = status_cache_dir(config_dir)
+    uid = os.getuid()
     try:
-        key = _key(directory, os.getuid(), tail_bytes, older_lines)
-    except OSError:
-        stored = None
-    else:
+        key, size = _key(directory, uid, tail_bytes, older_lines)
         stored = _read(directory, key)
-    if stored is None or not (math.isfinite(now) and math.isfinite(since)):
-        return read_usage_history(
-            config_dir, now=now, since=since, tail_bytes=tail_bytes, older_lines=older_lines
+        if stored is not None:
+            after = _after(directory, uid, stored[1], size)
+            if after is not None and _key(directory, uid, tail_bytes, older_lines) == (key, size):
+                return dated_history([*stored[0], *after], now=now, since=since)
+    except OSError:
+        pass  # the history itself is read, with its errors
+    try:
+        frame, later, _, _ = framed_history(
+            directory,
+            uid=uid,
+            tail_bytes=tail_bytes,
+            older_lines=older_lines,
+            frame_bytes=FRAME_BYTES,
         )
-    return dated_history(stored, now=now, since=since)
+    except OSError as exc:
+        from agent_accounts._redact import redact_secrets
+
+        failure: BaseException | None = redact_secrets(exc)
+    else:
+        failure = None
+    if failure is not None:
+        raise failure
+    return dated_history([*frame, *later], now=now, since=since)
 
 
 def store_history_summary(config_dir: str, *, tail_bytes: int, older_lines: int) -> bool:
     """Store the summary of `config_dir`'s history unless the one stored still holds.
 
     True when a summary holding for the history as it is now is stored (already or by this
-    call); False when none could be (no history, a line appended while reading it, a full disk,
-    a refused file). Never raises.
+    call); False when none could be (no history, a rotation while reading it, a current file
+    past `HISTORY_MAX_BYTES`, a full disk, a refused file). Never raises.
     """
     try:
         directory = status_cache_dir(config_dir)
         uid = os.getuid()
-        key = _key(directory, uid, tail_bytes, older_lines)
+        key, _ = _key(directory, uid, tail_bytes, older_lines)
         if key[-2:] == [None, None]:
             return False
         if _read(directory, key) is not None:
             return True
-        readings = selected_history(
-            directory, uid=uid, tail_bytes=tail_bytes, older_lines=older_lines
+        frame, _, end, read = framed_history(
+            directory,
+            uid=uid,
+            tail_bytes=tail_bytes,
+            older_lines=older_lines,
+            frame_bytes=FRAME_BYTES,
         )
-        if _key(directory, uid, tail_bytes, older_lines) != key:
-            return False  # a line was appended (or the log rotated) while it was read
+        if _key(directory, uid, tail_bytes, older_lines)[0] != key or read >= HISTORY_MAX_BYTES:
+            return False  # rotated, grown past its frame, or cut as read: not the file's frame
         rows = [
             [
                 r["written_at"],
@@ -193,9 +276,10 @@ def store_history_summary(config_dir: str, *, tail_bytes: int, older_lines: int)
                     for n, w in r["rate_limits"].items()
                 ],
             ]
-            for r in readings
+            for r in frame
         ]
-        data = json.dumps({"key": key, "readings": rows}, separators=(",", ":"), allow_nan=False)
+        doc = {"key": key, "end": end, "readings": rows}
+        data = json.dumps(doc, separators=(",", ":"), allow_nan=False)
         atomic_write(directory, SUMMARY_FILE, data.encode())
     except Exception:  # a full disk, a read-only mount, a planted file: best and run read it all
         return False
