@@ -172,14 +172,14 @@ def framed_history(
     file read); a frame end past the bytes read is never given. Raises OSError (unredacted) for
     an unexpected filesystem error."""
     lines = _current_lines(directory, uid, tail_bytes, older_lines)
-    edge = (sum(map(len, lines)) + len(lines) - 1) // frame_bytes * frame_bytes if lines else 0
+    size = sum(map(len, lines)) + len(lines) - 1 if lines else 0  # the split's newlines
+    edge = size // frame_bytes * frame_bytes
     start = kept = 0
     while kept < len(lines) and start < edge:  # the lines that start before the edge
         start += len(lines[kept]) + 1
         kept += 1
     frame = [*lines[:kept], b""] if kept else []
     selected = _selected_lines(directory, uid, frame, tail_bytes, older_lines)
-    size = sum(map(len, lines)) + len(lines) - 1 if lines else 0
     return parse_history_lines(selected), parse_history_lines(lines[kept:]), min(start, size), size
 
 
