@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 
 from accounts_disk_support import fill_leaving, small_tmpfs
 from accounts_history_support import HISTORY, T0, poll_reading
-from accounts_support import make_profile
+from accounts_support import CANARY, exception_text, make_profile
 from agent_accounts import UsageReading
 from agent_accounts._best import FRESH_READING_S, rank_rows
 from agent_accounts._forecast import forecast_window
 from agent_accounts.io import _gate, read_usage_history, write_reading
 from agent_accounts.io import _history_summary as summary_module
 from agent_accounts.io._choice import profile_rows, store_choice_summary
-from agent_accounts.io._history import HISTORY_FILE, history_line
+from agent_accounts.io._history import HISTORY_FILE, framed_history, history_line
 from agent_accounts.io._history_summary import (
     FRAME_BYTES,
     SUMMARY_FILE,
@@ -84,9 +84,9 @@ LINE = st.tuples(
     derandomize=os.environ.get("CI") == "true",
 )
 @given(
-    lines=st.lists(LINE, max_size=120),
-    rotated=st.integers(0, 120),
-    appended=st.integers(0, 120),
+    lines=st.lists(LINE, min_size=10, max_size=120),  # frames of 1 KiB hold about 6
+    rotated=st.integers(0, 60),
+    appended=st.integers(0, 20),  # of the lines, how many are appended after the poll
     tail=st.sampled_from([2048, 4096, 32 * 1024]),
     frame=st.sampled_from([1024, 4096]),
     older=st.integers(0, 12),
@@ -102,12 +102,10 @@ def test_the_summary_gives_the_forecast_what_the_history_gives(
     older: int,
     now: float,
 ) -> None:
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(summary_module, "FRAME_BYTES", frame)  # a frame of fewer lines
-    try:
-        check_summary(tmp_path_factory, lines, rotated, max(rotated, appended), tail, older, now)
-    finally:
-        monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(summary_module, "FRAME_BYTES", frame)  # a frame of fewer lines
+        since = max(rotated, len(lines) - appended)
+        check_summary(tmp_path_factory, lines, rotated, since, tail, older, now)
 
 
 def check_summary(
@@ -135,16 +133,31 @@ def check_summary(
     for path in (config / "status-cache").iterdir():
         path.chmod(0o600)
     assert store_history_summary(str(config), tail_bytes=tail, older_lines=older)
+    stored_at = (config / HISTORY).stat().st_size
     with (config / HISTORY).open("ab") as log:  # lines appended since the poll stored it
         log.write(b"".join(data[appended:]))
+    grain = summary_module.FRAME_BYTES
+    holds = (config / HISTORY).stat().st_size // grain == stored_at // grain
     got = weighed(config, T0 + now, tail, older)
+    # While the file grew within its frame, every reading of the frame came from the summary
+    # and every later one from the file; past it, none came from the summary.
+    everything = read_weighed_history(
+        str(config), now=T0 + 30 * 86400, since=0.0, tail_bytes=tail, older_lines=older
+    )
+    cache = str(config / "status-cache")
+    frame, after, _, _ = framed_history(
+        cache, uid=os.getuid(), tail_bytes=tail, older_lines=older, frame_bytes=grain
+    )
+    from_summary = sum(r["session_id"] == SUMMARY_SESSION for r in everything)
+    assert from_summary == (len(frame) if holds else 0)
+    assert len(everything) == len(frame) + len(after)
     (config / SUMMARY).unlink()
     expected = weighed(config, T0 + now, tail, older)  # the history itself
     assert seen(got) == seen(expected)
     for name in WINDOWS:
         assert forecast_window(name, got, T0 + now) == forecast_window(name, expected, T0 + now)
     # Every line of the newest `tail` bytes is weighed (the lines before are a thinned few).
-    newest = read_usage_history(config, now=T0 + now, tail_bytes=tail)
+    newest = read_usage_history(config, now=T0 + now, since=T0 + now - 7 * 86400, tail_bytes=tail)
     assert all(item in seen(got) for item in seen(newest))
 
 
@@ -304,3 +317,14 @@ def test_a_full_disk_stores_no_summary_and_leaves_nothing_behind(tmp_path: Path)
             "usage-history.jsonl",
         ]
         assert seen(weighed(config, T0 + 7000)) == seen(from_files(config, T0 + 7000))
+
+
+def test_an_unexpected_read_error_is_redacted_without_a_chain(tmp_path: Path) -> None:
+    # A path component over NAME_MAX: lstat fails with ENAMETOOLONG, quoting the path.
+    config = tmp_path / (f"sk-ant-oat01-{CANARY}" + "a" * 300)
+    for read in (weighed, from_files):
+        with pytest.raises(OSError) as caught:
+            read(config, T0)
+        assert caught.value.__cause__ is None
+        assert caught.value.__context__ is None
+        assert CANARY not in exception_text(caught.value)

@@ -23,9 +23,11 @@ from ._readings import CLOCK_AHEAD_S, reading_from_json, status_cache_dir
 TYPE_CHECKING = False  # not typing's: `best` and `run` read the history at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Final
+    from typing import Final, TypeVar
 
     from agent_accounts._types import UsageReading
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "HISTORY_FILE",
@@ -126,27 +128,38 @@ def read_usage_history(
     import time
 
     current = time.time() if now is None else now
-    if not math.isfinite(current) or (since is not None and not math.isfinite(since)):
+    check_history_bounds(current, since, tail_bytes, older_lines)
+    owner = os.getuid() if uid is None else uid
+    directory = status_cache_dir(os.fspath(config_dir))
+    selected = redacted_read(
+        lambda: selected_history(
+            directory, uid=owner, tail_bytes=tail_bytes, older_lines=older_lines
+        )
+    )
+    return dated_history(selected, now=current, since=since)
+
+
+def check_history_bounds(
+    now: float, since: float | None, tail_bytes: int | None, older_lines: int | None
+) -> None:
+    """Raise ValueError for the bounds `read_usage_history` refuses (see there)."""
+    if not math.isfinite(now) or (since is not None and not math.isfinite(since)):
         raise ValueError("now and since must be finite numbers of epoch seconds")
     if tail_bytes is not None and tail_bytes < HISTORY_LINE_MAX:
         raise ValueError("tail_bytes must hold a whole line (HISTORY_LINE_MAX)")
     if older_lines is not None and older_lines < 0:
         raise ValueError("older_lines must not be negative")
-    owner = os.getuid() if uid is None else uid
-    directory = status_cache_dir(os.fspath(config_dir))
+
+
+def redacted_read(read: Callable[[], _T]) -> _T:
+    """`read()`, its OSError redacted and raised without the original as cause or context."""
     try:
-        selected = selected_history(
-            directory, uid=owner, tail_bytes=tail_bytes, older_lines=older_lines
-        )
+        return read()
     except OSError as exc:
         from agent_accounts._redact import redact_secrets
 
-        failure: BaseException | None = redact_secrets(exc)
-    else:
-        failure = None
-    if failure is not None:
-        raise failure
-    return dated_history(selected, now=current, since=since)
+        failure: BaseException = redact_secrets(exc)
+    raise failure  # outside the handler: the unredacted error is not its context
 
 
 def selected_history(

@@ -30,7 +30,6 @@ summary as it was, and a stale one is never used.
 from __future__ import annotations
 
 import json
-import math
 import os
 
 from agent_accounts._usage import is_window_name
@@ -41,9 +40,11 @@ from ._history import (
     HISTORY_FILE,
     HISTORY_LINE_MAX,
     HISTORY_MAX_BYTES,
+    check_history_bounds,
     dated_history,
     framed_history,
     parse_history_lines,
+    redacted_read,
 )
 from ._linelog import rotated_name
 from ._readings import status_cache_dir
@@ -201,6 +202,18 @@ def _after(directory: str, uid: int, end: int, size: int) -> list[UsageReading] 
         zero(raw)
 
 
+def _framed(
+    directory: str, uid: int, tail_bytes: int, older_lines: int
+) -> tuple[list[UsageReading], list[UsageReading], int, int]:
+    return framed_history(
+        directory,
+        uid=uid,
+        tail_bytes=tail_bytes,
+        older_lines=older_lines,
+        frame_bytes=FRAME_BYTES,
+    )
+
+
 def read_weighed_history(
     config_dir: str, *, now: float, since: float, tail_bytes: int, older_lines: int
 ) -> list[UsageReading]:
@@ -210,10 +223,7 @@ def read_weighed_history(
     the files as they are, else the framed history read from the files. Raises ValueError for
     a non-finite `now` or `since`, a `tail_bytes` under `HISTORY_LINE_MAX` or a negative
     `older_lines`, and an unexpected filesystem error redacted, as `read_usage_history`."""
-    if not (math.isfinite(now) and math.isfinite(since)):
-        raise ValueError("now and since must be finite numbers of epoch seconds")
-    if tail_bytes < HISTORY_LINE_MAX or older_lines < 0:
-        raise ValueError("tail_bytes must hold a whole line; older_lines must not be negative")
+    check_history_bounds(now, since, tail_bytes, older_lines)
     directory = status_cache_dir(config_dir)
     uid = os.getuid()
     try:
@@ -225,22 +235,7 @@ def read_weighed_history(
                 return dated_history([*stored[0], *after], now=now, since=since)
     except OSError:
         pass  # the history itself is read, with its errors
-    try:
-        frame, later, _, _ = framed_history(
-            directory,
-            uid=uid,
-            tail_bytes=tail_bytes,
-            older_lines=older_lines,
-            frame_bytes=FRAME_BYTES,
-        )
-    except OSError as exc:
-        from agent_accounts._redact import redact_secrets
-
-        failure: BaseException | None = redact_secrets(exc)
-    else:
-        failure = None
-    if failure is not None:
-        raise failure
+    frame, later, _, _ = redacted_read(lambda: _framed(directory, uid, tail_bytes, older_lines))
     return dated_history([*frame, *later], now=now, since=since)
 
 
@@ -259,13 +254,7 @@ def store_history_summary(config_dir: str, *, tail_bytes: int, older_lines: int)
             return False
         if _read(directory, key) is not None:
             return True
-        frame, _, end, read = framed_history(
-            directory,
-            uid=uid,
-            tail_bytes=tail_bytes,
-            older_lines=older_lines,
-            frame_bytes=FRAME_BYTES,
-        )
+        frame, _, end, read = _framed(directory, uid, tail_bytes, older_lines)
         if _key(directory, uid, tail_bytes, older_lines)[0] != key or read >= HISTORY_MAX_BYTES:
             return False  # rotated, grown past its frame, or cut as read: not the file's frame
         rows = [
